@@ -1,0 +1,132 @@
+"""The event vocabulary: what the engine tells front ends while a turn runs (INTERFACE.md).
+
+Every event is a pydantic model with a literal `type`; `Event` is their discriminated union
+and `EVENT_ADAPTER` (de)serialises any of them, so events can cross a comm or go to disk.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from .usage import TokenUsage, UsageTotals
+
+StopReason = Literal["end_turn", "max_turns", "max_cost", "timeout", "cancelled", "blocked", "error"]
+Verdict = Literal["allow", "always", "deny"]
+
+
+class TurnStarted(BaseModel):
+    type: Literal["turn_started"] = "turn_started"
+    session: str
+    turn_index: int
+    prompt: str
+    agent: str
+    model: str
+
+
+class TextEvent(BaseModel):
+    """Streamed text. `delta=True` for pieces; the whole text of a step comes once more with
+    `repeat=True` (ENG-13) so a front end that showed the deltas can skip it."""
+
+    type: Literal["text"] = "text"
+    text: str
+    delta: bool = False
+    thought: bool = False
+    repeat: bool = False
+
+
+class ToolCallEvent(BaseModel):
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class PendingCall(BaseModel):
+    """One call inside a permission request."""
+
+    id: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class PermissionRequest(BaseModel):
+    """ENG-24: the calls of one batch that need a decision."""
+
+    type: Literal["permission_request"] = "permission_request"
+    request_id: str
+    calls: list[PendingCall]
+
+
+class PermissionDecision(BaseModel):
+    type: Literal["permission_decision"] = "permission_decision"
+    call_id: str
+    decision: Verdict
+    reason: str | None = None
+
+
+class ToolResultEvent(BaseModel):
+    type: Literal["tool_result"] = "tool_result"
+    id: str
+    name: str
+    ok: bool
+    error: str | None = None
+    preview: str = ""
+
+
+class SteerEvent(BaseModel):
+    """Queued steer messages rode on a tool result (ENG-40)."""
+
+    type: Literal["steer"] = "steer"
+    count: int
+    call_id: str
+
+
+class UsageEvent(BaseModel):
+    """One model call's usage, priced by the model that answered (ENG-22)."""
+
+    type: Literal["usage"] = "usage"
+    model: str
+    usage: TokenUsage
+    cost_usd: float | None
+    """None when the model has no price (the session becomes unpriced)."""
+
+
+class CompactionEvent(BaseModel):
+    type: Literal["compaction"] = "compaction"
+    covered_events: int
+    tokens_before: int
+    tokens_after: int
+    automatic: bool
+
+
+class ErrorEvent(BaseModel):
+    type: Literal["error"] = "error"
+    kind: str
+    message: str
+
+
+class TurnDone(BaseModel):
+    type: Literal["turn_done"] = "turn_done"
+    stop_reason: StopReason
+    usage: UsageTotals
+    error: str | None = None
+    leftovers: list[str] = Field(default_factory=list)
+
+
+Event = Annotated[
+    TurnStarted
+    | TextEvent
+    | ToolCallEvent
+    | PermissionRequest
+    | PermissionDecision
+    | ToolResultEvent
+    | SteerEvent
+    | UsageEvent
+    | CompactionEvent
+    | ErrorEvent
+    | TurnDone,
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

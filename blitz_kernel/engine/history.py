@@ -1,0 +1,141 @@
+"""A session's history: typed messages and parts, valid by construction.
+
+The history is what the model sees. It is a list of messages discriminated on `kind`, saved
+and loaded whole through `HISTORY_ADAPTER` (so the durable store can persist it as JSON).
+Validity rule: every tool call of an assistant message has exactly one result message, and
+results follow their call. `check_history` enforces it; the turn loop only ever appends a
+step's messages together with all of their results.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+
+class TextPart(BaseModel):
+    """Plain text inside a user message."""
+
+    part_kind: Literal["text"] = "text"
+    text: str
+
+
+class ImagePart(BaseModel):
+    """An image attached to a user message (attachments come before the prompt, ENG-10)."""
+
+    part_kind: Literal["image"] = "image"
+    media_type: str = "image/png"
+    data_base64: str
+
+
+UserPart = Annotated[TextPart | ImagePart, Field(discriminator="part_kind")]
+
+
+class UserMessage(BaseModel):
+    """A prompt typed by the user: one per turn."""
+
+    kind: Literal["user"] = "user"
+    parts: list[UserPart]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+
+class ToolCall(BaseModel):
+    """One tool call requested by the model."""
+
+    id: str
+    """The provider's call id; results refer to it."""
+    name: str
+    arguments: str
+    """The raw JSON argument string as the model produced it (possibly invalid)."""
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a dict, or {} when the model sent something that is not an object."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+
+class AssistantMessage(BaseModel):
+    """One model response (one step)."""
+
+    kind: Literal["assistant"] = "assistant"
+    text: str = ""
+    thought: str = ""
+    """Reasoning text, shown collapsed and never sent back as the answer."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    model: str = ""
+    """The model that actually answered (for pricing, ENG-16/22)."""
+
+
+class ToolResultMessage(BaseModel):
+    """The result of one tool call, as the model will read it."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    call_id: str
+    name: str
+    output: str | None = None
+    error: str | None = None
+    """Set when the call failed or was refused; the model sees it under `error` (ENG-40)."""
+    message_from_user: str | list[str] | None = None
+    """Steer messages delivered with this result (ENG-40)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_model_content(self) -> str:
+        """The JSON object the model receives as this call's result."""
+        body: dict[str, Any] = {"error": self.error} if self.error is not None else {"result": self.output}
+        if self.message_from_user is not None:
+            body["message_from_user"] = self.message_from_user
+        return json.dumps(body, ensure_ascii=False)
+
+
+class SummaryMessage(BaseModel):
+    """A compaction summary standing in for the events it covers (ENG-60..64)."""
+
+    kind: Literal["summary"] = "summary"
+    text: str
+    covered_events: int = 0
+
+
+Message = Annotated[
+    UserMessage | AssistantMessage | ToolResultMessage | SummaryMessage,
+    Field(discriminator="kind"),
+]
+HISTORY_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+class InvalidHistoryError(ValueError):
+    """A history broke the call ↔ result rule; raised before anything is written."""
+
+
+def check_history(messages: list[Any]) -> None:
+    """Raise InvalidHistoryError unless every tool call has exactly one later result."""
+    open_calls: dict[str, str] = {}
+    for index, message in enumerate(messages):
+        if isinstance(message, AssistantMessage):
+            if open_calls:
+                raise InvalidHistoryError(f"message {index}: calls {sorted(open_calls)} have no result")
+            open_calls = {call.id: call.name for call in message.tool_calls}
+        elif isinstance(message, ToolResultMessage):
+            if message.call_id not in open_calls:
+                raise InvalidHistoryError(f"message {index}: result for unknown call {message.call_id!r}")
+            del open_calls[message.call_id]
+        elif open_calls:
+            raise InvalidHistoryError(f"message {index}: calls {sorted(open_calls)} have no result")
+    if open_calls:
+        raise InvalidHistoryError(f"calls {sorted(open_calls)} have no result")
+
+
+def user_prompt(text: str, images: list[ImagePart] | None = None) -> UserMessage:
+    """The user message of a turn: attachments (images first), then the prompt text (ENG-10)."""
+    parts: list[TextPart | ImagePart] = [*(images or []), TextPart(text=text)]
+    return UserMessage(parts=parts)

@@ -1,0 +1,135 @@
+"""Usage and cost (ENG-80..82).
+
+Token counts per call, prices per model (config table first, then a price source the model
+adapter supplies, e.g. litellm's cost map), and a per-session ledger. A call with no price
+marks the ledger `priced=False`: the display says "unpriced", never a silent $0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel, Field
+
+
+class TokenUsage(BaseModel):
+    """Tokens of one model call, as ENG-80 defines them."""
+
+    input_tokens: int = 0
+    """Prompt tokens, cached ones included (= the current context size)."""
+    cached_tokens: int = 0
+    """Prompt tokens read from the provider's cache."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the cache (clamped to the uncached input)."""
+    output_tokens: int = 0
+    """Completion tokens, reasoning included."""
+
+    def clamped(self) -> TokenUsage:
+        """ENG-80: cached ≤ input, cache writes ≤ uncached input."""
+        cached = min(self.cached_tokens, self.input_tokens)
+        write = min(self.cache_write_tokens, self.input_tokens - cached)
+        return self.model_copy(update={"cached_tokens": cached, "cache_write_tokens": write})
+
+
+class Price(BaseModel):
+    """USD per one million tokens."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    cache_write: float | None = None
+
+    def cost(self, usage: TokenUsage) -> float:
+        """ENG-81: uncached, cached, cache-write and output tokens at their own rates."""
+        usage = usage.clamped()
+        uncached = usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens
+        cached_rate = self.cached_input if self.cached_input is not None else self.input
+        write_rate = self.cache_write if self.cache_write is not None else self.input
+        return (
+            uncached * self.input
+            + usage.cached_tokens * cached_rate
+            + usage.cache_write_tokens * write_rate
+            + usage.output_tokens * self.output
+        ) / 1e6
+
+
+PriceSource = Callable[[str], Price | None]
+"""Looks a model name up somewhere outside the config (the model adapter's cost map)."""
+
+
+class PriceBook:
+    """Finds the price of a model: config table (exact name, else longest prefix), then the
+    fallback source."""
+
+    def __init__(self, configured: dict[str, Price], fallback: PriceSource | None = None) -> None:
+        self._configured = configured
+        self._fallback = fallback
+
+    def lookup(self, model: str) -> Price | None:
+        if model in self._configured:
+            return self._configured[model]
+        prefixes = [name for name in self._configured if model.startswith(name)]
+        if prefixes:
+            return self._configured[max(prefixes, key=len)]
+        return self._fallback(model) if self._fallback else None
+
+
+class UsageTotals(BaseModel):
+    """Summed usage; `priced` is False as soon as one call had no price."""
+
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    priced: bool = True
+    calls: int = 0
+
+    def add(self, usage: TokenUsage, cost: float | None) -> None:
+        usage = usage.clamped()
+        self.input_tokens += usage.input_tokens
+        self.cached_tokens += usage.cached_tokens
+        self.cache_write_tokens += usage.cache_write_tokens
+        self.output_tokens += usage.output_tokens
+        self.calls += 1
+        if cost is None:
+            self.priced = False
+        else:
+            self.cost_usd += cost
+
+    def merge(self, other: UsageTotals) -> None:
+        self.input_tokens += other.input_tokens
+        self.cached_tokens += other.cached_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.output_tokens += other.output_tokens
+        self.cost_usd += other.cost_usd
+        self.calls += other.calls
+        self.priced = self.priced and other.priced
+
+    def describe_cost(self) -> str:
+        """"$0.0123", or "unpriced" (with the priced part) when any call had no price."""
+        if self.priced:
+            return f"${self.cost_usd:.4f}"
+        if self.cost_usd:
+            return f"${self.cost_usd:.4f} + unpriced calls"
+        return "unpriced"
+
+    def describe(self) -> str:
+        cached = f" ({self.cached_tokens:,} cached)" if self.cached_tokens else ""
+        return (
+            f"{self.input_tokens:,} in{cached} · {self.output_tokens:,} out · "
+            f"{self.calls} call{'s' if self.calls != 1 else ''} · {self.describe_cost()}"
+        )
+
+
+class UsageLedger(BaseModel):
+    """Usage of one session, total and per model (ENG-82)."""
+
+    total: UsageTotals = Field(default_factory=UsageTotals)
+    by_model: dict[str, UsageTotals] = Field(default_factory=dict)
+    last_prompt_tokens: int = 0
+
+    def record(self, model: str, usage: TokenUsage, cost: float | None) -> None:
+        self.total.add(usage, cost)
+        self.by_model.setdefault(model, UsageTotals()).add(usage, cost)
+        self.last_prompt_tokens = usage.input_tokens

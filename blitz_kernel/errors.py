@@ -1,0 +1,136 @@
+"""The BlitzError hierarchy (WS-05).
+
+Front ends word these for the user; the engine raises them. Three families, kept apart on
+purpose: configuration and usage mistakes (the user can fix them), run failures (a limit was
+reached, a model failed) and control-flow signals.
+"""
+
+from __future__ import annotations
+
+
+class BlitzError(Exception):
+    """Base of every error the project raises on purpose."""
+
+
+# -- configuration and usage -------------------------------------------------------------
+
+
+class ConfigError(BlitzError):
+    """A configuration value is wrong; the message names the key and where it came from."""
+
+    def __init__(self, key: str, source: str, problem: str) -> None:
+        self.key = key
+        self.source = source
+        self.problem = problem
+        super().__init__(f"bad configuration {key!r} in {source}: {problem}")
+
+
+class UnknownAgentError(BlitzError):
+    """A run or the configuration named an agent the registry does not have (ENG-16)."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        super().__init__(f"unknown agent {name!r} (known: {', '.join(sorted(known))})")
+
+
+class SteerTooLateError(BlitzError):
+    """`steer` was called while the session had no running turn (ENG-42)."""
+
+
+class ScriptExhaustedError(BlitzError):
+    """A ScriptedModel was asked for more steps than its script holds."""
+
+
+class SessionBusyError(BlitzError):
+    """The session already has a running turn in this workspace."""
+
+
+# -- model failures ------------------------------------------------------------------------
+
+
+class ModelError(BlitzError):
+    """A model call failed; says which model and why (ENG-15)."""
+
+    retryable = False
+
+    def __init__(self, model: str, cause: str) -> None:
+        self.model = model
+        self.cause = cause
+        super().__init__(f"model {model!r} failed: {cause}")
+
+
+class ModelNotConfiguredError(ModelError):
+    """No model is configured (WS-01): every call explains how to set one."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("(none)", reason)
+
+
+class ModelAuthError(ModelError):
+    """The provider rejected the credentials."""
+
+
+class ModelNotFoundError(ModelError):
+    """The provider does not know the model name."""
+
+
+class ModelBadRequestError(ModelError):
+    """The provider rejected the request as malformed."""
+
+
+class ContextWindowError(ModelError):
+    """The prompt is longer than the model's context window."""
+
+
+class ModelRateLimitError(ModelError):
+    """HTTP 429: retried with backoff before it reaches the user."""
+
+    retryable = True
+
+
+class ModelUnavailableError(ModelError):
+    """HTTP 5xx or a broken connection: retried with backoff before it reaches the user."""
+
+    retryable = True
+
+
+class ModelTimeoutError(ModelError):
+    """The provider did not answer in time."""
+
+    retryable = True
+
+
+# -- limits: each ends a turn with its own stop reason (ENG-14) ---------------------------
+
+
+class TurnLimitError(BlitzError):
+    """A per-turn limit was reached; `stop_reason` is what the TurnResult reports."""
+
+    stop_reason = "error"
+
+
+class MaxTurnsError(TurnLimitError):
+    stop_reason = "max_turns"
+
+    def __init__(self, max_turns: int) -> None:
+        super().__init__(f"maximum turns reached ({max_turns} model calls)")
+
+
+class MaxCostError(TurnLimitError):
+    stop_reason = "max_cost"
+
+    def __init__(self, spent: float, ceiling: float) -> None:
+        super().__init__(f"maximum cost reached (${spent:.4f} spent, ceiling ${ceiling:.4f})")
+
+
+class TurnTimeoutError(TurnLimitError):
+    stop_reason = "timeout"
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"turn timed out after {seconds:g} s")
+
+
+class ApprovalOverflowError(TurnLimitError):
+    """More permission requests waited at once than `approval.max_pending` allows (ENG-26)."""
+
+    stop_reason = "error"

@@ -1,0 +1,82 @@
+"""The Model protocol: how the engine talks to any model.
+
+A model streams one response for a request: `TextDelta`s as text arrives, then exactly one
+`ModelResponse` with the whole step (text, thought, complete tool calls, usage). Errors are
+raised as `ModelError` subclasses that name the model (ENG-15). The engine never sees a
+provider's wire format; adapters translate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from ..engine.history import AssistantMessage, Message, ToolCall
+from ..engine.usage import Price, TokenUsage
+
+
+class ToolSpec(BaseModel):
+    """A tool as the model sees it: name, description and JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ModelRequest(BaseModel):
+    """Everything one step sends to the model."""
+
+    system: str
+    messages: list[Message]
+    tools: list[ToolSpec] = Field(default_factory=list)
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+class TextDelta(BaseModel):
+    """A piece of streamed text."""
+
+    kind: Literal["text_delta"] = "text_delta"
+    text: str
+    thought: bool = False
+
+
+class ModelResponse(BaseModel):
+    """The complete result of one step."""
+
+    kind: Literal["response"] = "response"
+    text: str = ""
+    thought: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    model: str
+    """The model that actually answered (pricing is by this name, ENG-22)."""
+
+    def to_message(self) -> AssistantMessage:
+        return AssistantMessage(
+            text=self.text, thought=self.thought, tool_calls=self.tool_calls, model=self.model
+        )
+
+
+StreamItem = TextDelta | ModelResponse
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that can answer a ModelRequest as a stream."""
+
+    name: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """Yield TextDeltas, then exactly one ModelResponse; raise ModelError on failure."""
+        ...
+
+    def price(self, model: str) -> Price | None:
+        """The price of `model` from the adapter's own source, or None when unknown."""
+        ...
+
+    def context_window(self) -> int | None:
+        """The model's context window in tokens, when known."""
+        ...

@@ -1,0 +1,35 @@
+"""The model a workspace opens on when none is configured or the configured one cannot be
+built (WS-01): opening never fails, every call explains what to do."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from ..engine.usage import Price
+from ..errors import ModelNotConfiguredError
+from .base import ModelRequest, StreamItem
+
+HOW_TO_SET_A_MODEL = (
+    "no model is configured. Set one with `%blitz_model openai/gpt-4.1-mini` (or any litellm "
+    "model name), or the environment variable BLITZ_MODEL (with BLITZ_API_BASE for an "
+    "OpenAI-compatible server, e.g. BLITZ_MODEL=openai/my-model "
+    "BLITZ_API_BASE=http://localhost:8000/v1), or `model = \"...\"` in blitz.toml."
+)
+
+
+class PlaceholderModel:
+    """Fails every call with `reason`."""
+
+    def __init__(self, reason: str = HOW_TO_SET_A_MODEL) -> None:
+        self.name = "(none)"
+        self.reason = reason
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        raise ModelNotConfiguredError(self.reason)
+        yield  # pragma: no cover - makes this an async generator
+
+    def price(self, model: str) -> Price | None:
+        return None
+
+    def context_window(self) -> int | None:
+        return None

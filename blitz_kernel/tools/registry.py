@@ -1,0 +1,122 @@
+"""Tools: async functions with a pydantic argument model, a description and a kind.
+
+The JSON schema the model sees is generated from the argument model. Invalid arguments from
+the model become an error result the model can correct (`ToolError`), never a crash.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ValidationError
+
+from ..models.base import ToolSpec
+
+
+class ToolKind(str, enum.Enum):
+    """Read-only tools run in plan mode and default to `allow`; mutating ones need approval."""
+
+    READ_ONLY = "read_only"
+    MUTATING = "mutating"
+    WORKFLOW = "workflow"
+
+
+class ToolError(Exception):
+    """A tool failed in a way the model should read and can correct (bad path, no match...)."""
+
+
+class KernelContext(Protocol):
+    """What kernel tools need from the front end; the engine never imports IPython."""
+
+    @property
+    def user_ns(self) -> dict[str, Any]:
+        """The user's namespace: variables persist there for the user's later cells."""
+        ...
+
+
+@dataclass
+class ToolContext:
+    """Handed to every tool call."""
+
+    workspace: Path
+    """The workspace root; file tools stay inside it."""
+    kernel: KernelContext | None = None
+    """None outside a kernel (scripts, unit tests): kernel tools then say they need one."""
+    session: str = "default"
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+ToolFunction = Callable[[Any, ToolContext], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: `func(args, ctx)` returns the text the model reads, or raises ToolError."""
+
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    kind: ToolKind
+    func: ToolFunction
+
+    def spec(self) -> ToolSpec:
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+    def parse_arguments(self, raw: str) -> BaseModel:
+        """Validate the model's JSON argument string; ToolError says what to fix."""
+        try:
+            data = json.loads(raw or "{}")
+        except json.JSONDecodeError as error:
+            raise ToolError(f"arguments are not valid JSON ({error.msg}); send a JSON object") from None
+        if not isinstance(data, dict):
+            raise ToolError("arguments must be a JSON object")
+        try:
+            return self.args_model.model_validate(data)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in error.errors()
+            )
+            raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
+
+
+class ToolRegistry:
+    """The tools a workspace knows, by name."""
+
+    def __init__(self, tools: list[Tool] | None = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools or []:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is registered twice")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+
+def tool(
+    name: str, kind: ToolKind, args: type[BaseModel]
+) -> Callable[[ToolFunction], Tool]:
+    """Decorator: turns `async def f(args, ctx) -> str` into a Tool; the docstring is the
+    description the model reads."""
+
+    def wrap(func: ToolFunction) -> Tool:
+        description = " ".join((func.__doc__ or name).split())
+        return Tool(name=name, description=description, args_model=args, kind=kind, func=func)
+
+    return wrap

@@ -1,1 +1,43 @@
+"""blitz_kernel: an LLM agent engine inside the Jupyter kernel.
+
+`%load_ext blitz_kernel` registers the magics; `from blitz_kernel import Workspace` is the
+Python API. Importing this package stays cheap: litellm and the front end load lazily.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .engine.loop import TurnResult
+    from .engine.workspace import Workspace
+
+__all__ = ["TurnResult", "Workspace", "__version__", "load_ipython_extension", "unload_ipython_extension"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Workspace":
+        from .engine.workspace import Workspace
+
+        return Workspace
+    if name == "TurnResult":
+        from .engine.loop import TurnResult
+
+        return TurnResult
+    raise AttributeError(name)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext blitz_kernel`: register the magics and the `await` input transformer."""
+    from .notebook.extension import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """`%unload_ext blitz_kernel`: undo everything `load_ipython_extension` did."""
+    from .notebook.extension import unload
+
+    unload(ipython)

@@ -1,0 +1,13 @@
+"""Built-in tools (INTERFACE.md "Built-in tools")."""
+
+from __future__ import annotations
+
+from .registry import Tool
+
+
+def builtin_tools() -> list[Tool]:
+    """Every built-in tool, in the order the model sees them."""
+    from .files import FILE_TOOLS
+    from .kernel import KERNEL_TOOLS
+
+    return [*FILE_TOOLS, *KERNEL_TOOLS]

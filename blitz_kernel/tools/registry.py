@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from ..models.base import ToolSpec
 
 
-class ToolKind(str, enum.Enum):
+class ToolKind(enum.StrEnum):
     """Read-only tools run in plan mode and default to `allow`; mutating ones need approval."""
 
     READ_ONLY = "read_only"

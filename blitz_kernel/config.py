@@ -1,0 +1,535 @@
+"""Configuration: the settings model and where its values come from (INTERFACE.md).
+
+Precedence, highest first: overrides (`%blitz_config key=value`, or Python) → environment
+(`BLITZ_*`) → `<workspace>/blitz.toml`, else `[tool.blitz]` in `<workspace>/pyproject.toml` →
+`~/.blitz/config.toml` → the defaults below. (A magic's own options, e.g. `--model`, sit above
+all of these; the front end applies them per run.)
+
+Layers merge deeply: a table in a higher layer replaces only the keys it sets. While merging we
+remember which layer set each key, so that a wrong value is reported against the file or
+variable that holds it, not just "somewhere in your configuration".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, time
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+from .engine.usage import Price
+from .errors import ConfigError
+
+ToolPolicy = Literal["allow", "ask", "deny"]
+HeadlessPolicy = Literal["deny", "allow"]
+TelemetryExporter = Literal["console", "otlp", "memory"]
+
+OVERRIDE_SOURCE = "%blitz_config"
+"""How errors name the override layer (the magic, or overrides passed from Python)."""
+
+KeyPath = tuple[str, ...]
+
+
+# -- the settings model ------------------------------------------------------------------
+
+
+class _Section(BaseModel):
+    # A typo in a key must be an error that names it, never a silently ignored setting.
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolsConfig(_Section):
+    """How tools run (ENG-12)."""
+
+    max_parallel: int = Field(default=8, ge=1)
+    """Tool calls of one model response that run at once; the rest wait their turn."""
+
+
+class ApprovalConfig(_Section):
+    """Who may let a tool call run (ENG-23..26)."""
+
+    headless: HeadlessPolicy = "deny"
+    """What `ask` becomes when nobody can answer; deny by default so nothing runs unseen."""
+    tools: dict[str, ToolPolicy] = {}
+    """Policy per tool name; tools not listed get their kind's default (read-only allow,
+    mutating ask), which the tool registry knows and the config does not."""
+    max_pending: int = Field(default=4, ge=1)
+    """Permission requests that may wait at once before the turn stops (ENG-26)."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Seconds a permission request waits for an answer before it counts as denied."""
+
+
+class ContextConfig(_Section):
+    """When and how history is compacted (ENG-60)."""
+
+    token_threshold: int | None = Field(default=None, ge=1)
+    """Context size that triggers auto-compaction; unset means 80% of the model's window,
+    which only the model adapter knows."""
+    retain_events: int = Field(default=20, ge=0)
+    """Most recent events kept verbatim when older ones are summarised."""
+
+
+class LimitsConfig(_Section):
+    """Per-turn ceilings (ENG-14); a run's own options override them."""
+
+    max_turns: int = Field(default=50, ge=1)
+    """Model calls one turn may make, so a looping agent stops on its own."""
+    max_cost_usd: float | None = Field(default=None, ge=0)
+    """Spend ceiling for one turn in USD; unset means no ceiling."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Wall-clock seconds one turn may take; unset means no limit."""
+
+
+class TelemetryConfig(_Section):
+    """OpenTelemetry spans (ENG-90..91)."""
+
+    enabled: bool = False
+    """Off by default: nothing leaves the kernel unless asked for."""
+    exporter: TelemetryExporter = "console"
+    """Where spans go; `memory` is for tests."""
+    include_content: bool = False
+    """Put prompts, replies and tool content in spans; off because they may be private."""
+
+
+def _no_unknown_price_keys(value: Any) -> Any:
+    """`Price` ignores unknown keys, so a typo (`inptu`) would vanish silently; refuse it here."""
+    if isinstance(value, Mapping):
+        unknown = sorted(set(value) - set(Price.model_fields))
+        if unknown:
+            raise PydanticCustomError("unknown_key", "unknown key {key}", {"key": str(unknown[0])})
+    return value
+
+
+ConfiguredPrice = Annotated[Price, BeforeValidator(_no_unknown_price_keys)]
+
+_ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class BlitzConfig(_Section):
+    """All settings of one workspace; see INTERFACE.md "Configuration" for the table."""
+
+    # `model_retries` starts with pydantic's reserved `model_` prefix; the name is ours to keep.
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    model: str | None = None
+    """litellm model name or `scripted:PATH`; unset opens on a placeholder that explains how
+    to set one (WS-01)."""
+    api_base: str | None = None
+    """Base URL for OpenAI-compatible servers or Ollama; unset means the provider default."""
+    api_key_env: str | None = None
+    """Name of the environment variable that holds the API key; the key itself never lives in
+    a config file, where it would be committed or displayed."""
+    fallback_models: list[str] = []
+    """Models tried in order when the model fails (ENG-15)."""
+    temperature: float | None = Field(default=None, ge=0)
+    """Sampling temperature; unset means the provider default (ENG-05)."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Completion token cap per call; unset means the provider default (ENG-05)."""
+    model_retries: int = Field(default=3, ge=0)
+    """Retries of a retryable model failure (rate limit, 5xx, timeout) before it surfaces."""
+    agent: str = "blitz"
+    """The active (root) agent (ENG-01)."""
+    tools: ToolsConfig = ToolsConfig()
+    """Tool execution settings."""
+    approval: ApprovalConfig = ApprovalConfig()
+    """Approval policies."""
+    context: ContextConfig = ContextConfig()
+    """Compaction settings."""
+    limits: LimitsConfig = LimitsConfig()
+    """Per-turn limits."""
+    prices: dict[str, ConfiguredPrice] = {}
+    """USD per 1M tokens by model name or prefix; checked before litellm's map (ENG-81)."""
+    telemetry: TelemetryConfig = TelemetryConfig()
+    """OpenTelemetry settings."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _names_a_variable(cls, value: str | None) -> str | None:
+        # A pasted key (`sk-...`) is not a variable name; refuse it without echoing it back.
+        if value is not None and not _ENV_VAR_NAME.fullmatch(value):
+            raise ValueError(
+                "must be the name of an environment variable (e.g. OPENAI_API_KEY), "
+                "not the key itself"
+            )
+        return value
+
+
+# -- dotted keys ---------------------------------------------------------------------------
+
+
+def _split_key(key: str) -> KeyPath:
+    """`limits.max_turns` → ("limits", "max_turns"). TOML quoting works, so a model name with
+    dots can be addressed: `prices."gpt-4.1".input`."""
+    try:
+        parts = _single_path(tomllib.loads(f"{key} = 0"))
+    except tomllib.TOMLDecodeError:
+        parts = None
+    if parts is None:  # not a TOML key (e.g. `prices.openai/gpt-4o`): split on dots
+        parts = tuple(part.strip() for part in key.split("."))
+    if not all(parts):
+        raise ValueError(f"{key!r} is not a dotted key")
+    return parts
+
+
+def _single_path(document: dict[str, Any]) -> KeyPath | None:
+    """The one path of a `key = 0` document, or None if the text held more than a key."""
+    parts: list[str] = []
+    node: Any = document
+    while isinstance(node, dict):
+        if len(node) != 1:
+            return None
+        ((name, node),) = node.items()
+        parts.append(name)
+    return tuple(parts) if node == 0 else None
+
+
+def _join_key(path: tuple[str | int, ...]) -> str:
+    """The reverse of `_split_key`; list indices show as `[i]`."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            segment = part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else json.dumps(part)
+            text += f".{segment}" if text else segment
+    return text
+
+
+def set_dotted(mapping: dict[str, Any], key: str, value: Any) -> None:
+    """Set `a.b.c` in a nested dict, making (or replacing non-table) intermediate tables."""
+    *parents, last = _split_key(key)
+    node = mapping
+    for name in parents:
+        child = node.get(name)
+        if not isinstance(child, dict):
+            child = node[name] = {}
+        node = child
+    node[last] = value
+
+
+def flatten(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """Nested tables → `{dotted key: value}`; an empty table stays visible as `{}`."""
+    flat: dict[str, Any] = {}
+    _flatten_into(flat, mapping, ())
+    return flat
+
+
+def _flatten_into(flat: dict[str, Any], mapping: Mapping[str, Any], path: KeyPath) -> None:
+    for name, value in mapping.items():
+        here = (*path, str(name))
+        if isinstance(value, Mapping) and value:
+            _flatten_into(flat, value, here)
+        else:
+            flat[_join_key(here)] = value
+
+
+# -- layers --------------------------------------------------------------------------------
+
+
+@dataclass
+class _Layer:
+    """Values from one place, nested as TOML gives them, and how errors name that place."""
+
+    values: Mapping[str, Any]
+    source: str
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as file:
+            return tomllib.load(file)
+    except tomllib.TOMLDecodeError as error:  # its message carries line and column
+        raise ConfigError("(file)", str(path), str(error)) from error
+    except UnicodeDecodeError as error:
+        raise ConfigError("(file)", str(path), f"not UTF-8 text: {error.reason}") from error
+    except OSError as error:
+        raise ConfigError("(file)", str(path), f"cannot be read: {error}") from error
+
+
+def _tool_blitz(document: Mapping[str, Any], path: Path) -> Mapping[str, Any] | None:
+    tool = document.get("tool")
+    table = tool.get("blitz") if isinstance(tool, Mapping) else None
+    if table is not None and not isinstance(table, Mapping):
+        raise ConfigError("tool.blitz", str(path), "must be a table ([tool.blitz])")
+    return table
+
+
+def _workspace_file(workspace: Path) -> Path | None:
+    """blitz.toml; else pyproject.toml if it has `[tool.blitz]` (or is broken, so that the
+    error is reported rather than the file silently skipped)."""
+    blitz_toml = workspace / "blitz.toml"
+    if blitz_toml.is_file():
+        return blitz_toml
+    pyproject = workspace / "pyproject.toml"
+    if not pyproject.is_file():
+        return None
+    try:
+        has_table = _tool_blitz(_read_toml(pyproject), pyproject) is not None
+    except ConfigError:
+        return pyproject
+    return pyproject if has_table else None
+
+
+def _home_file(home: Path | None) -> Path | None:
+    path = (home if home is not None else Path.home()) / ".blitz" / "config.toml"
+    return path if path.is_file() else None
+
+
+def _file_layer(path: Path) -> _Layer:
+    document = _read_toml(path)
+    if path.name == "pyproject.toml":
+        document = dict(_tool_blitz(document, path) or {})
+    return _Layer(document, str(path))
+
+
+_ENV_KEYS = {
+    "BLITZ_MODEL": "model",
+    "BLITZ_API_BASE": "api_base",
+    "BLITZ_AGENT": "agent",
+    "BLITZ_APPROVAL_HEADLESS": "approval.headless",
+}
+_TRUTHY = {"1", "true", "yes", "on"}
+_FALSY = {"0", "false", "no", "off"}
+_EXPORTERS: tuple[str, ...] = get_args(TelemetryExporter)
+
+
+def _environment_layers(environ: Mapping[str, str]) -> list[_Layer]:
+    """One layer per variable, so an error names the variable. Empty counts as unset."""
+    layers = []
+    for name, key in _ENV_KEYS.items():
+        value = environ.get(name, "").strip()
+        if value:
+            values: dict[str, Any] = {}
+            set_dotted(values, key, value)
+            layers.append(_Layer(values, f"environment variable {name}"))
+    telemetry = environ.get("BLITZ_TELEMETRY", "").strip()
+    if telemetry:
+        source = "environment variable BLITZ_TELEMETRY"
+        layers.append(_Layer({"telemetry": _telemetry_from_env(telemetry, source)}, source))
+    return layers
+
+
+def _telemetry_from_env(value: str, source: str) -> dict[str, Any]:
+    """`BLITZ_TELEMETRY=1` turns telemetry on; `=otlp` turns it on with that exporter."""
+    word = value.lower()
+    if word in _TRUTHY:
+        return {"enabled": True}
+    if word in _FALSY:
+        return {"enabled": False}
+    if word in _EXPORTERS:
+        return {"enabled": True, "exporter": word}
+    raise ConfigError(
+        "telemetry.enabled",
+        source,
+        f"expected 1/true/yes/on, 0/false/no/off or an exporter name "
+        f"({', '.join(_EXPORTERS)}), got {value!r}",
+    )
+
+
+def _override_layers(overrides: Mapping[str, Any]) -> list[_Layer]:
+    """One layer per override, in order, so a later key wins over an earlier one."""
+    layers = []
+    for key, value in overrides.items():
+        plain = value.model_dump() if isinstance(value, BaseModel) else value
+        values: dict[str, Any] = {}
+        try:
+            set_dotted(values, key, plain)
+        except ValueError as error:
+            raise ConfigError(key, OVERRIDE_SOURCE, str(error)) from error
+        layers.append(_Layer(values, OVERRIDE_SOURCE))
+    return layers
+
+
+# -- merging with provenance ---------------------------------------------------------------
+
+
+def _merge(layers: list[_Layer]) -> tuple[dict[str, Any], dict[KeyPath, str]]:
+    """Deep-merge layers (lowest first) and record which layer last set each key path."""
+    merged: dict[str, Any] = {}
+    sources: dict[KeyPath, str] = {}
+    for layer in layers:
+        _merge_into(merged, layer.values, layer.source, sources, ())
+    return merged, sources
+
+
+def _merge_into(
+    target: dict[str, Any],
+    values: Mapping[str, Any],
+    source: str,
+    sources: dict[KeyPath, str],
+    path: KeyPath,
+) -> None:
+    for name, value in values.items():
+        here = (*path, name)
+        if isinstance(value, Mapping):
+            if not isinstance(target.get(name), dict):
+                _forget_below(sources, here)
+                target[name] = {}
+            _merge_into(target[name], value, source, sources, here)
+        else:
+            _forget_below(sources, here)
+            target[name] = value
+        sources[here] = source
+
+
+def _forget_below(sources: dict[KeyPath, str], path: KeyPath) -> None:
+    """A replaced value takes its sub-keys' provenance with it."""
+    for key in [key for key in sources if key[: len(path)] == path and len(key) > len(path)]:
+        del sources[key]
+
+
+def _source_of(path: KeyPath, sources: dict[KeyPath, str]) -> str:
+    """The layer that set `path`, or the nearest enclosing table it set (a missing key)."""
+    for end in range(len(path), 0, -1):
+        if path[:end] in sources:
+            return sources[path[:end]]
+    return "defaults"
+
+
+# -- validation errors ---------------------------------------------------------------------
+
+
+def _config_error(error: ErrorDetails, sources: dict[KeyPath, str]) -> ConfigError:
+    loc = tuple(error["loc"])
+    ctx = error.get("ctx", {})
+    if error["type"] == "unknown_key":  # from _no_unknown_price_keys: the key is in ctx
+        loc = (*loc, ctx["key"])
+    named = tuple(str(part) for part in loc if not isinstance(part, int))
+    source = _source_of(named, sources)
+    if error["type"] in ("extra_forbidden", "unknown_key"):
+        problem = f"unknown key; known keys: {', '.join(_known_keys(named[:-1]))}"
+    elif error["type"] == "value_error":
+        problem = str(ctx.get("error", error["msg"]))
+    else:
+        problem = error["msg"]
+    return ConfigError(_join_key(loc), source, problem)
+
+
+def _known_keys(table: KeyPath) -> list[str]:
+    """Field names of the section at `table` (a price entry under `prices.<model>`)."""
+    section: type[BaseModel] = BlitzConfig
+    for name in table:
+        if section is BlitzConfig and name == "prices":
+            return list(Price.model_fields)
+        field = section.model_fields.get(name)
+        annotation = field.annotation if field else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        section = annotation
+    return list(section.model_fields)
+
+
+# -- public entry points -------------------------------------------------------------------
+
+
+def load_config(
+    workspace: Path,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> BlitzConfig:
+    """The workspace's configuration, all layers merged (module docstring for the order).
+
+    Raises ConfigError naming the key and the file, variable or `%blitz_config` that set it.
+    Values overridden by a higher layer are not checked: the higher layer is the fix.
+    """
+    layers = [_file_layer(path) for path in reversed(config_source_paths(workspace, home))]
+    layers += _environment_layers(os.environ if environ is None else environ)
+    layers += _override_layers(overrides or {})
+    merged, sources = _merge(layers)
+    try:
+        return BlitzConfig.model_validate(merged)
+    except ValidationError as error:
+        raise _config_error(error.errors()[0], sources) from None
+
+
+def config_source_paths(workspace: Path, home: Path | None = None) -> list[Path]:
+    """The configuration files load_config reads, highest precedence first."""
+    found = [_workspace_file(Path(workspace)), _home_file(home)]
+    return [path for path in found if path is not None]
+
+
+def config_sources(workspace: Path, home: Path | None = None) -> list[str]:
+    """The configuration files found, highest precedence first, for `%blitz_config`."""
+    return [
+        f"{path} [tool.blitz]" if path.name == "pyproject.toml" else str(path)
+        for path in config_source_paths(workspace, home)
+    ]
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """`key=value` from `%blitz_config`. The value is read as a TOML literal when it is one
+    (`5`, `true`, `["a", "b"]`, `"quoted"`) and as plain text otherwise (`allow`, `gpt-4o`),
+    so the common case needs no quotes."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        problem = "expected key=value, e.g. limits.max_turns=5"
+        raise ConfigError(text.strip(), OVERRIDE_SOURCE, problem)
+    try:
+        _split_key(key)
+    except ValueError as error:
+        raise ConfigError(key, OVERRIDE_SOURCE, str(error)) from error
+    return key, _parse_value(raw.strip())
+
+
+def _parse_value(raw: str) -> Any:
+    try:
+        document = tomllib.loads(f"v = {raw}")
+    except tomllib.TOMLDecodeError:
+        return raw
+    value = document.get("v")
+    # More than one key means the text smuggled in a newline; a date is surely a name.
+    if len(document) != 1 or isinstance(value, (date, time)):
+        return raw
+    return value
+
+
+def describe_config(config: BlitzConfig) -> str:
+    """One `dotted.key = value` line per setting, in the model's order; the keys are valid
+    `%blitz_config` input. No secrets: the config holds only the *name* of the key variable,
+    and credentials in `api_base` are masked."""
+    values = flatten(config.model_dump())
+    if config.api_base is not None:
+        values["api_base"] = redact_url(config.api_base)
+    return "\n".join(f"{key} = {_render(value)}" for key, value in values.items())
+
+
+def _render(value: Any) -> str:
+    if value is None:
+        return "(not set)"
+    return json.dumps(value)
+
+
+_SECRET_PARAM = re.compile(r"key|token|secret|password|sig", re.IGNORECASE)
+
+
+def redact_url(url: str) -> str:
+    """Mask a password in the URL and secret-looking query parameters."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
+    query = parts.query
+    params = parse_qsl(query, keep_blank_values=True)
+    if any(_SECRET_PARAM.search(name) for name, _ in params):
+        masked = [(k, "***" if _SECRET_PARAM.search(k) else v) for k, v in params]
+        query = urlencode(masked, safe="*")
+    return urlunsplit(parts._replace(netloc=netloc, query=query))

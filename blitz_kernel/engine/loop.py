@@ -1,0 +1,401 @@
+"""One turn: model step → tool batch → model step … until the model answers (ENGINE.md §2, §3).
+
+Reads top-down like the rules: `run` wraps the turn in its limits and turns every way a turn
+can end into a stop reason; `_steps` is the step loop; `_run_batch` runs one response's tool
+calls (screening, approval, at most `max_parallel` at once, results in call order).
+Whatever happens, the history stays valid: every tool call gets a result, a cancelled one if
+need be, and the turn's messages reach the session in one piece at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from pydantic import BaseModel, Field
+
+from ..errors import BlitzError, MaxCostError, MaxTurnsError, ModelError, TurnLimitError
+from ..models.base import Model, ModelRequest, ModelResponse, TextDelta
+from ..tools.registry import Tool, ToolContext, ToolError, ToolKind
+from .approval import ApprovalGate, Policy, resolve_policy
+from .events import (
+    ErrorEvent,
+    Event,
+    PendingCall,
+    PermissionDecision,
+    SteerEvent,
+    StopReason,
+    TextEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnDone,
+    TurnStarted,
+    UsageEvent,
+)
+from .history import Message, ToolCall, ToolResultMessage, check_history, user_prompt
+from .session import Session
+from .steering import TurnControl
+from .usage import PriceBook, UsageTotals
+
+EventHandler = Callable[[Event], Awaitable[None] | None]
+CANCELLED_RESULT = "cancelled: the turn was stopped before this call finished"
+PREVIEW_CHARS = 300
+
+
+class TurnResult(BaseModel):
+    """What a turn returns (INTERFACE.md), and what `--out NAME` stores."""
+
+    text: str
+    stop_reason: StopReason
+    error: str | None = None
+    usage: UsageTotals
+    events: list[Event] = Field(default_factory=list, repr=False)
+    leftovers: list[str] = Field(default_factory=list)
+    """Steer messages no tool result carried; the front end sends them as the next prompt."""
+    dropped: list[str] = Field(default_factory=list)
+    """Steer messages dropped because the turn was cancelled (ENG-41)."""
+    session: str
+    turn_index: int
+
+
+@dataclass
+class TurnLimits:
+    max_turns: int = 50
+    max_cost_usd: float | None = None
+    timeout_s: float | None = None
+
+
+@dataclass
+class TurnPlan:
+    """Everything one turn needs, resolved by the workspace before it starts."""
+
+    session: Session
+    model: Model
+    agent: str
+    system: str
+    tools: dict[str, Tool]
+    """The agent's tools (ENG-04)."""
+    tool_context: ToolContext
+    gate: ApprovalGate
+    prices: PriceBook
+    limits: TurnLimits = field(default_factory=TurnLimits)
+    allowed_tools: list[str] | None = None
+    """ENG-17: when set, every other tool is refused."""
+    policies: dict[str, Policy] = field(default_factory=dict)
+    approve_override: Policy | None = None
+    max_parallel: int = 8
+    temperature: float | None = None
+    max_tokens: int | None = None
+    on_event: EventHandler | None = None
+
+
+class _GracefulStop(Exception):
+    """The user asked the turn to stop after the current step."""
+
+
+class EventHandlerError(BlitzError):
+    """A front end's event handler raised: the turn aborts (ENG-15)."""
+
+
+class TurnRunner:
+    """Runs one turn of `plan.session`; use once."""
+
+    def __init__(self, plan: TurnPlan, control: TurnControl) -> None:
+        self.plan = plan
+        self.control = control
+        self.messages: list[Message] = []
+        self.events: list[Event] = []
+        self.usage = UsageTotals()
+        self.model_calls = 0
+        self._warned_unpriced = False
+        self._specs = [tool.spec() for tool in plan.tools.values()]
+
+    async def run(self, prompt: str) -> TurnResult:
+        plan = self.plan
+        turn_index = plan.session.turns
+        self.messages.append(user_prompt(prompt))
+        text, error = "", None
+        stop: StopReason = "end_turn"
+        deadline = asyncio.timeout(plan.limits.timeout_s)
+        try:
+            await self._emit(
+                TurnStarted(
+                    session=plan.session.name, turn_index=turn_index, prompt=prompt,
+                    agent=plan.agent, model=plan.model.name,
+                )
+            )
+            async with deadline:
+                text = await self._steps()
+        except TimeoutError as exc:
+            stop, error = self._timeout_reason(deadline, exc)
+        except asyncio.CancelledError:
+            stop = "cancelled"
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                task.uncancel()  # the turn is over and reported; the caller's cell goes on
+        except _GracefulStop:
+            stop = "cancelled"
+        except TurnLimitError as exc:
+            stop, error = cast(StopReason, exc.stop_reason), str(exc)
+        except (ModelError, BlitzError) as exc:
+            stop, error = "error", str(exc)
+        return await self._finish(text, stop, error, turn_index)
+
+    def _timeout_reason(self, deadline: asyncio.Timeout, exc: TimeoutError) -> tuple[StopReason, str]:
+        if deadline.expired():
+            return "timeout", f"turn timed out after {self.plan.limits.timeout_s:g} s"
+        return "error", f"timed out: {exc}"
+
+    async def _finish(self, text: str, stop: StopReason, error: str | None, turn_index: int) -> TurnResult:
+        session = self.plan.session
+        self._close_open_calls()
+        check_history([*session.history, *self.messages])
+        session.history.extend(self.messages)
+        session.turns += 1
+        pending = self.control.take_leftovers()
+        leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
+        if error is not None:
+            self.events.append(ErrorEvent(kind=stop, message=error))
+        done = TurnDone(stop_reason=stop, usage=self.usage, error=error, leftovers=leftovers)
+        self.events.append(done)
+        handler = self.plan.on_event
+        if handler is not None:
+            for event in self.events[-2 if error is not None else -1 :]:
+                try:
+                    outcome = handler(event)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+                except Exception:  # the turn is already over; its record must still be returned
+                    pass
+        return TurnResult(
+            text=text, stop_reason=stop, error=error, usage=self.usage, events=self.events,
+            leftovers=leftovers, dropped=dropped, session=session.name, turn_index=turn_index,
+        )
+
+    # -- the step loop --------------------------------------------------------------------
+
+    async def _steps(self) -> str:
+        limits = self.plan.limits
+        while True:
+            if self.control.stop_requested:
+                raise _GracefulStop
+            if self.model_calls >= limits.max_turns:
+                raise MaxTurnsError(limits.max_turns)
+            self.model_calls += 1
+            response = await self._model_step()
+            self.messages.append(response.to_message())
+            await self._record_usage(response)
+            if not response.tool_calls:
+                return response.text
+            if self.control.stop_requested:
+                raise _GracefulStop
+            self.messages.extend(await self._run_batch(response.tool_calls))
+
+    async def _model_step(self) -> ModelResponse:
+        plan = self.plan
+        request = ModelRequest(
+            system=plan.system,
+            messages=[*plan.session.history, *self.messages],
+            tools=self._specs,
+            temperature=plan.temperature,
+            max_tokens=plan.max_tokens,
+        )
+        response: ModelResponse | None = None
+        async for item in plan.model.stream(request):
+            if isinstance(item, TextDelta):
+                await self._emit(TextEvent(text=item.text, delta=True, thought=item.thought))
+            else:
+                response = item
+        if response is None:
+            raise ModelError(plan.model.name, "the response stream ended without a final message")
+        if response.text:
+            await self._emit(TextEvent(text=response.text, repeat=True))
+        return response
+
+    async def _record_usage(self, response: ModelResponse) -> None:
+        """ENG-22/80/81, and the cost ceiling checked after every usage event (ENG-14)."""
+        price = self.plan.prices.lookup(response.model)
+        cost = price.cost(response.usage) if price is not None else None
+        self.usage.add(response.usage, cost)
+        self.plan.session.ledger.record(response.model, response.usage, cost)
+        await self._emit(UsageEvent(model=response.model, usage=response.usage, cost_usd=cost))
+        ceiling = self.plan.limits.max_cost_usd
+        if ceiling is None:
+            return
+        if cost is None and not self._warned_unpriced:
+            self._warned_unpriced = True
+            await self._emit(
+                ErrorEvent(
+                    kind="unpriced",
+                    message=f"model {response.model!r} has no price, so --max-cost cannot count it; "
+                    f"set prices.\"{response.model}\" in the configuration",
+                )
+            )
+        if self.usage.cost_usd > ceiling:
+            raise MaxCostError(self.usage.cost_usd, ceiling)
+
+    # -- tool batches -----------------------------------------------------------------------
+
+    async def _run_batch(self, calls: list[ToolCall]) -> list[ToolResultMessage]:
+        """ENG-12/20: screen every call, ask once for those that need it, run the rest at most
+        `max_parallel` at once, and return one result per call in call order."""
+        results: dict[str, ToolResultMessage] = {}
+        runnable: list[tuple[ToolCall, Tool, BaseModel]] = []
+        asking: list[tuple[ToolCall, Tool, BaseModel]] = []
+        for call in calls:
+            await self._emit(ToolCallEvent(id=call.id, name=call.name, args=call.parsed_arguments()))
+            screened = self._screen(call)
+            if isinstance(screened, ToolResultMessage):
+                results[call.id] = screened
+                await self._emit_result(screened)
+            elif screened[3] == "ask":
+                asking.append(screened[:3])
+            else:
+                runnable.append(screened[:3])
+        try:
+            if asking:
+                runnable += await self._ask(asking, results)
+            await self._run_concurrently(runnable, results)
+        except asyncio.CancelledError:
+            for result in self._in_call_order(calls, results):
+                if result.call_id not in results:
+                    await self._emit_result(result)
+            self.messages.extend(self._in_call_order(calls, results))
+            raise
+        ordered = self._in_call_order(calls, results)
+        await self._attach_steering(ordered)
+        return ordered
+
+    def _screen(self, call: ToolCall) -> ToolResultMessage | tuple[ToolCall, Tool, BaseModel, Policy]:
+        """Refusals the model should read (ENG-17, ENG-20) or the call with its policy."""
+        plan = self.plan
+        tool = plan.tools.get(call.name)
+        if tool is None:
+            return _error(call, f"unknown tool {call.name!r}; available: {', '.join(plan.tools)}")
+        if plan.allowed_tools is not None and call.name not in plan.allowed_tools:
+            allowed = ", ".join(plan.allowed_tools)
+            return _error(call, f"{call.name} isn't among the tools this command allows ({allowed})")
+        try:
+            args = tool.parse_arguments(call.arguments)
+        except ToolError as exc:
+            return _error(call, str(exc))
+        policy = resolve_policy(
+            call.name, tool.kind is ToolKind.MUTATING, plan.policies, plan.approve_override,
+            plan.session.always_allowed,
+        )
+        if policy == "deny":
+            return _error(call, f"{call.name} is denied by the approval policy")
+        return call, tool, args, policy
+
+    async def _ask(
+        self, asking: list[tuple[ToolCall, Tool, BaseModel]], results: dict[str, ToolResultMessage]
+    ) -> list[tuple[ToolCall, Tool, BaseModel]]:
+        """ENG-24: one permission request for the batch; returns the calls that may run."""
+        gate = self.plan.gate
+        request = gate.new_request(
+            [PendingCall(id=c.id, name=c.name, args=c.parsed_arguments()) for c, _, _ in asking]
+        )
+        await self._emit(request)
+        decisions = await gate.decide(request)
+        allowed = []
+        for call, tool, args in asking:
+            decision = decisions[call.id]
+            await self._emit(decision)
+            if decision.decision == "deny":
+                results[call.id] = _error(call, _denial_text(call.name, decision))
+                await self._emit_result(results[call.id])
+                continue
+            if decision.decision == "always":
+                self.plan.session.always_allowed.add(call.name)
+            allowed.append((call, tool, args))
+        return allowed
+
+    async def _run_concurrently(
+        self, runnable: list[tuple[ToolCall, Tool, BaseModel]], results: dict[str, ToolResultMessage]
+    ) -> None:
+        if not runnable:
+            return
+        limit = asyncio.Semaphore(self.plan.max_parallel)
+
+        async def run_one(call: ToolCall, tool: Tool, args: BaseModel) -> None:
+            async with limit:
+                result = await self._invoke(call, tool, args)
+            results[call.id] = result
+            await self._emit_result(result)
+
+        tasks = [asyncio.ensure_future(run_one(*item)) for item in runnable]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    async def _invoke(self, call: ToolCall, tool: Tool, args: BaseModel) -> ToolResultMessage:
+        try:
+            output = await tool.func(args, self.plan.tool_context)
+        except ToolError as exc:
+            return _error(call, str(exc))
+        except Exception as exc:  # a tool bug must not end the turn: the model reads it
+            return _error(call, f"{call.name} failed: {type(exc).__name__}: {exc}")
+        return ToolResultMessage(call_id=call.id, name=call.name, output=output)
+
+    async def _attach_steering(self, ordered: list[ToolResultMessage]) -> None:
+        """ENG-40: queued steer messages ride on the batch's last result."""
+        messages = self.control.take_messages()
+        if not messages or not ordered:
+            return
+        last = ordered[-1]
+        last.message_from_user = messages[0] if len(messages) == 1 else messages
+        await self._emit(SteerEvent(count=len(messages), call_id=last.call_id))
+
+    @staticmethod
+    def _in_call_order(calls: list[ToolCall], results: dict[str, ToolResultMessage]) -> list[ToolResultMessage]:
+        return [results.get(c.id) or _error(c, CANCELLED_RESULT) for c in calls]
+
+    def _close_open_calls(self) -> None:
+        """Give every call still without a result a cancelled one (defence in depth)."""
+        if not self.messages:
+            return
+        answered = {m.call_id for m in self.messages if isinstance(m, ToolResultMessage)}
+        for message in self.messages:
+            for call in getattr(message, "tool_calls", []):
+                if call.id not in answered:
+                    self.messages.append(_error(call, CANCELLED_RESULT))
+
+    # -- events -------------------------------------------------------------------------------
+
+    async def _emit_result(self, result: ToolResultMessage) -> None:
+        preview = (result.output if result.ok else result.error) or ""
+        await self._emit(
+            ToolResultEvent(
+                id=result.call_id, name=result.name, ok=result.ok, error=result.error,
+                preview=preview[:PREVIEW_CHARS],
+            )
+        )
+
+    async def _emit(self, event: Any) -> None:
+        self.events.append(event)
+        handler = self.plan.on_event
+        if handler is None:
+            return
+        try:
+            outcome = handler(event)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise EventHandlerError(f"an event handler failed on {event.type}: {type(exc).__name__}: {exc}") from exc
+
+
+def _error(call: ToolCall, message: str) -> ToolResultMessage:
+    return ToolResultMessage(call_id=call.id, name=call.name, error=message)
+
+
+def _denial_text(tool_name: str, decision: PermissionDecision) -> str:
+    return f"{tool_name} was denied: {decision.reason or 'the user said no'}"

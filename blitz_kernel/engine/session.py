@@ -1,0 +1,26 @@
+"""A session: one conversation's history, usage and per-session approvals.
+
+In memory for now; the history is a typed list (`HISTORY_ADAPTER` saves and loads it) so a
+durable store can persist it unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .history import Message
+from .steering import TurnControl
+from .usage import UsageLedger
+
+
+@dataclass
+class Session:
+    name: str
+    history: list[Message] = field(default_factory=list)
+    ledger: UsageLedger = field(default_factory=UsageLedger)
+    turns: int = 0
+    """Completed turns; the next turn's index."""
+    always_allowed: set[str] = field(default_factory=set)
+    """Tools the user answered "Always allow" for (ENG-24)."""
+    running: TurnControl | None = None
+    """The control of the turn that is running now, if any."""

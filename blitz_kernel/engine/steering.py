@@ -1,0 +1,31 @@
+"""Steering and stopping a running turn (ENG-40..42).
+
+The front end talks to a running turn only through its TurnControl: queue a steer message,
+ask for a graceful stop. The loop takes the queue when it builds the next tool result.
+"""
+
+from __future__ import annotations
+
+
+class TurnControl:
+    """Shared between a running turn and whoever may steer or stop it."""
+
+    def __init__(self) -> None:
+        self._queue: list[str] = []
+        self.stop_requested = False
+
+    def steer(self, text: str) -> None:
+        self._queue.append(text)
+
+    def take_messages(self) -> list[str]:
+        """Everything queued so far, emptying the queue."""
+        messages, self._queue = self._queue, []
+        return messages
+
+    def take_leftovers(self) -> list[str]:
+        """Messages no tool result carried (ENG-41): the front end sends them as the next prompt."""
+        return self.take_messages()
+
+    def request_stop(self) -> None:
+        """Graceful stop: the turn ends after the current step."""
+        self.stop_requested = True

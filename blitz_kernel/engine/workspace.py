@@ -1,0 +1,250 @@
+"""Workspace: the engine's front door (WS-01).
+
+Opening a directory loads the configuration, the agent registry, the tool registry and the
+model; it never fails because of the model (a placeholder model explains what is wrong on
+every call). `run` resolves one turn's agent, model, tools, limits and approval into a
+TurnPlan and hands it to the TurnRunner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..config import BlitzConfig, load_config
+from ..errors import BlitzError, SessionBusyError, SteerTooLateError, UnknownAgentError
+from ..models.base import Model
+from ..models.factory import build_model
+from ..tools import builtin_tools
+from ..tools.registry import KernelContext, Tool, ToolContext, ToolRegistry
+from .agents import AgentDefinition, AgentRegistry
+from .approval import ApprovalGate, Approver, HeadlessApprover, Policy
+from .loop import EventHandler, TurnLimits, TurnPlan, TurnResult, TurnRunner
+from .session import Session
+from .steering import TurnControl
+from .usage import PriceBook, UsageLedger
+
+
+class Workspace:
+    """A directory, its configuration, agents, tools, model and sessions."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        overrides: Mapping[str, Any] | None = None,
+        model: Model | None = None,
+        kernel: KernelContext | None = None,
+        environ: Mapping[str, str] | None = None,
+        home: Path | None = None,
+    ) -> None:
+        self.root = root.resolve()
+        self.kernel = kernel
+        self._environ = environ
+        self._home = home
+        self._overrides: dict[str, Any] = dict(overrides or {})
+        self.config: BlitzConfig = self._load(self._overrides)
+        self.agents = AgentRegistry.load(self.root)
+        self.tools = ToolRegistry(builtin_tools())
+        self._explicit_model = model
+        self.model: Model = model or self._build(self.config.model)
+        self.sessions: dict[str, Session] = {}
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path = ".",
+        *,
+        model: str | Model | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        kernel: KernelContext | None = None,
+        environ: Mapping[str, str] | None = None,
+        home: Path | None = None,
+    ) -> Workspace:
+        """Open `path` as a workspace; `model` is a litellm name, `scripted:PATH` or a Model."""
+        merged = dict(overrides or {})
+        if isinstance(model, str):
+            merged["model"] = model
+        return cls(
+            Path(path), overrides=merged, model=model if not isinstance(model, str) and model else None,
+            kernel=kernel, environ=environ, home=home,
+        )
+
+    # -- configuration ------------------------------------------------------------------------
+
+    def _load(self, overrides: Mapping[str, Any]) -> BlitzConfig:
+        return load_config(self.root, overrides=overrides, environ=self._environ, home=self._home)
+
+    def _build(self, name: str | None) -> Model:
+        config = self.config
+        return build_model(
+            name, workspace=self.root, api_base=config.api_base, api_key_env=config.api_key_env,
+            retries=config.model_retries,
+        )
+
+    def configure(self, **dotted: Any) -> BlitzConfig:
+        """Set configuration keys for this workspace (`%blitz_config`). A value that fails to
+        validate raises ConfigError and changes nothing (ENG-06)."""
+        candidate = {**self._overrides, **dotted}
+        config = self._load(candidate)
+        self._overrides, self.config = candidate, config
+        if self._explicit_model is None or "model" in dotted:
+            self._explicit_model = None
+            self.model = self._build(config.model)
+        return config
+
+    def set_model(self, name: str) -> Model:
+        """Switch the session-wide model; takes effect on the next turn (ENG-06)."""
+        self.configure(model=name)
+        return self.model
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        return dict(self._overrides)
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def session(self, name: str = "default") -> Session:
+        if name not in self.sessions:
+            self.sessions[name] = Session(name=name)
+        return self.sessions[name]
+
+    def usage(self, session: str = "default") -> UsageLedger:
+        return self.session(session).ledger
+
+    def steer(self, session: str, text: str) -> None:
+        """ENG-40/42: queue `text` for the running turn, or raise SteerTooLateError."""
+        control = self.session(session).running
+        if control is None:
+            raise SteerTooLateError(f"session {session!r} has no running turn; send it as a prompt")
+        control.steer(text)
+
+    def stop(self, session: str) -> bool:
+        """Ask the running turn to stop after its current step; False when none runs."""
+        control = self.session(session).running
+        if control is None:
+            return False
+        control.request_stop()
+        return True
+
+    # -- turns --------------------------------------------------------------------------------
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        session: str = "default",
+        agent: str | None = None,
+        model: str | Model | None = None,
+        max_turns: int | None = None,
+        max_cost_usd: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the contract's name; enforced by asyncio.timeout in the loop
+        tools: list[str] | None = None,
+        approve: Policy | None = None,
+        approver: Approver | None = None,
+        on_event: EventHandler | None = None,
+        kernel: KernelContext | None = None,
+    ) -> TurnResult:
+        """Run one turn (ENG-10) in `session`; per-run options override the configuration for
+        this turn only (ENG-16)."""
+        state = self.session(session)
+        if state.running is not None:
+            raise SessionBusyError(f"session {session!r} already has a running turn")
+        plan = self._plan(
+            state, agent=agent, model=model, tools=tools, approve=approve, approver=approver,
+            on_event=on_event, kernel=kernel,
+            limits=self._limits(max_turns, max_cost_usd, timeout),
+        )
+        control = TurnControl()
+        state.running = control
+        try:
+            return await TurnRunner(plan, control).run(prompt)
+        finally:
+            state.running = None
+
+    def _limits(self, max_turns: int | None, max_cost_usd: float | None, timeout: float | None) -> TurnLimits:
+        defaults = self.config.limits
+        return TurnLimits(
+            max_turns=max_turns if max_turns is not None else defaults.max_turns,
+            max_cost_usd=max_cost_usd if max_cost_usd is not None else defaults.max_cost_usd,
+            timeout_s=timeout if timeout is not None else defaults.timeout_s,
+        )
+
+    def _plan(
+        self,
+        state: Session,
+        *,
+        agent: str | None,
+        model: str | Model | None,
+        tools: list[str] | None,
+        approve: Policy | None,
+        approver: Approver | None,
+        on_event: EventHandler | None,
+        kernel: KernelContext | None,
+        limits: TurnLimits,
+    ) -> TurnPlan:
+        config = self.config
+        definition = self._agent(agent)
+        turn_model = self._turn_model(model, definition)
+        return TurnPlan(
+            session=state,
+            model=turn_model,
+            agent=definition.name,
+            system=definition.instructions,
+            tools=self._agent_tools(definition),
+            tool_context=ToolContext(workspace=self.root, kernel=kernel or self.kernel, session=state.name),
+            gate=ApprovalGate(
+                approver or HeadlessApprover(),
+                headless_policy=config.approval.headless,
+                max_pending=config.approval.max_pending,
+                timeout_s=config.approval.timeout_s,
+            ),
+            prices=PriceBook(dict(config.prices), turn_model.price),
+            limits=limits,
+            allowed_tools=self._check_tool_names(tools),
+            policies=dict(config.approval.tools),
+            approve_override=approve,
+            max_parallel=config.tools.max_parallel,
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+            on_event=on_event,
+        )
+
+    def _agent(self, name: str | None) -> AgentDefinition:
+        """A per-run agent must exist (ENG-16); the active one falls back to `blitz` (ENG-01)."""
+        if name is not None:
+            return self.agents.get(name)
+        try:
+            return self.agents.get(self.config.agent)
+        except UnknownAgentError:
+            return self.agents.get("blitz")
+
+    def _turn_model(self, model: str | Model | None, definition: AgentDefinition) -> Model:
+        if isinstance(model, str):
+            return self._build(model)
+        if model is not None:
+            return model
+        if definition.model:
+            return self._build(definition.model)
+        return self.model
+
+    def _agent_tools(self, definition: AgentDefinition) -> dict[str, Tool]:
+        names = definition.tools if definition.tools is not None else self.tools.names()
+        chosen: dict[str, Tool] = {}
+        for name in names:
+            tool = self.tools.get(name)
+            if tool is None:
+                raise BlitzError(f"agent {definition.name!r} names an unknown tool {name!r}")
+            chosen[name] = tool
+        return chosen
+
+    def _check_tool_names(self, tools: list[str] | None) -> list[str] | None:
+        if tools is None:
+            return None
+        unknown = [name for name in tools if name not in self.tools]
+        if unknown:
+            raise BlitzError(
+                f"unknown tool(s) {', '.join(unknown)} in the allowed tools; known: {', '.join(self.tools.names())}"
+            )
+        return tools

@@ -1,0 +1,149 @@
+"""ScriptedModel: replays a fixed list of steps instead of calling a model.
+
+It is how unit tests, demos and offline notebooks run, and it says so in its name
+(`scripted:PATH`); it is never presented as a real model. It records every request it
+receives, raises `ScriptExhaustedError` when asked for more steps than it holds, and
+`assert_complete()` proves a test used every step.
+
+A step is a dict (the same shape the tests' fake server plays):
+    {"text": "...", "thought": "...",
+     "tool_calls": [{"name": "read_file", "arguments": {"path": "a.csv"}, "id": "optional"}],
+     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "cached_tokens": 0}}
+or an error: {"error": "rate_limit" | "unavailable" | "timeout" | "context_window" | "bad_request" |
+"auth", "message": "..."}; or a callable taking the ModelRequest and returning such a dict
+(tests use it to look at what the model was sent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from ..engine.history import ToolCall
+from ..engine.usage import Price, TokenUsage
+from ..errors import (
+    ContextWindowError,
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelError,
+    ModelRateLimitError,
+    ModelTimeoutError,
+    ModelUnavailableError,
+    ScriptExhaustedError,
+)
+from .base import ModelRequest, ModelResponse, StreamItem, TextDelta
+
+Step = dict[str, Any] | Callable[[ModelRequest], dict[str, Any]]
+
+_ERRORS: dict[str, type[ModelError]] = {
+    "rate_limit": ModelRateLimitError,
+    "unavailable": ModelUnavailableError,
+    "timeout": ModelTimeoutError,
+    "context_window": ContextWindowError,
+    "bad_request": ModelBadRequestError,
+    "auth": ModelAuthError,
+}
+
+
+class ScriptedModel:
+    """Plays `steps` in order, one per model call."""
+
+    def __init__(
+        self,
+        steps: list[Step],
+        *,
+        name: str = "scripted",
+        price: Price | None = None,
+        context_window: int | None = None,
+        delay_s: float = 0.0,
+    ) -> None:
+        self.name = name
+        self.steps = list(steps)
+        self.requests: list[ModelRequest] = []
+        self._price = price
+        self._context_window = context_window
+        self._delay_s = delay_s
+        self._call_ids = 0
+
+    @classmethod
+    def from_file(cls, path: str | Path, **kwargs: Any) -> ScriptedModel:
+        """Load steps from a JSON file: a list of steps, or {"steps": [...]}."""
+        source = Path(path)
+        data = json.loads(source.read_text(encoding="utf-8"))
+        steps = data["steps"] if isinstance(data, dict) else data
+        if not isinstance(steps, list):
+            raise ValueError(f"{source}: a scripted model file holds a list of steps")
+        kwargs.setdefault("name", f"scripted:{path}")
+        return cls(steps, **kwargs)
+
+    @property
+    def remaining(self) -> int:
+        return len(self.steps) - len(self.requests)
+
+    def assert_complete(self) -> None:
+        """Fail unless every scripted step was used."""
+        if self.remaining:
+            raise AssertionError(f"{self.name}: {self.remaining} scripted step(s) were never used")
+
+    def price(self, model: str) -> Price | None:
+        return self._price
+
+    def context_window(self) -> int | None:
+        return self._context_window
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        index = len(self.requests)
+        if index >= len(self.steps):
+            raise ScriptExhaustedError(
+                f"{self.name}: asked for step {index + 1} but the script has {len(self.steps)}"
+            )
+        self.requests.append(request.model_copy(deep=True))
+        raw = self.steps[index]
+        step = raw(request) if callable(raw) else raw
+        if "error" in step:
+            error_type = _ERRORS.get(step["error"], ModelError)
+            raise error_type(self.name, str(step.get("message", step["error"])))
+        if self._delay_s:
+            await asyncio.sleep(self._delay_s)
+        thought = step.get("thought", "")
+        if thought:
+            yield TextDelta(text=thought, thought=True)
+        text = step.get("text", "")
+        for piece in _pieces(text):
+            yield TextDelta(text=piece)
+            await asyncio.sleep(0)
+        yield ModelResponse(
+            text=text,
+            thought=thought,
+            tool_calls=[self._tool_call(call) for call in step.get("tool_calls", [])],
+            usage=_usage(step.get("usage", {}), request, text),
+            model=self.name,
+        )
+
+    def _tool_call(self, call: dict[str, Any]) -> ToolCall:
+        self._call_ids += 1
+        arguments = call.get("arguments", {})
+        raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        return ToolCall(id=call.get("id") or f"call_{self._call_ids}", name=call["name"], arguments=raw)
+
+
+def _pieces(text: str) -> list[str]:
+    """Split text the way a real stream would: a few words at a time."""
+    return [piece for piece in re.findall(r"\S+\s*|\s+", text) if piece]
+
+
+def _usage(given: dict[str, Any], request: ModelRequest, text: str) -> TokenUsage:
+    """The step's usage, or a rough count (4 characters a token) so limits can be tested."""
+    if given:
+        return TokenUsage(
+            input_tokens=given.get("prompt_tokens", 0),
+            cached_tokens=given.get("cached_tokens", 0),
+            cache_write_tokens=given.get("cache_write_tokens", 0),
+            output_tokens=given.get("completion_tokens", 0),
+        )
+    prompt_chars = len(request.system) + sum(len(m.model_dump_json()) for m in request.messages)
+    return TokenUsage(input_tokens=prompt_chars // 4, output_tokens=max(1, len(text) // 4))

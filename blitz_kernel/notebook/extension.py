@@ -1,0 +1,49 @@
+"""`%load_ext blitz_kernel`: register magics and the await transformer, warm litellm in the
+background. Kept cheap (target < 0.3 s): the engine and litellm load on first use."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .transform import await_blitz_cells
+
+_state: dict[str, Any] = {}
+
+
+def load(ipython: Any) -> None:
+    from .magics import BlitzMagics
+
+    if await_blitz_cells not in ipython.input_transformers_post:
+        ipython.input_transformers_post.append(await_blitz_cells)
+    magics = BlitzMagics(ipython)
+    ipython.register_magics(magics)
+    _state["magics"] = magics
+    _state["warm_up"] = _warm_up_in_background()
+
+
+def unload(ipython: Any) -> None:
+    if await_blitz_cells in ipython.input_transformers_post:
+        ipython.input_transformers_post.remove(await_blitz_cells)
+    magics = _state.pop("magics", None)
+    if magics is not None:
+        for kind, names in magics.magics.items():
+            for name in names:
+                ipython.magics_manager.magics[kind].pop(name, None)
+
+
+def _warm_up_in_background() -> threading.Thread:
+    """Import the engine and litellm off the main thread so the first turn starts fast."""
+
+    def warm() -> None:
+        try:
+            import blitz_kernel.engine.workspace  # noqa: F401
+            from blitz_kernel.models.litellm_model import load_litellm
+
+            load_litellm()
+        except Exception:  # a failed warm-up is retried, loudly, by the first real call
+            pass
+
+    thread = threading.Thread(target=warm, name="blitz-warm-up", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,226 @@
+"""The magics: `%%blitz` and the commands around it (INTERFACE.md "Magics").
+
+Options parse with IPython's magic_arguments; a wrong option is a UsageError that shows the
+usage line and calls no model. `%%blitz` returns a coroutine that the await transformer makes
+the cell await, so the turn runs on the kernel's own loop (KERNEL.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+if TYPE_CHECKING:
+    from ..engine.loop import TurnResult
+    from ..engine.workspace import Workspace
+
+FAILING_STOPS = {"error", "max_turns", "max_cost", "timeout", "blocked"}
+TICK_S = 0.1
+
+HELP = """\
+blitz_kernel — an agent in your kernel. Magics:
+
+  %%blitz [options]          the cell body is the prompt; runs one turn
+      -s/--session NAME  -a/--agent NAME  -m/--model MODEL  --plan
+      --max-turns N  --max-cost USD  --timeout SECONDS  --tools a,b,c
+      --approve ask|allow|deny  -o/--out NAME  --plain
+      example:  %%blitz --max-turns 5 --out r
+                What columns does df have? Plot the numeric ones.
+  %blitz_model [MODEL]       show or set the model (litellm name or scripted:PATH)
+                             e.g. %blitz_model openai/gpt-4.1-mini
+  %blitz_config [key=value]  show or set configuration, e.g. %blitz_config limits.max_turns=10
+  %blitz_usage [--session NAME]   tokens and cost of a session, per model
+  %blitz_help                this text
+
+Set a model with BLITZ_MODEL (and BLITZ_API_BASE for an OpenAI-compatible server), with
+%blitz_model, or with `model = "..."` in blitz.toml.
+"""
+
+
+class TurnFailedError(Exception):
+    """A turn ended in error or at a limit: the cell fails (so papermill and nbval notice), with
+    a one-line message instead of a traceback."""
+
+    def __init__(self, result: TurnResult) -> None:
+        self.result = result
+        super().__init__(f"turn ended: {result.stop_reason}: {result.error}")
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows these lines instead of a traceback."""
+        return [f"\x1b[0;31mBlitz turn stopped ({self.result.stop_reason}):\x1b[0m {self.result.error}"]
+
+
+def _positive(kind: type, value: str, option: str) -> Any:
+    try:
+        number = kind(value)
+    except ValueError:
+        raise UsageError(f"{option} expects a number, got {value!r}") from None
+    if number <= 0:
+        raise UsageError(f"{option} must be positive, got {value}")
+    return number
+
+
+def default_session_name(user_ns: dict[str, Any]) -> str:
+    """The notebook's default session: derived from its path, `default` when unknown."""
+    path = os.environ.get("JPY_SESSION_NAME") or user_ns.get("__session__")
+    if not path or not isinstance(path, str):
+        return "default"
+    return Path(path).stem or "default"
+
+
+@magics_class
+class BlitzMagics(Magics):
+    """Holds the kernel's Workspace (created on first use, so `%load_ext` stays fast)."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self._workspace: Workspace | None = None
+
+    @property
+    def _user_ns(self) -> dict[str, Any]:
+        assert self.shell is not None, "the magics are registered on a shell"
+        namespace: dict[str, Any] = self.shell.user_ns
+        return namespace
+
+    def workspace(self) -> Workspace:
+        if self._workspace is None:
+            from ..engine.workspace import Workspace
+            from ..errors import ConfigError
+            from .kernel_context import IPythonKernelContext
+
+            try:
+                self._workspace = Workspace.open(os.getcwd(), kernel=IPythonKernelContext(self.shell))
+            except ConfigError as exc:
+                raise UsageError(str(exc)) from None
+        return self._workspace
+
+    def _parse(self, magic: Any, line: str) -> Any:
+        try:
+            return parse_argstring(magic, line)
+        except UsageError as exc:
+            raise UsageError(f"{exc}\n{magic.parser.format_usage().strip()}") from None
+
+    # -- %%blitz ----------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("-s", "--session", help="session to use (default: from the notebook's path)")
+    @argument("-a", "--agent", help="agent for this turn only")
+    @argument("-m", "--model", help="model for this turn only (litellm name or scripted:PATH)")
+    @argument("--plan", action="store_true", help="plan-only turn")
+    @argument("--max-turns", help="cap on model calls")
+    @argument("--max-cost", help="cost ceiling for this turn in USD")
+    @argument("--timeout", help="wall-clock limit in seconds")
+    @argument("--tools", help="allowed tools for this turn, comma-separated")
+    @argument("--approve", choices=["ask", "allow", "deny"], help="approval policy for mutating tools")
+    @argument("-o", "--out", help="store the TurnResult in this variable")
+    @argument("--plain", action="store_true", help="plain text/markdown output, no widget")
+    @cell_magic
+    def blitz(self, line: str, cell: str) -> Coroutine[Any, Any, None]:
+        """Run one agent turn; the cell body is the prompt."""
+        args = self._parse(self.blitz, line)
+        prompt = cell.strip()
+        if not prompt:
+            raise UsageError("the cell body is the prompt, and it is empty")
+        if args.plan:
+            raise UsageError("--plan is not available yet in this version")
+        options = {
+            "max_turns": _positive(int, args.max_turns, "--max-turns") if args.max_turns else None,
+            "max_cost_usd": _positive(float, args.max_cost, "--max-cost") if args.max_cost else None,
+            "timeout": _positive(float, args.timeout, "--timeout") if args.timeout else None,
+            "tools": [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None,
+            "approve": args.approve,
+            "agent": args.agent,
+            "model": args.model,
+        }
+        workspace = self.workspace()
+        session = args.session or default_session_name(self._user_ns)
+        return self._run_turn(workspace, prompt, session, options, args.out)
+
+    async def _run_turn(
+        self, workspace: Workspace, prompt: str, session: str, options: dict[str, Any], out: str | None
+    ) -> None:
+        from ..errors import BlitzError
+        from .render import PlainRenderer
+
+        renderer = PlainRenderer()
+        ticker = asyncio.ensure_future(_tick())
+        try:
+            result = await workspace.run(prompt, session=session, on_event=renderer.handle, **options)
+        except BlitzError as exc:  # raised before the turn started: nothing was recorded
+            raise UsageError(str(exc)) from None
+        finally:
+            ticker.cancel()
+        if out:
+            self._user_ns[out] = result
+        elif result.stop_reason in FAILING_STOPS:
+            raise TurnFailedError(result)
+
+    # -- the other magics ---------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("model", nargs="?", help="litellm model name or scripted:PATH")
+    @line_magic
+    def blitz_model(self, line: str) -> None:
+        """Show the model, or set it for this kernel's turns."""
+        args = self._parse(self.blitz_model, line)
+        workspace = self.workspace()
+        if args.model:
+            workspace.set_model(args.model)
+        api_base = workspace.config.api_base
+        print(f"model: {workspace.model.name}" + (f" (api_base {api_base})" if api_base else ""))
+
+    @magic_arguments()
+    @argument("assignments", nargs="*", help="key=value pairs, dotted keys")
+    @line_magic
+    def blitz_config(self, line: str) -> None:
+        """Show the configuration, or set keys for this kernel: `%blitz_config limits.max_turns=10`."""
+        from ..config import config_sources, describe_config, parse_assignment
+        from ..errors import ConfigError
+
+        args = self._parse(self.blitz_config, line)
+        workspace = self.workspace()
+        if args.assignments:
+            try:
+                values = dict(parse_assignment(text) for text in args.assignments)
+                workspace.configure(**values)
+            except (ConfigError, ValueError) as exc:
+                raise UsageError(str(exc)) from None
+            for key, value in values.items():
+                print(f"set {key} = {value!r}")
+            return
+        sources = config_sources(workspace.root) or ["(defaults only)"]
+        print("sources: " + ", ".join(sources))
+        print(describe_config(workspace.config))
+
+    @magic_arguments()
+    @argument("-s", "--session", help="session (default: the notebook's)")
+    @line_magic
+    def blitz_usage(self, line: str) -> None:
+        """Tokens and cost of a session, per model."""
+        args = self._parse(self.blitz_usage, line)
+        session = args.session or default_session_name(self._user_ns)
+        ledger = self.workspace().usage(session)
+        if not ledger.total.calls:
+            print(f"session {session!r}: no model calls yet")
+            return
+        print(f"session {session!r}: {ledger.total.describe()}")
+        for model, totals in sorted(ledger.by_model.items()):
+            print(f"  {model}: {totals.describe()}")
+
+    @line_magic
+    def blitz_help(self, line: str) -> None:
+        """List the magics with examples."""
+        print(HELP)
+
+
+async def _tick() -> None:
+    """Wake the loop every TICK_S so a kernel interrupt reaches the turn promptly (KERNEL.md)."""
+    while True:  # noqa: ASYNC110 - waking the loop is the point, there is nothing to wait for
+        await asyncio.sleep(TICK_S)

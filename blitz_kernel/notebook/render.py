@@ -1,0 +1,99 @@
+"""Plain rendering of turn events into a cell (no widget front end: nbclient, papermill,
+terminal IPython, or `--plain`).
+
+Text streams into one Markdown display per step, updated in place at most ~10 times a
+second (not thousands of outputs); each tool call and result is one concise line; a usage
+line closes the turn. The Markdown displays are the persistent output a saved notebook shows.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from IPython.display import DisplayHandle, Markdown, display
+
+from ..engine.events import (
+    ErrorEvent,
+    PermissionDecision,
+    TextEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnDone,
+    TurnStarted,
+)
+
+UPDATE_INTERVAL_S = 0.1
+ARGS_CHARS = 100
+RESULT_CHARS = 120
+
+
+class PlainRenderer:
+    """Turns a turn's events into plain outputs; call `handle(event)` for each."""
+
+    def __init__(self) -> None:
+        self._text = ""
+        self._handle: DisplayHandle | None = None
+        self._last_update = 0.0
+        self._started = time.monotonic()
+        self._model = ""
+
+    def handle(self, event: Any) -> None:
+        if isinstance(event, TurnStarted):
+            self._model = event.model
+        elif isinstance(event, TextEvent):
+            self._on_text(event)
+        elif isinstance(event, ToolCallEvent):
+            self._end_text()
+            print(f"⚙ {event.name}({_short_args(event.args)})", flush=True)
+        elif isinstance(event, PermissionDecision) and event.decision != "deny":
+            print(f"  ✔ {event.decision}: {event.call_id}", flush=True)
+        elif isinstance(event, ToolResultEvent):
+            print(f"  ↳ {event.name}: {_result_line(event)}", flush=True)
+        elif isinstance(event, ErrorEvent) and event.kind == "unpriced":
+            print(f"⚠ {event.message}", flush=True)
+        elif isinstance(event, TurnDone):
+            self._end_text()
+            print(self.usage_line(event), flush=True)
+
+    def usage_line(self, done: TurnDone) -> str:
+        elapsed = time.monotonic() - self._started
+        return f"— {self._model} · {done.usage.describe()} · {elapsed:.1f} s · {done.stop_reason}"
+
+    def _on_text(self, event: TextEvent) -> None:
+        if event.thought:
+            return  # reasoning stays out of the plain output; the widget shows it collapsed
+        if event.repeat:
+            self._text = event.text  # ENG-13: the exact final text of the step
+            self._show(force=True)
+            self._text, self._handle = "", None
+            return
+        self._text += event.text
+        self._show(force=False)
+
+    def _show(self, *, force: bool) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_update < UPDATE_INTERVAL_S:
+            return
+        self._last_update = now
+        if self._handle is None:
+            self._handle = display(Markdown(self._text), display_id=True)
+        else:
+            self._handle.update(Markdown(self._text))
+
+    def _end_text(self) -> None:
+        if self._handle is not None and self._text:
+            self._handle.update(Markdown(self._text))
+        self._text, self._handle = "", None
+
+
+def _short_args(args: dict[str, Any]) -> str:
+    text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items())
+    return text if len(text) <= ARGS_CHARS else text[: ARGS_CHARS - 1] + "…"
+
+
+def _result_line(event: ToolResultEvent) -> str:
+    body = f"error: {event.error}" if not event.ok else (event.preview or "(no output)")
+    first = " ".join(body.split())
+    return first if len(first) <= RESULT_CHARS else first[: RESULT_CHARS - 1] + "…"

@@ -1,0 +1,593 @@
+"""A fake OpenAI-compatible chat-completions server for wire tests and benchmarks.
+
+Why it exists: the litellm adapter must be tested through its real HTTP path (request shape,
+SSE parsing, retries, error mapping) without ever reaching a real provider (TESTING.md tier 2).
+The server plays a *script*, a queue of steps; each POST /v1/chat/completions consumes one.
+
+Step format (a JSON object):
+
+- answer: ``{"text": "...", "reasoning": "...", "tool_calls": [{"name": "f", "arguments":
+  {...} or "raw json", "id": "call_1"}], "usage": {"prompt_tokens": 10, "completion_tokens":
+  5, "cached_tokens": 2, "cache_creation_input_tokens": 1, "reasoning_tokens": 0},
+  "model": "name in chunks", "chunks": ["explicit", " text", " pieces"]}`` — every key is
+  optional. Text is streamed in word-sized deltas (or as ``chunks``), tool calls as OpenAI
+  does: index/id/name first, then argument fragments; then the finish reason, then a usage
+  chunk with empty ``choices`` when ``stream_options.include_usage`` is set, then ``[DONE]``.
+- ``{"fault": "status", "status": 429, "retry_after": 0.1, "message": "...", "code": "..."}``:
+  an HTTP error with an OpenAI-style error body (and a ``Retry-After`` header when given).
+- ``{"fault": "reset_mid_stream", "text": "Hel"}``: the role chunk and the given text (none by
+  default), then the socket is closed abruptly (RST) without finishing the chunked body.
+- ``{"fault": "stall", "seconds": 5}``: nothing is sent for ``seconds``; with ``"text"`` the
+  text is streamed first and the stall happens mid-stream. The connection is then closed.
+- ``{"fault": "malformed"}``: a normal start, then an SSE data line that is not JSON.
+
+An empty script answers HTTP 500 "fake server: script exhausted" so tests fail loudly; in loop
+mode the script replays forever instead (for benchmarks).
+
+Control: in process (``FakeOpenAIServer``) or over HTTP from another process:
+POST /_control/script (JSON list of steps, appended), POST /_control/reset (script and
+recorded requests cleared), GET /_control/requests (recorded requests as JSON).
+
+Run alone: ``python tests/fakeserver.py --port 0 [--script FILE] [--repeat-script FILE]
+[--loop] [--no-record]``; prints the base URL on stdout once listening.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import socket
+import struct
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Step = dict[str, Any]
+
+_WORD = re.compile(r"\s*\S+\s*|\s+")
+_ARGUMENT_PIECE = 8
+"""Characters per tool-argument fragment: small enough that every call arrives in pieces."""
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the server received it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    """The parsed JSON body (None when there was none or it was not JSON)."""
+    received_at: float = field(default_factory=time.monotonic)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "path": self.path, "headers": self.headers, "body": self.body}
+
+
+# -- rendering ------------------------------------------------------------------------------
+
+
+def split_text(text: str) -> list[str]:
+    """Word-sized pieces (a word with its surrounding spaces), like a tokenizer would stream."""
+    return _WORD.findall(text) or ([text] if text else [])
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+class _ChunkWriter:
+    """Builds the SSE events of one streamed completion.
+
+    Every chunk shares id/created/model, so the common prefix is encoded once and each event
+    is a string concatenation plus one small ``json.dumps`` of the delta — cheap enough that a
+    benchmark measures the client, not this server.
+    """
+
+    def __init__(self, model: str) -> None:
+        self.completion_id = f"chatcmpl-fake{next(_ids)}"
+        self._prefix = (
+            'data: {"id":' + _dumps(self.completion_id) + ',"object":"chat.completion.chunk",'
+            '"created":' + str(int(time.time())) + ',"model":' + _dumps(model) + ","
+            '"system_fingerprint":"fp_fake","choices":'
+        )
+
+    def choice(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+        finish = "null" if finish_reason is None else _dumps(finish_reason)
+        return (
+            self._prefix
+            + '[{"index":0,"delta":'
+            + _dumps(delta)
+            + ',"logprobs":null,"finish_reason":'
+            + finish
+            + "}]}\n\n"
+        ).encode()
+
+    def usage(self, usage: dict[str, Any]) -> bytes:
+        return (self._prefix + '[],"usage":' + _dumps(usage) + "}\n\n").encode()
+
+
+_ids = iter(range(1, 1 << 62))
+
+
+def _tool_arguments(call: dict[str, Any]) -> str:
+    arguments = call.get("arguments", {})
+    return arguments if isinstance(arguments, str) else _dumps(arguments)
+
+
+def _tool_call_id(call: dict[str, Any], index: int) -> str:
+    return str(call.get("id") or f"call_{index}")
+
+
+def usage_payload(step: Step, pieces: int) -> dict[str, Any]:
+    """The OpenAI usage object for a step (defaults: 10 prompt tokens, one per streamed piece)."""
+    given = step.get("usage") or {}
+    prompt = int(given.get("prompt_tokens", 10))
+    completion = int(given.get("completion_tokens", max(pieces, 1)))
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": int(given.get("cached_tokens", 0))},
+        "completion_tokens_details": {"reasoning_tokens": int(given.get("reasoning_tokens", 0))},
+    }
+    if "cache_creation_input_tokens" in given:
+        usage["cache_creation_input_tokens"] = int(given["cache_creation_input_tokens"])
+    return usage
+
+
+def stream_events(step: Step, model: str, include_usage: bool) -> Iterator[bytes]:
+    """The SSE events of a normal answer, in the order OpenAI sends them."""
+    writer = _ChunkWriter(step.get("model") or model)
+    yield writer.choice({"role": "assistant", "content": "", "refusal": None})
+    pieces = 0
+    for piece in split_text(step.get("reasoning", "")):
+        pieces += 1
+        yield writer.choice({"reasoning_content": piece})
+    for piece in step.get("chunks") or split_text(step.get("text", "")):
+        pieces += 1
+        yield writer.choice({"content": piece})
+    calls = step.get("tool_calls") or []
+    for index, call in enumerate(calls):
+        head = {"index": index, "id": _tool_call_id(call, index), "type": "function",
+                "function": {"name": call["name"], "arguments": ""}}
+        yield writer.choice({"tool_calls": [head]})
+        arguments = _tool_arguments(call)
+        for start in range(0, len(arguments), _ARGUMENT_PIECE):
+            pieces += 1
+            fragment = {"index": index, "function": {"arguments": arguments[start:start + _ARGUMENT_PIECE]}}
+            yield writer.choice({"tool_calls": [fragment]})
+    yield writer.choice({}, "tool_calls" if calls else "stop")
+    if include_usage:
+        yield writer.usage(usage_payload(step, pieces))
+    yield b"data: [DONE]\n\n"
+
+
+def completion_body(step: Step, model: str) -> dict[str, Any]:
+    """A non-streamed chat.completion object for a step."""
+    calls = step.get("tool_calls") or []
+    message: dict[str, Any] = {"role": "assistant", "content": step.get("text", "") or None}
+    if step.get("reasoning"):
+        message["reasoning_content"] = step["reasoning"]
+    if calls:
+        message["tool_calls"] = [
+            {"id": _tool_call_id(call, index), "type": "function",
+             "function": {"name": call["name"], "arguments": _tool_arguments(call)}}
+            for index, call in enumerate(calls)
+        ]
+    return {
+        "id": f"chatcmpl-fake{next(_ids)}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": step.get("model") or model,
+        "choices": [{"index": 0, "message": message, "logprobs": None,
+                     "finish_reason": "tool_calls" if calls else "stop"}],
+        "usage": usage_payload(step, len(split_text(step.get("text", "")))),
+    }
+
+
+def error_body(step: Step) -> dict[str, Any]:
+    """An OpenAI-style error object for a status fault."""
+    status = int(step.get("status", 500))
+    default_type = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+                    429: "rate_limit_error"}.get(status, "server_error")
+    message = step.get("message") or f"fake server: injected HTTP {status}"
+    return {"error": {"message": message, "type": step.get("type", default_type), "param": None,
+                      "code": step.get("code")}}
+
+
+# -- the script -------------------------------------------------------------------------------
+
+
+class Script:
+    """A thread-safe queue of steps; in loop mode it cycles through a fixed list forever."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._steps: collections.deque[Step] = collections.deque()
+        self._loop: list[Step] = []
+        self._loop_index = 0
+
+    def append(self, steps: Iterable[Step]) -> None:
+        checked = [_check_step(step) for step in steps]
+        with self._lock:
+            self._steps.extend(checked)
+
+    def set_loop(self, steps: Iterable[Step]) -> None:
+        checked = [_check_step(step) for step in steps]
+        with self._lock:
+            self._loop = checked
+            self._loop_index = 0
+
+    def clear(self) -> None:
+        with self._lock:
+            self._steps.clear()
+            self._loop = []
+            self._loop_index = 0
+
+    def take(self) -> Step | None:
+        with self._lock:
+            if self._steps:
+                return self._steps.popleft()
+            if self._loop:
+                step = self._loop[self._loop_index % len(self._loop)]
+                self._loop_index += 1
+                return step
+            return None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._steps)
+
+
+_FAULTS = {"status", "reset_mid_stream", "stall", "malformed"}
+
+
+def _check_step(step: Any) -> Step:
+    """Reject a mistyped step when it is enqueued, not when a request happens to reach it."""
+    if not isinstance(step, dict):
+        raise ValueError(f"a script step must be a JSON object, got {step!r}")
+    fault = step.get("fault")
+    if fault is not None and fault not in _FAULTS:
+        raise ValueError(f"unknown fault {fault!r} (known: {', '.join(sorted(_FAULTS))})")
+    for call in step.get("tool_calls") or []:
+        if "name" not in call:
+            raise ValueError(f"a tool call needs a name: {call!r}")
+    return step
+
+
+# -- HTTP -----------------------------------------------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, like a real provider; streams use chunked encoding
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        """Silent: tests read recorded requests, not a log on stderr."""
+
+    def setup(self) -> None:
+        super().setup()
+        # Many small SSE writes: without TCP_NODELAY, Nagle + delayed ACK add ~40 ms stalls.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    # routing
+
+    def do_GET(self) -> None:
+        if self.path == "/_control/requests":
+            self._send_json(200, [request.to_json() for request in self.server.owner.requests])
+        else:
+            self._send_json(404, {"error": {"message": f"fake server: no route GET {self.path}"}})
+
+    def do_POST(self) -> None:
+        body = self._read_body()
+        if self.path == "/_control/script":
+            self._control_script(body)
+        elif self.path == "/_control/reset":
+            self.server.owner.reset()
+            self._send_json(200, {"ok": True})
+        elif self.path.rstrip("/").endswith("/chat/completions"):
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            self.server.owner.record(RecordedRequest("POST", self.path, headers, body))
+            self._answer(body if isinstance(body, dict) else {})
+        else:
+            self._send_json(404, {"error": {"message": f"fake server: no route POST {self.path}"}})
+
+    def _control_script(self, body: Any) -> None:
+        steps = body if isinstance(body, list) else [body]
+        try:
+            self.server.owner.enqueue(*steps)
+        except ValueError as error:
+            self._send_json(400, {"error": {"message": str(error)}})
+            return
+        self._send_json(200, {"ok": True, "pending": len(self.server.owner.script)})
+
+    def _read_body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            return json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            return None
+
+    # answers
+
+    def _answer(self, request: dict[str, Any]) -> None:
+        step = self.server.owner.script.take()
+        if step is None:
+            self._send_json(500, {"error": {"message": "fake server: script exhausted",
+                                            "type": "server_error"}})
+            return
+        model = str(request.get("model", "fake-model"))
+        stream = bool(request.get("stream"))
+        include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+        fault = step.get("fault")
+        if fault == "status":
+            self._send_status_fault(step)
+        elif fault == "reset_mid_stream":
+            self._send_reset(step, model)
+        elif fault == "stall":
+            self._send_stall(step, model)
+        elif fault == "malformed":
+            self._send_malformed(model)
+        elif stream:
+            self._send_events(stream_events(step, model, include_usage))
+        else:
+            self._send_json(200, completion_body(step, model))
+
+    def _send_status_fault(self, step: Step) -> None:
+        headers = {}
+        if step.get("retry_after") is not None:
+            headers["Retry-After"] = str(step["retry_after"])
+        self._send_json(int(step.get("status", 500)), error_body(step), headers)
+
+    def _send_reset(self, step: Step, model: str) -> None:
+        writer = _ChunkWriter(model)
+        self._start_stream()
+        self._write_chunk(writer.choice({"role": "assistant", "content": ""}))
+        for piece in split_text(step.get("text", "")):
+            self._write_chunk(writer.choice({"content": piece}))
+        self._abort_connection()
+
+    def _send_stall(self, step: Step, model: str) -> None:
+        seconds = float(step.get("seconds", 5))
+        if step.get("text"):
+            writer = _ChunkWriter(model)
+            self._start_stream()
+            self._write_chunk(writer.choice({"role": "assistant", "content": ""}))
+            for piece in split_text(step["text"]):
+                self._write_chunk(writer.choice({"content": piece}))
+        # Wait on the stop event, so stopping the server never waits for a stall to end.
+        self.server.owner.stopping.wait(seconds)
+        self._abort_connection()
+
+    def _send_malformed(self, model: str) -> None:
+        writer = _ChunkWriter(model)
+        self._start_stream()
+        self._write_chunk(writer.choice({"role": "assistant", "content": ""}))
+        self._write_chunk(b"data: {this is not json\n\n")
+        self._write_chunk(b"data: [DONE]\n\n")
+        self._write_chunk(b"")
+
+    # low level
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _write_chunk(self, data: bytes) -> None:
+        """One HTTP chunk (an empty one ends the body)."""
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _send_events(self, events: Iterable[bytes]) -> None:
+        self._start_stream()
+        try:
+            for event in events:
+                self._write_chunk(event)
+            self._write_chunk(b"")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = _dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _abort_connection(self) -> None:
+        """Close with RST (SO_LINGER 0), as a crashed proxy would, and stop serving it."""
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        self.close_connection = True
+        try:
+            self.connection.close()
+        except OSError:
+            pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+    owner: FakeOpenAIServer
+
+    def __init__(self, address: tuple[str, int], owner: FakeOpenAIServer) -> None:
+        self.owner = owner
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self.connections_lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.connections_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client hanging up mid-answer is normal here (timeouts, resets); stay quiet."""
+        error = sys.exc_info()[1]
+        if not isinstance(error, (ConnectionError, OSError)):
+            super().handle_error(request, client_address)
+
+    def close_connections(self) -> None:
+        """Wake every keep-alive handler thread so stop() leaves nothing behind."""
+        with self.connections_lock:
+            connections = list(self.connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class FakeOpenAIServer:
+    """An OpenAI-compatible chat-completions server on 127.0.0.1 that plays a script.
+
+    ``record=False`` keeps no request bodies (for long benchmark runs).
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, record: bool = True) -> None:
+        self.script = Script()
+        self.stopping = threading.Event()
+        self._record = record
+        self._requests: list[RecordedRequest] = []
+        self._requests_changed = threading.Condition()
+        self._httpd = _Server((host, port), self)
+        self._thread: threading.Thread | None = None
+
+    # lifecycle
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """The URL to give a client as its api_base ("http://127.0.0.1:PORT/v1")."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeOpenAIServer:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                name=f"fake-openai-{self.port}", daemon=True,
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.close_connections()
+        self._httpd.server_close()
+
+    def serve_forever(self) -> None:
+        """Serve on the calling thread (the command-line mode)."""
+        self._httpd.serve_forever(poll_interval=0.1)
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # script
+
+    def enqueue(self, *steps: Step) -> None:
+        """Append steps to the script (each request consumes one)."""
+        self.script.append(steps)
+
+    def set_loop(self, steps: Iterable[Step]) -> None:
+        """Replay `steps` forever once the queued steps are used up."""
+        self.script.set_loop(steps)
+
+    @property
+    def pending_steps(self) -> int:
+        return len(self.script)
+
+    def reset(self) -> None:
+        """Forget the script and every recorded request."""
+        self.script.clear()
+        with self._requests_changed:
+            self._requests.clear()
+            self._requests_changed.notify_all()
+
+    # requests
+
+    def record(self, request: RecordedRequest) -> None:
+        with self._requests_changed:
+            if self._record:
+                self._requests.append(request)
+            self._requests_changed.notify_all()
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A copy of the chat-completion requests received so far, oldest first."""
+        with self._requests_changed:
+            return list(self._requests)
+
+    def wait_for_requests(self, count: int, timeout: float = 5.0) -> list[RecordedRequest]:
+        """Block until at least `count` requests arrived; raise TimeoutError otherwise."""
+        with self._requests_changed:
+            if not self._requests_changed.wait_for(lambda: len(self._requests) >= count, timeout):
+                raise TimeoutError(f"fake server got {len(self._requests)} requests, wanted {count}")
+            return list(self._requests)
+
+
+def _load_steps(path: str) -> list[Step]:
+    with open(path, encoding="utf-8") as file:
+        steps = json.load(file)
+    return steps if isinstance(steps, list) else [steps]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Fake OpenAI-compatible chat-completions server.")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free one)")
+    parser.add_argument("--script", help="JSON file with a list of steps, played once")
+    parser.add_argument("--repeat-script", help="JSON file with a list of steps, replayed forever")
+    parser.add_argument("--loop", action="store_true", help="replay --script forever")
+    parser.add_argument("--no-record", action="store_true", help="keep no request bodies")
+    args = parser.parse_args(argv)
+    server = FakeOpenAIServer(port=args.port, record=not args.no_record)
+    if args.script:
+        steps = _load_steps(args.script)
+        if args.loop:
+            server.set_loop(steps)
+        else:
+            server.enqueue(*steps)
+    if args.repeat_script:
+        server.set_loop(_load_steps(args.repeat_script))
+    print(server.base_url, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stopping.set()
+        server._httpd.server_close()
+
+
+if __name__ == "__main__":
+    main()

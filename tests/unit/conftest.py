@@ -1,0 +1,81 @@
+"""Unit-test helpers: a workspace on a ScriptedModel, plus small real tools and approvers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, Field
+
+from blitz_kernel.engine.events import PermissionDecision, PermissionRequest, Verdict
+from blitz_kernel.engine.workspace import Workspace
+from blitz_kernel.models.scripted import ScriptedModel, Step
+from blitz_kernel.tools.registry import Tool, ToolContext, ToolKind
+
+
+class SleepArgs(BaseModel):
+    seconds: float = Field(description="how long to sleep")
+    label: str = Field(default="", description="echoed back")
+
+
+class ConcurrencyProbe:
+    """A real tool that sleeps and records how many of its calls overlap."""
+
+    def __init__(self, kind: ToolKind = ToolKind.READ_ONLY, name: str = "sleep") -> None:
+        self.running = 0
+        self.peak = 0
+        self.calls: list[str] = []
+        self.started = asyncio.Event()
+
+        async def sleep(args: SleepArgs, ctx: ToolContext) -> str:
+            self.calls.append(args.label)
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+            self.started.set()
+            try:
+                await asyncio.sleep(args.seconds)
+            finally:
+                self.running -= 1
+            return f"slept {args.seconds} ({args.label})"
+
+        self.tool = Tool(name=name, description="Sleep a while.", args_model=SleepArgs, kind=kind, func=sleep)
+
+
+class ScriptedApprover:
+    """Answers permission requests the way a person clicking the widget would."""
+
+    interactive = True
+
+    def __init__(self, answer: Callable[[PermissionRequest], list[PermissionDecision]] | Verdict, reason: str | None = None):
+        self.requests: list[PermissionRequest] = []
+        self._answer = answer
+        self._reason = reason
+
+    async def decide(self, request: PermissionRequest) -> list[PermissionDecision]:
+        self.requests.append(request)
+        if callable(self._answer):
+            return self._answer(request)
+        return [PermissionDecision(call_id=c.id, decision=self._answer, reason=self._reason) for c in request.calls]
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments}
+
+
+def tool_step(*calls: dict[str, Any], text: str = "") -> dict[str, Any]:
+    return {"text": text, "tool_calls": list(calls)}
+
+
+@pytest.fixture
+def make_workspace(tmp_path: Path) -> Callable[..., tuple[Workspace, ScriptedModel]]:
+    def make(steps: list[Step], **overrides: Any) -> tuple[Workspace, ScriptedModel]:
+        model = ScriptedModel(steps)
+        workspace = Workspace.open(
+            tmp_path, model=model, overrides=overrides, environ={}, home=tmp_path / "home"
+        )
+        return workspace, model
+
+    return make

@@ -1,0 +1,420 @@
+"""The turn loop against the ScriptedModel, one test (or more) per ENG rule it proves."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from blitz_kernel.engine.events import (
+    PermissionDecision,
+    PermissionRequest,
+    SteerEvent,
+    TextEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnDone,
+    UsageEvent,
+)
+from blitz_kernel.engine.history import (
+    AssistantMessage,
+    ToolResultMessage,
+    UserMessage,
+    check_history,
+)
+from blitz_kernel.engine.usage import Price
+from blitz_kernel.errors import SessionBusyError, SteerTooLateError, UnknownAgentError
+from blitz_kernel.models.scripted import ScriptedModel
+from blitz_kernel.tools.registry import ToolKind
+
+from .conftest import ConcurrencyProbe, ScriptedApprover, call, tool_step
+
+
+async def test_ENG10_prompt_is_the_last_user_message_and_answer_is_returned(make_workspace):
+    ws, model = make_workspace([{"text": "Hello there."}])
+    result = await ws.run("hi")
+    assert result.stop_reason == "end_turn"
+    assert result.text == "Hello there."
+    request = model.requests[0]
+    assert isinstance(request.messages[-1], UserMessage)
+    assert request.messages[-1].text == "hi"
+    assert "Blitz" in request.system
+    model.assert_complete()
+
+
+async def test_multi_turn_history_reaches_the_next_request(make_workspace):
+    ws, model = make_workspace([{"text": "first answer"}, {"text": "second answer"}])
+    await ws.run("first question", session="s")
+    await ws.run("second question", session="s")
+    kinds = [(m.kind, getattr(m, "text", "")) for m in model.requests[1].messages]
+    assert kinds == [
+        ("user", "first question"),
+        ("assistant", "first answer"),
+        ("user", "second question"),
+    ]
+    assert ws.session("s").turns == 2
+
+
+async def test_ENG13_deltas_then_one_repeat_of_the_final_text(make_workspace):
+    ws, _ = make_workspace([{"text": "one two three"}])
+    result = await ws.run("go")
+    texts = [e for e in result.events if isinstance(e, TextEvent)]
+    deltas = [e.text for e in texts if e.delta]
+    assert len(deltas) == 3 and "".join(deltas) == "one two three"
+    repeats = [e for e in texts if e.repeat]
+    assert [e.text for e in repeats] == ["one two three"]
+    assert texts[-1].repeat
+
+
+async def test_ENG12_batch_runs_at_most_max_parallel_and_results_keep_call_order(make_workspace):
+    probe = ConcurrencyProbe()
+    labels = ["a", "b", "c", "d", "e"]
+    steps = [
+        tool_step(*[call("sleep", seconds=0.05 * (5 - i), label=label) for i, label in enumerate(labels)]),
+        {"text": "done"},
+    ]
+    ws, model = make_workspace(steps, **{"tools.max_parallel": 2})
+    ws.tools.register(probe.tool)
+    result = await ws.run("sleep five times")
+    assert result.stop_reason == "end_turn"
+    assert probe.peak == 2
+    assert sorted(probe.calls) == labels  # each call exactly once
+    results = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    assert [json.loads(r.to_model_content())["result"].split("(")[1] for r in results] == [f"{x})" for x in labels]
+
+
+async def test_ENG12_cancel_gives_every_call_a_result_and_the_next_turn_works(make_workspace):
+    probe = ConcurrencyProbe()
+    steps = [
+        tool_step(call("sleep", seconds=30, label="a"), call("sleep", seconds=30, label="b"), call("sleep", seconds=30, label="c")),
+        {"text": "after cancel"},
+    ]
+    ws, model = make_workspace(steps, **{"tools.max_parallel": 1})
+    ws.tools.register(probe.tool)
+    task = asyncio.ensure_future(ws.run("slow", session="s"))
+    await asyncio.wait_for(probe.started.wait(), 5)
+    task.cancel()
+    result = await task
+    assert result.stop_reason == "cancelled"
+    assert probe.calls == ["a"]  # queued calls failed fast, never ran
+    history = ws.session("s").history
+    check_history(history)
+    cancelled = [m for m in history if isinstance(m, ToolResultMessage)]
+    assert [m.ok for m in cancelled] == [False, False, False]
+    assert all("cancelled" in (m.error or "") for m in cancelled)
+    follow_up = await ws.run("again", session="s")
+    assert follow_up.text == "after cancel"
+
+
+async def test_ENG14_max_turns_stops_at_call_n_plus_one(make_workspace):
+    steps = [tool_step(call("list_files")) for _ in range(3)]
+    ws, model = make_workspace(steps)
+    result = await ws.run("loop", max_turns=2, session="s")
+    assert result.stop_reason == "max_turns"
+    assert result.error == "maximum turns reached (2 model calls)"
+    assert len(model.requests) == 2
+    check_history(ws.session("s").history)
+
+
+async def test_ENG14_max_cost_checked_after_every_usage_event(make_workspace):
+    usage = {"prompt_tokens": 1_000_000, "completion_tokens": 0}
+    steps = [{**tool_step(call("list_files")), "usage": usage}, {**tool_step(call("list_files")), "usage": usage}, {"text": "x"}]
+    ws, model = make_workspace(steps, **{"prices": {"scripted": {"input": 1.0, "output": 2.0}}})
+    result = await ws.run("spend", max_cost_usd=1.5)
+    assert result.stop_reason == "max_cost"
+    assert result.error == "maximum cost reached ($2.0000 spent, ceiling $1.5000)"
+    assert len(model.requests) == 2
+    assert result.usage.cost_usd == pytest.approx(2.0)
+
+
+async def test_ENG14_timeout_ends_the_turn_with_valid_history(make_workspace):
+    probe = ConcurrencyProbe()
+    ws, _ = make_workspace([tool_step(call("sleep", seconds=30))])
+    ws.tools.register(probe.tool)
+    result = await ws.run("slow", timeout=0.2, session="s")
+    assert result.stop_reason == "timeout"
+    assert result.error == "turn timed out after 0.2 s"
+    check_history(ws.session("s").history)
+
+
+async def test_ENG15_model_error_names_the_model(make_workspace):
+    ws, _ = make_workspace([{"error": "unavailable", "message": "HTTP 503 from provider"}])
+    result = await ws.run("hi", session="s")
+    assert result.stop_reason == "error"
+    assert result.error == "model 'scripted' failed: HTTP 503 from provider"
+    assert isinstance(result.events[-1], TurnDone)
+    history = ws.session("s").history
+    assert [m.kind for m in history] == ["user"]
+
+
+async def test_ENG15_failing_event_handler_aborts_the_turn(make_workspace):
+    ws, model = make_workspace([{"text": "never shown"}, {"text": "unused"}])
+
+    def handler(event):
+        if isinstance(event, TextEvent):
+            raise ValueError("display broke")
+
+    result = await ws.run("hi", on_event=handler)
+    assert result.stop_reason == "error"
+    assert "event handler failed on text: ValueError: display broke" in result.error
+    assert len(model.requests) == 1
+
+
+async def test_no_model_configured_explains_how_to_set_one(tmp_path):
+    from blitz_kernel.engine.workspace import Workspace
+
+    ws = Workspace.open(tmp_path, environ={}, home=tmp_path / "home")
+    result = await ws.run("hi")
+    assert result.stop_reason == "error"
+    assert "BLITZ_MODEL" in result.error and "%blitz_model" in result.error
+
+
+async def test_ENG16_per_run_model_override_is_for_this_turn_only(make_workspace):
+    ws, main = make_workspace([{"text": "from main"}])
+    other = ScriptedModel([{"text": "from other", "usage": {"prompt_tokens": 10, "completion_tokens": 10}}], name="other")
+    result = await ws.run("hi", model=other, session="s")
+    assert result.text == "from other"
+    assert ws.model is main
+    assert set(ws.usage("s").by_model) == {"other"}  # priced by the model that ran
+    assert (await ws.run("again", session="s")).text == "from main"
+
+
+async def test_ENG16_unknown_agent_is_an_error(make_workspace):
+    ws, _ = make_workspace([])
+    with pytest.raises(UnknownAgentError, match="unknown agent 'nope'"):
+        await ws.run("hi", agent="nope")
+
+
+async def test_ENG16_user_agent_from_file_runs_with_its_instructions(make_workspace, tmp_path):
+    agents = tmp_path / ".blitz" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "terse.md").write_text("---\nname: terse\ndescription: short answers\ntools: read_file\n---\nAnswer in one word.\n")
+    ws, model = make_workspace([{"text": "Yes."}])
+    await ws.run("hi", agent="terse")
+    assert model.requests[0].system == "Answer in one word."
+    assert [t.name for t in model.requests[0].tools] == ["read_file"]
+
+
+async def test_ENG17_tools_outside_the_allowed_list_are_refused(make_workspace):
+    ws, model = make_workspace([tool_step(call("list_files"), call("glob", pattern="*")), {"text": "ok"}])
+    await ws.run("look", tools=["glob", "read_file"])
+    results = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    assert results[0].error == "list_files isn't among the tools this command allows (glob, read_file)"
+    assert results[1].ok
+
+
+async def test_invalid_arguments_become_an_error_the_model_can_correct(make_workspace):
+    ws, model = make_workspace([tool_step(call("read_file", wrong=1)), {"text": "ok"}])
+    result = await ws.run("read")
+    assert result.stop_reason == "end_turn"
+    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    assert error.startswith("invalid arguments for read_file: path: Field required")
+
+
+async def test_unknown_tool_is_an_error_result(make_workspace):
+    ws, model = make_workspace([tool_step(call("rm_rf")), {"text": "ok"}])
+    await ws.run("x")
+    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    assert error.startswith("unknown tool 'rm_rf'")
+
+
+async def test_ENG23_ENG25_mutating_tool_denied_headless_with_reason_and_nothing_written(make_workspace, tmp_path):
+    ws, model = make_workspace([tool_step(call("write_file", path="out.txt", content="x")), {"text": "ok"}])
+    result = await ws.run("write")
+    assert not (tmp_path / "out.txt").exists()
+    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    assert error == "write_file was denied: approval needed but nobody can answer (headless)"
+    decisions = [e for e in result.events if isinstance(e, PermissionDecision)]
+    assert [d.decision for d in decisions] == ["deny"]
+
+
+async def test_ENG25_headless_policy_allow(make_workspace, tmp_path):
+    ws, _ = make_workspace(
+        [tool_step(call("write_file", path="out.txt", content="x")), {"text": "ok"}], **{"approval.headless": "allow"}
+    )
+    await ws.run("write")
+    assert (tmp_path / "out.txt").read_text() == "x"
+
+
+async def test_ENG23_approve_option_and_configured_deny(make_workspace, tmp_path):
+    steps = [tool_step(call("write_file", path="a.txt", content="a")), {"text": "ok"}]
+    ws, _ = make_workspace(steps)
+    await ws.run("write", approve="allow")
+    assert (tmp_path / "a.txt").exists()
+    ws2, model2 = make_workspace(
+        [tool_step(call("write_file", path="b.txt", content="b")), {"text": "ok"}],
+        **{"approval.tools": {"write_file": "deny"}},
+    )
+    await ws2.run("write", approve="allow")
+    assert not (tmp_path / "b.txt").exists()
+    error = [m for m in model2.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    assert error == "write_file is denied by the approval policy"
+
+
+async def test_ENG24_allow_once_always_and_deny_with_reason(make_workspace, tmp_path):
+    def answer(request: PermissionRequest) -> list[PermissionDecision]:
+        verdicts = {"a.txt": "allow", "b.txt": "deny"}
+        return [
+            PermissionDecision(call_id=c.id, decision=verdicts[c.args["path"]], reason="not that one" if c.args["path"] == "b.txt" else None)
+            for c in request.calls
+        ]
+
+    steps = [
+        tool_step(call("write_file", path="a.txt", content="a"), call("write_file", path="b.txt", content="b"), call("list_files")),
+        {"text": "ok"},
+    ]
+    ws, model = make_workspace(steps)
+    approver = ScriptedApprover(answer)
+    result = await ws.run("write two", approver=approver, session="s")
+    assert len(approver.requests) == 1  # one request per batch, read-only call not in it
+    assert [c.name for c in approver.requests[0].calls] == ["write_file", "write_file"]
+    assert (tmp_path / "a.txt").exists() and not (tmp_path / "b.txt").exists()
+    results = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    assert results[1].error == "write_file was denied: not that one"
+    assert result.stop_reason == "end_turn"
+
+    ws.model = ScriptedModel([tool_step(call("write_file", path="c.txt", content="c")), tool_step(call("write_file", path="d.txt", content="d")), {"text": "ok"}])
+    always = ScriptedApprover("always")
+    await ws.run("write more", approver=always, session="s")
+    assert (tmp_path / "c.txt").exists() and (tmp_path / "d.txt").exists()
+    assert len(always.requests) == 1  # the second write needed no question
+
+
+async def test_ENG24_missing_decision_is_a_denial(make_workspace, tmp_path):
+    ws, model = make_workspace([tool_step(call("write_file", path="a.txt", content="a")), {"text": "ok"}])
+    await ws.run("write", approver=ScriptedApprover(lambda request: []))
+    assert not (tmp_path / "a.txt").exists()
+    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    assert "no decision" in error
+
+
+async def test_ENG26_pending_request_expires_as_denial(make_workspace, tmp_path):
+    class NeverAnswers:
+        interactive = True
+
+        async def decide(self, request):
+            await asyncio.Event().wait()
+
+    ws, model = make_workspace(
+        [tool_step(call("write_file", path="a.txt", content="a")), {"text": "ok"}], **{"approval.timeout_s": 0.05}
+    )
+    result = await ws.run("write", approver=NeverAnswers())
+    assert result.stop_reason == "end_turn"
+    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    assert "expired" in error
+
+
+async def test_ENG40_steer_message_rides_on_the_next_tool_result(make_workspace):
+    probe = ConcurrencyProbe()
+    ws, model = make_workspace([tool_step(call("sleep", seconds=0.1)), {"text": "noted"}])
+    ws.tools.register(probe.tool)
+    task = asyncio.ensure_future(ws.run("go", session="s"))
+    await asyncio.wait_for(probe.started.wait(), 5)
+    ws.steer("s", "use pandas")
+    result = await task
+    delivered = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0]
+    assert json.loads(delivered.to_model_content())["message_from_user"] == "use pandas"
+    assert [e.count for e in result.events if isinstance(e, SteerEvent)] == [1]
+    assert result.leftovers == []
+
+
+async def test_ENG41_ENG42_leftovers_and_steer_too_late(make_workspace):
+    def steer_while_the_model_answers(request):
+        ws.steer("s", "one")
+        ws.steer("s", "two")
+        return {"text": "done"}
+
+    ws, model = make_workspace([steer_while_the_model_answers])
+    with pytest.raises(SteerTooLateError):
+        ws.steer("s", "too early")
+    result = await ws.run("go", session="s")
+    assert result.leftovers == ["one", "two"]
+    assert [e.leftovers for e in result.events if isinstance(e, TurnDone)] == [["one", "two"]]
+
+
+async def test_second_turn_in_a_running_session_is_refused(make_workspace):
+    probe = ConcurrencyProbe()
+    ws, _ = make_workspace([tool_step(call("sleep", seconds=0.2)), {"text": "done"}])
+    ws.tools.register(probe.tool)
+    task = asyncio.ensure_future(ws.run("go", session="s"))
+    await asyncio.wait_for(probe.started.wait(), 5)
+    with pytest.raises(SessionBusyError):
+        await ws.run("again", session="s")
+    await task
+
+
+async def test_ENG80_ENG81_usage_and_cost_with_cache(make_workspace):
+    usage = {"prompt_tokens": 1000, "cached_tokens": 400, "completion_tokens": 100}
+    ws, _ = make_workspace(
+        [{"text": "x", "usage": usage}],
+        **{"prices": {"scrip": {"input": 2.0, "cached_input": 0.5, "output": 10.0}}},
+    )
+    result = await ws.run("hi", session="s")
+    expected = (600 * 2.0 + 400 * 0.5 + 100 * 10.0) / 1e6
+    assert result.usage.cost_usd == pytest.approx(expected)
+    assert result.usage.priced
+    [event] = [e for e in result.events if isinstance(e, UsageEvent)]
+    assert event.cost_usd == pytest.approx(expected)
+    assert ws.usage("s").total.describe_cost() == f"${expected:.4f}"
+
+
+async def test_ENG81_unpriced_is_never_a_silent_zero(make_workspace):
+    ws, _ = make_workspace([{"text": "x", "usage": {"prompt_tokens": 10, "completion_tokens": 1}}])
+    result = await ws.run("hi")
+    assert result.usage.priced is False
+    assert result.usage.describe_cost() == "unpriced"
+
+
+async def test_events_cover_a_tool_round_trip_in_order(make_workspace, tmp_path):
+    (tmp_path / "data.csv").write_text("a,b\n1,2\n")
+    ws, _ = make_workspace([tool_step(call("read_file", path="data.csv"), text="Reading."), {"text": "It has columns a and b."}])
+    result = await ws.run("what is in data.csv?")
+    kinds = [e.type for e in result.events if not (isinstance(e, TextEvent) and e.delta)]
+    assert kinds == ["turn_started", "text", "usage", "tool_call", "tool_result", "text", "usage", "turn_done"]
+    [tool_result] = [e for e in result.events if isinstance(e, ToolResultEvent)]
+    assert tool_result.ok and "1,2" in tool_result.preview
+    [tool_call] = [e for e in result.events if isinstance(e, ToolCallEvent)]
+    assert tool_call.args == {"path": "data.csv"}
+    history = ws.session("default").history
+    assert [type(m) for m in history] == [UserMessage, AssistantMessage, ToolResultMessage, AssistantMessage]
+
+
+async def test_tool_that_raises_unexpectedly_becomes_an_error_result(make_workspace):
+    from blitz_kernel.tools.registry import Tool
+
+    from .conftest import SleepArgs
+
+    async def broken(args, ctx):
+        raise RuntimeError("boom")
+
+    ws, model = make_workspace([tool_step(call("broken", seconds=0)), {"text": "ok"}])
+    ws.tools.register(Tool("broken", "breaks", SleepArgs, ToolKind.READ_ONLY, broken))
+    result = await ws.run("x")
+    assert result.stop_reason == "end_turn"
+    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    assert error == "broken failed: RuntimeError: boom"
+
+
+async def test_graceful_stop_ends_after_the_current_step(make_workspace):
+    probe = ConcurrencyProbe()
+    ws, model = make_workspace([tool_step(call("sleep", seconds=0.1)), {"text": "never"}])
+    ws.tools.register(probe.tool)
+    task = asyncio.ensure_future(ws.run("go", session="s"))
+    await asyncio.wait_for(probe.started.wait(), 5)
+    assert ws.stop("s")
+    result = await task
+    assert result.stop_reason == "cancelled"
+    assert len(model.requests) == 1
+    check_history(ws.session("s").history)
+
+
+def test_price_lookup_prefers_exact_then_longest_prefix():
+    from blitz_kernel.engine.usage import PriceBook
+
+    book = PriceBook({"gpt-4": Price(input=1, output=1), "gpt-4o": Price(input=2, output=2), "gpt-4o-mini": Price(input=3, output=3)}, lambda m: Price(input=9, output=9) if m == "other" else None)
+    assert book.lookup("gpt-4o-mini").input == 3
+    assert book.lookup("gpt-4o-2024").input == 2
+    assert book.lookup("gpt-4-turbo").input == 1
+    assert book.lookup("other").input == 9
+    assert book.lookup("nothing") is None

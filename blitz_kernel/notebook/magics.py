@@ -67,6 +67,14 @@ def _positive(kind: type, value: str, option: str) -> Any:
     return number
 
 
+def usage_line(magic: Any) -> str:
+    """The magic's usage as one readable line (magic_arguments formats it as reST)."""
+    words = magic.parser.format_usage().replace("::", " ").split()
+    if words and magic.__name__ == "blitz":
+        words[0] = "%%blitz"
+    return "usage: " + " ".join(words)
+
+
 def default_session_name(user_ns: dict[str, Any]) -> str:
     """The notebook's default session: derived from its path, `default` when unknown."""
     path = os.environ.get("JPY_SESSION_NAME") or user_ns.get("__session__")
@@ -105,7 +113,7 @@ class BlitzMagics(Magics):
         try:
             return parse_argstring(magic, line)
         except UsageError as exc:
-            raise UsageError(f"{exc}\n{magic.parser.format_usage().strip()}") from None
+            raise UsageError(f"{exc}\n{usage_line(magic)}") from None
 
     # -- %%blitz ----------------------------------------------------------------------------
 

@@ -16,7 +16,6 @@ from IPython.display import DisplayHandle, Markdown, display
 
 from ..engine.events import (
     ErrorEvent,
-    PermissionDecision,
     TextEvent,
     ToolCallEvent,
     ToolResultEvent,
@@ -47,8 +46,6 @@ class PlainRenderer:
         elif isinstance(event, ToolCallEvent):
             self._end_text()
             print(f"⚙ {event.name}({_short_args(event.args)})", flush=True)
-        elif isinstance(event, PermissionDecision) and event.decision != "deny":
-            print(f"  ✔ {event.decision}: {event.call_id}", flush=True)
         elif isinstance(event, ToolResultEvent):
             print(f"  ↳ {event.name}: {_result_line(event)}", flush=True)
         elif isinstance(event, ErrorEvent) and event.kind == "unpriced":

@@ -228,9 +228,7 @@ def _render_page(page: _Page, offset: int, name: str) -> str:
     if page.total == 0:
         return f"{name} is empty (0 lines)."
     if not page.lines:
-        raise ToolError(
-            f"offset {offset} is past the end of {name}, which has {page.total} lines"
-        )
+        raise ToolError(f"offset {offset} is past the end of {name}, which has {page.total} lines")
     last = page.first + len(page.lines) - 1
     body = "\n".join(page.lines)
     if page.first == 1 and last == page.total:
@@ -270,9 +268,7 @@ async def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
 
 
 class ListFilesArgs(BaseModel):
-    path: str = Field(
-        default=".", description="Directory to list, relative to the workspace root."
-    )
+    path: str = Field(default=".", description="Directory to list, relative to the workspace root.")
 
 
 def _list_entry(entry: os.DirEntry[str]) -> str:
@@ -563,11 +559,7 @@ class WriteFileArgs(BaseModel):
     content: str = Field(description="The complete new content of the file (UTF-8 text).")
 
 
-@tool("write_file", ToolKind.MUTATING, WriteFileArgs)
-async def write_file(args: WriteFileArgs, ctx: ToolContext) -> str:
-    """Create a file or replace its whole content; missing parent folders are created. To
-    change part of an existing file, prefer edit_file."""
-    root = ctx.workspace.resolve()
+def _write_file_sync(root: Path, args: WriteFileArgs) -> str:
     path = resolve_in_workspace(root, args.path)
     if path.is_dir():
         raise ToolError(f"{args.path} is a directory; give a file path")
@@ -580,6 +572,13 @@ async def write_file(args: WriteFileArgs, ctx: ToolContext) -> str:
     if existed:
         return f"overwrote {name} ({len(data):,} bytes written; it had {old_size:,} bytes)"
     return f"created {name} ({len(data):,} bytes written)"
+
+
+@tool("write_file", ToolKind.MUTATING, WriteFileArgs)
+async def write_file(args: WriteFileArgs, ctx: ToolContext) -> str:
+    """Create a file or replace its whole content; missing parent folders are created. To
+    change part of an existing file, prefer edit_file."""
+    return _write_file_sync(ctx.workspace.resolve(), args)
 
 
 class EditFileArgs(BaseModel):
@@ -648,16 +647,11 @@ def _snippet(text: str, line: int, count: int) -> str:
     return "\n".join(f"{n:>6}\t{_cap_line(lines[n - 1])}" for n in range(first, last + 1))
 
 
-@tool("edit_file", ToolKind.MUTATING, EditFileArgs)
-async def edit_file(args: EditFileArgs, ctx: ToolContext) -> str:
-    """Replace exact text in a file: `old` must occur exactly once (or set replace_all=true).
-    Read the file first and copy `old` from it character for character. Answers with the
-    edited lines."""
+def _edit_file_sync(root: Path, args: EditFileArgs) -> str:
     if not args.old:
         raise ToolError("old is empty; use write_file to create or replace a whole file")
     if args.old == args.new:
         raise ToolError("old and new are the same; nothing to change")
-    root = ctx.workspace.resolve()
     path = resolve_in_workspace(root, args.path)
     text = _read_text_for_edit(path, args.path)
     old, new = _match_line_endings(text, args)
@@ -672,6 +666,14 @@ async def edit_file(args: EditFileArgs, ctx: ToolContext) -> str:
         f"edited {_relative(path, root)}: replaced {replaced} (first at line {first_line})\n"
         f"{_snippet(edited, first_line, new.count(chr(10)))}"
     )
+
+
+@tool("edit_file", ToolKind.MUTATING, EditFileArgs)
+async def edit_file(args: EditFileArgs, ctx: ToolContext) -> str:
+    """Replace exact text in a file: `old` must occur exactly once (or set replace_all=true).
+    Read the file first and copy `old` from it character for character. Answers with the
+    edited lines."""
+    return _edit_file_sync(ctx.workspace.resolve(), args)
 
 
 FILE_TOOLS: list[Tool] = [read_file, list_files, glob_files, grep, write_file, edit_file]

@@ -149,8 +149,9 @@ def _compile(source: str, filename: str) -> _Compiled:
     expression = None
     if isinstance(final, ast.Expr):
         tree.body.pop()
-        expression = compile(ast.Expression(body=final.value), filename, "eval")
-    body = compile(tree, filename, "exec")
+        expression = compile(ast.Expression(body=final.value), filename, "eval", dont_inherit=True)
+    # dont_inherit: this module's `from __future__ import annotations` must not leak into user code.
+    body = compile(tree, filename, "exec", dont_inherit=True)
     return _Compiled(body=body, last_expression=expression)
 
 
@@ -546,8 +547,7 @@ def _describe_ndarray(array: Any) -> str:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             lines.append(
-                f"min {np.nanmin(array)}, max {np.nanmax(array)}, "
-                f"mean {np.nanmean(array)}"
+                f"min {np.nanmin(array)}, max {np.nanmax(array)}, mean {np.nanmean(array)}"
             )
         if np.issubdtype(array.dtype, np.floating):
             lines.append(f"NaN count: {int(np.isnan(array).sum())}")

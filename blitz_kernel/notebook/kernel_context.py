@@ -15,3 +15,8 @@ class IPythonKernelContext:
     def user_ns(self) -> dict[str, Any]:
         namespace: dict[str, Any] = self._shell.user_ns
         return namespace
+
+    @property
+    def hidden_names(self) -> dict[str, Any]:
+        hidden: dict[str, Any] = self._shell.user_ns_hidden
+        return hidden

@@ -240,7 +240,8 @@ def _render_page(page: _Page, offset: int, name: str) -> str:
     return f"{body}\n{note}]"
 
 
-def _read_file_sync(root: Path, args: ReadFileArgs) -> str:
+def _read_file_sync(workspace: Path, args: ReadFileArgs) -> str:
+    root = workspace.resolve()
     path = resolve_in_workspace(root, args.path)
     if path.is_dir():
         raise ToolError(f"{args.path} is a directory; use list_files to see what it holds")
@@ -261,7 +262,7 @@ async def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
     """Read a UTF-8 text file from the workspace, with line numbers (a tab follows each).
     Long files come in pages of `limit` lines: the answer ends with "lines X–Y of N; call again
     with offset=..." when there is more. Binary files are described (size, type), not shown."""
-    return await asyncio.to_thread(_read_file_sync, ctx.workspace.resolve(), args)
+    return await asyncio.to_thread(_read_file_sync, ctx.workspace, args)
 
 
 # -- list_files ----------------------------------------------------------------------------
@@ -283,7 +284,8 @@ def _list_entry(entry: os.DirEntry[str]) -> str:
     return f"{entry.name}  {_format_size(size)}"
 
 
-def _list_files_sync(root: Path, args: ListFilesArgs) -> str:
+def _list_files_sync(workspace: Path, args: ListFilesArgs) -> str:
+    root = workspace.resolve()
     path = resolve_in_workspace(root, args.path)
     if not path.exists():
         raise _missing_file_error(path, args.path)
@@ -312,7 +314,7 @@ async def list_files(args: ListFilesArgs, ctx: ToolContext) -> str:
     """List one directory of the workspace: sub-directories (marked with "/") first, then files
     with their sizes, sorted by name. Skips .git, .venv, __pycache__, node_modules and .blitz.
     Use glob to search deeper."""
-    return await asyncio.to_thread(_list_files_sync, ctx.workspace.resolve(), args)
+    return await asyncio.to_thread(_list_files_sync, ctx.workspace, args)
 
 
 # -- walking and glob patterns -------------------------------------------------------------
@@ -386,7 +388,8 @@ class GlobArgs(BaseModel):
     )
 
 
-def _glob_sync(root: Path, args: GlobArgs) -> str:
+def _glob_sync(workspace: Path, args: GlobArgs) -> str:
+    root = workspace.resolve()
     pattern = args.pattern.strip().removeprefix("./")
     if not pattern:
         raise ToolError("pattern is empty; try '**/*' to list everything")
@@ -396,14 +399,20 @@ def _glob_sync(root: Path, args: GlobArgs) -> str:
     base = resolve_in_workspace(root, base_name)
     if not base.is_dir():
         return f"no matches for {args.pattern} ({base_name} is not a folder)"
-    matcher = _glob_to_regex(rest)
-    matches = sorted(_glob_matches(base, matcher))
+    # Without '**' a pattern has a fixed depth: `*.csv` need not walk the whole tree.
+    depth = None if "**" in rest else rest.count("/")
+    matches = sorted(_glob_matches(base, _glob_to_regex(rest), depth))
     return _render_glob(args.pattern, matches, root)
 
 
-def _glob_matches(base: Path, matcher: re.Pattern[str]) -> Iterator[Path]:
+def _glob_matches(base: Path, matcher: re.Pattern[str], depth: int | None) -> Iterator[Path]:
     for folder, dirs, files in _walk(base):
-        for name in dirs:
+        if depth is not None and len(folder.relative_to(base).parts) >= depth:
+            dirs_to_match = list(dirs)
+            dirs.clear()  # os.walk descends no further
+        else:
+            dirs_to_match = dirs
+        for name in dirs_to_match:
             if matcher.fullmatch(_relative(folder / name, base)):
                 yield folder / name
         for name in files:
@@ -432,7 +441,7 @@ async def glob_files(args: GlobArgs, ctx: ToolContext) -> str:
     """Find files and folders in the workspace by glob pattern ('**' for any depth), sorted by
     path. Skips .git, .venv, __pycache__, node_modules and .blitz unless the pattern starts
     inside one of them."""
-    return await asyncio.to_thread(_glob_sync, ctx.workspace.resolve(), args)
+    return await asyncio.to_thread(_glob_sync, ctx.workspace, args)
 
 
 # -- grep ----------------------------------------------------------------------------------
@@ -506,7 +515,8 @@ def _grep_file(path: Path, root: Path, regex: re.Pattern[str], result: _GrepResu
     result.files_with_matches += found
 
 
-def _grep_sync(root: Path, args: GrepArgs) -> str:
+def _grep_sync(workspace: Path, args: GrepArgs) -> str:
+    root = workspace.resolve()
     try:
         regex = re.compile(args.pattern)
     except re.error as error:
@@ -548,7 +558,7 @@ async def grep(args: GrepArgs, ctx: ToolContext) -> str:
     """Search file contents with a regular expression; prints `path:line: text` per matching
     line. Searches the whole workspace by default (skipping .git, .venv, __pycache__,
     node_modules, .blitz and binary files); narrow it with `path` and `glob`."""
-    return await asyncio.to_thread(_grep_sync, ctx.workspace.resolve(), args)
+    return await asyncio.to_thread(_grep_sync, ctx.workspace, args)
 
 
 # -- write_file and edit_file --------------------------------------------------------------
@@ -559,7 +569,8 @@ class WriteFileArgs(BaseModel):
     content: str = Field(description="The complete new content of the file (UTF-8 text).")
 
 
-def _write_file_sync(root: Path, args: WriteFileArgs) -> str:
+def _write_file_sync(workspace: Path, args: WriteFileArgs) -> str:
+    root = workspace.resolve()
     path = resolve_in_workspace(root, args.path)
     if path.is_dir():
         raise ToolError(f"{args.path} is a directory; give a file path")
@@ -578,7 +589,7 @@ def _write_file_sync(root: Path, args: WriteFileArgs) -> str:
 async def write_file(args: WriteFileArgs, ctx: ToolContext) -> str:
     """Create a file or replace its whole content; missing parent folders are created. To
     change part of an existing file, prefer edit_file."""
-    return _write_file_sync(ctx.workspace.resolve(), args)
+    return _write_file_sync(ctx.workspace, args)
 
 
 class EditFileArgs(BaseModel):
@@ -647,7 +658,8 @@ def _snippet(text: str, line: int, count: int) -> str:
     return "\n".join(f"{n:>6}\t{_cap_line(lines[n - 1])}" for n in range(first, last + 1))
 
 
-def _edit_file_sync(root: Path, args: EditFileArgs) -> str:
+def _edit_file_sync(workspace: Path, args: EditFileArgs) -> str:
+    root = workspace.resolve()
     if not args.old:
         raise ToolError("old is empty; use write_file to create or replace a whole file")
     if args.old == args.new:
@@ -673,7 +685,7 @@ async def edit_file(args: EditFileArgs, ctx: ToolContext) -> str:
     """Replace exact text in a file: `old` must occur exactly once (or set replace_all=true).
     Read the file first and copy `old` from it character for character. Answers with the
     edited lines."""
-    return _edit_file_sync(ctx.workspace.resolve(), args)
+    return _edit_file_sync(ctx.workspace, args)
 
 
 FILE_TOOLS: list[Tool] = [read_file, list_files, glob_files, grep, write_file, edit_file]

@@ -42,7 +42,7 @@ import traceback
 import types
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -435,12 +435,16 @@ def _signature(func: Any) -> str:
         return "(...)"
 
 
-def _visible_names(ns: dict[str, Any]) -> list[str]:
+def _visible_names(ns: dict[str, Any], hidden: Mapping[str, Any] | None = None) -> list[str]:
+    """User variables, like IPython's %who: a name the shell put there itself (`open`, `In`…)
+    is hidden unless the user rebound it."""
+    hidden = hidden or {}
     return sorted(
         name
         for name, value in ns.items()
         if not name.startswith("_")
         and name not in HIDDEN_NAMES
+        and not (name in hidden and hidden[name] is value)
         and not isinstance(value, types.ModuleType)
     )
 
@@ -460,7 +464,7 @@ async def list_variables(args: ListVariablesArgs, ctx: ToolContext) -> str:
     short repr. Modules and names starting with "_" are left out. Use describe_variable for
     one variable in depth."""
     ns = _user_namespace(ctx, "list_variables")
-    names = _visible_names(ns)
+    names = _visible_names(ns, getattr(ctx.kernel, "hidden_names", None))
     if not names:
         return "no user variables yet"
     lines = [_variable_line(name, ns[name]) for name in names[:MAX_LISTED_VARIABLES]]

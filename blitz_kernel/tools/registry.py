@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,6 +36,12 @@ class KernelContext(Protocol):
     @property
     def user_ns(self) -> dict[str, Any]:
         """The user's namespace: variables persist there for the user's later cells."""
+        ...
+
+    @property
+    def hidden_names(self) -> Mapping[str, Any]:
+        """Names the shell itself put in the namespace (IPython's `user_ns_hidden`), with their
+        original values: listing tools leave them out unless the user rebound them."""
         ...
 
 

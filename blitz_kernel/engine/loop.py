@@ -35,7 +35,14 @@ from .events import (
     TurnStarted,
     UsageEvent,
 )
-from .history import Message, ToolCall, ToolResultMessage, check_history, user_prompt
+from .history import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    check_history,
+    user_prompt,
+)
 from .session import Session
 from .steering import TurnControl
 from .usage import PriceBook, UsageTotals
@@ -106,7 +113,10 @@ class TurnRunner:
     def __init__(self, plan: TurnPlan, control: TurnControl) -> None:
         self.plan = plan
         self.control = control
-        self.messages: list[Message] = []
+        self.pending: AssistantMessage | None = None
+        """The response whose tool calls are running; committed with all its results."""
+        self.results: dict[str, ToolResultMessage] = {}
+        """Results of the pending response's calls, as they finish."""
         self.events: list[Event] = []
         self.usage = UsageTotals()
         self.model_calls = 0
@@ -116,7 +126,7 @@ class TurnRunner:
     async def run(self, prompt: str) -> TurnResult:
         plan = self.plan
         turn_index = plan.session.turns
-        self.messages.append(user_prompt(prompt))
+        self._commit(user_prompt(prompt))
         text, error = "", None
         stop: StopReason = "end_turn"
         deadline = asyncio.timeout(plan.limits.timeout_s)
@@ -151,9 +161,7 @@ class TurnRunner:
 
     async def _finish(self, text: str, stop: StopReason, error: str | None, turn_index: int) -> TurnResult:
         session = self.plan.session
-        self._close_open_calls()
-        check_history([*session.history, *self.messages])
-        session.history.extend(self.messages)
+        self._close_pending()
         session.turns += 1
         pending = self.control.take_leftovers()
         leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
@@ -186,19 +194,23 @@ class TurnRunner:
                 raise MaxTurnsError(limits.max_turns)
             self.model_calls += 1
             response = await self._model_step()
-            self.messages.append(response.to_message())
-            await self._record_usage(response)
             if not response.tool_calls:
+                self._commit(response.to_message())
+                await self._record_usage(response)
                 return response.text
+            self.pending, self.results = response.to_message(), {}
+            await self._record_usage(response)
             if self.control.stop_requested:
                 raise _GracefulStop
-            self.messages.extend(await self._run_batch(response.tool_calls))
+            results = await self._run_batch(response.tool_calls)
+            self._commit(self.pending, *results)
+            self.pending = None
 
     async def _model_step(self) -> ModelResponse:
         plan = self.plan
         request = ModelRequest(
             system=plan.system,
-            messages=[*plan.session.history, *self.messages],
+            messages=list(plan.session.history),
             tools=self._specs,
             temperature=plan.temperature,
             max_tokens=plan.max_tokens,
@@ -242,7 +254,7 @@ class TurnRunner:
     async def _run_batch(self, calls: list[ToolCall]) -> list[ToolResultMessage]:
         """ENG-12/20: screen every call, ask once for those that need it, run the rest at most
         `max_parallel` at once, and return one result per call in call order."""
-        results: dict[str, ToolResultMessage] = {}
+        results = self.results
         runnable: list[tuple[ToolCall, Tool, BaseModel]] = []
         asking: list[tuple[ToolCall, Tool, BaseModel]] = []
         for call in calls:
@@ -263,7 +275,6 @@ class TurnRunner:
             for result in self._in_call_order(calls, results):
                 if result.call_id not in results:
                     await self._emit_result(result)
-            self.messages.extend(self._in_call_order(calls, results))
             raise
         ordered = self._in_call_order(calls, results)
         await self._attach_steering(ordered)
@@ -357,15 +368,19 @@ class TurnRunner:
     def _in_call_order(calls: list[ToolCall], results: dict[str, ToolResultMessage]) -> list[ToolResultMessage]:
         return [results.get(c.id) or _error(c, CANCELLED_RESULT) for c in calls]
 
-    def _close_open_calls(self) -> None:
-        """Give every call still without a result a cancelled one (defence in depth)."""
-        if not self.messages:
-            return
-        answered = {m.call_id for m in self.messages if isinstance(m, ToolResultMessage)}
-        for message in self.messages:
-            for call in getattr(message, "tool_calls", []):
-                if call.id not in answered:
-                    self.messages.append(_error(call, CANCELLED_RESULT))
+    def _commit(self, *messages: Message) -> None:
+        """Append one valid unit to the session: a prompt, an answer, or a response with all
+        its results. Units keep the history valid at every moment (an aside may copy it)."""
+        if isinstance(messages[0], AssistantMessage):
+            check_history(list(messages))
+        self.plan.session.history.extend(messages)
+
+    def _close_pending(self) -> None:
+        """The turn ended while a response's calls were open: commit it with a result for
+        every call, a cancelled one where none came."""
+        if self.pending is not None:
+            self._commit(self.pending, *self._in_call_order(self.pending.tool_calls, self.results))
+            self.pending = None
 
     # -- events -------------------------------------------------------------------------------
 

@@ -1,0 +1,48 @@
+"""Kernel tests: a real ipykernel, `%load_ext blitz_kernel`, and the fake OpenAI-compatible
+server as the model (reached through litellm's real code path)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakeserver import FakeOpenAIServer
+
+from .driver import KernelDriver, kernel_environment
+
+FAKE_KEY = "sk-test-not-a-real-key-4242"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def workspace_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("workspace")
+
+
+@pytest.fixture(scope="module")
+def kernel(server: FakeOpenAIServer, workspace_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelDriver]:
+    env = kernel_environment(
+        tmp_path_factory.mktemp("home"),
+        BLITZ_MODEL="openai/fake-model",
+        BLITZ_API_BASE=server.base_url,
+        OPENAI_API_KEY=FAKE_KEY,
+    )
+    driver = KernelDriver(workspace_dir, env)
+    loaded = driver.run("%load_ext blitz_kernel\n%blitz_config model_retries=0")
+    assert loaded.status == "ok", loaded.reply
+    yield driver
+    driver.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def fresh_script(server: FakeOpenAIServer) -> Iterator[None]:
+    server.reset()
+    yield
+    server.reset()

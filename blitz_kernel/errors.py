@@ -134,3 +134,14 @@ class ApprovalOverflowError(TurnLimitError):
     """More permission requests waited at once than `approval.max_pending` allows (ENG-26)."""
 
     stop_reason = "error"
+
+
+# -- compaction ------------------------------------------------------------------------------
+
+
+class NothingToCompactError(BlitzError):
+    """The session has nothing before the turns to keep (ENG-61)."""
+
+
+class CompactionError(BlitzError):
+    """Summarising failed (empty summary, timeout, model error); the history is unchanged."""

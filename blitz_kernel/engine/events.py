@@ -101,6 +101,15 @@ class CompactionEvent(BaseModel):
     automatic: bool
 
 
+class PlanEvent(BaseModel):
+    """A plan was proposed with exit_plan_mode, and what became of it (ENG-32)."""
+
+    type: Literal["plan"] = "plan"
+    plan: str
+    status: Literal["approved", "rejected", "unreviewed"]
+    reason: str | None = None
+
+
 class ErrorEvent(BaseModel):
     type: Literal["error"] = "error"
     kind: str
@@ -125,6 +134,7 @@ Event = Annotated[
     | SteerEvent
     | UsageEvent
     | CompactionEvent
+    | PlanEvent
     | ErrorEvent
     | TurnDone,
     Field(discriminator="type"),

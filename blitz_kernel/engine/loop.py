@@ -17,15 +17,26 @@ from typing import Any, cast
 
 from pydantic import BaseModel, Field
 
-from ..errors import BlitzError, MaxCostError, MaxTurnsError, ModelError, TurnLimitError
+from ..errors import (
+    BlitzError,
+    ContextWindowError,
+    MaxCostError,
+    MaxTurnsError,
+    ModelError,
+    NothingToCompactError,
+    TurnLimitError,
+)
 from ..models.base import Model, ModelRequest, ModelResponse, TextDelta
 from ..tools.registry import Tool, ToolContext, ToolError, ToolKind
 from .approval import ApprovalGate, Policy, resolve_policy
+from .compaction import Compactor, automatic_window, estimate_tokens
 from .events import (
+    CompactionEvent,
     ErrorEvent,
     Event,
     PendingCall,
     PermissionDecision,
+    PlanEvent,
     SteerEvent,
     StopReason,
     TextEvent,
@@ -43,9 +54,10 @@ from .history import (
     check_history,
     user_prompt,
 )
+from .modes import PLAN_MODE, PlanReviewer, PlanStatus, plan_feedback, refusal
 from .session import Session
 from .steering import TurnControl
-from .usage import PriceBook, UsageTotals
+from .usage import PriceBook, TokenUsage, UsageTotals
 
 EventHandler = Callable[[Event], Awaitable[None] | None]
 CANCELLED_RESULT = "cancelled: the turn was stopped before this call finished"
@@ -66,6 +78,10 @@ class TurnResult(BaseModel):
     """Steer messages dropped because the turn was cancelled (ENG-41)."""
     session: str
     turn_index: int
+    plan: str | None = None
+    """The plan proposed with exit_plan_mode, if any."""
+    plan_status: PlanStatus | None = None
+    """"approved": the front end starts the carry-out turn (`go_ahead_prompt`)."""
 
 
 @dataclass
@@ -94,6 +110,15 @@ class TurnPlan:
     policies: dict[str, Policy] = field(default_factory=dict)
     approve_override: Policy | None = None
     max_parallel: int = 8
+    mode: str | None = None
+    """None, "plan", or a named read-only mode such as "btw" (ENG-30)."""
+    compaction: bool = True
+    """Automatic compaction allowed (asides never compact, ENG-51)."""
+    token_threshold: int | None = None
+    """Compact before a step whose prompt would pass this (ENG-60); None: never."""
+    retain_events: int = 20
+    plan_reviewer: PlanReviewer | None = None
+    """Who reviews a proposed plan; None means nobody can (the plan is the answer)."""
     temperature: float | None = None
     max_tokens: int | None = None
     on_event: EventHandler | None = None
@@ -122,6 +147,13 @@ class TurnRunner:
         self.model_calls = 0
         self._warned_unpriced = False
         self._specs = [tool.spec() for tool in plan.tools.values()]
+        self.mode = plan.mode
+        """The turn's mode; `enter_plan_mode` switches it from the next call (ENG-34)."""
+        self.proposed_plan: str | None = None
+        self.plan_status: PlanStatus | None = None
+        self._end_with: str | None = None
+        """Set when the turn must end after the current batch, with this text as its answer."""
+        plan.tool_context.turn = self
 
     async def run(self, prompt: str) -> TurnResult:
         plan = self.plan
@@ -181,6 +213,7 @@ class TurnRunner:
         return TurnResult(
             text=text, stop_reason=stop, error=error, usage=self.usage, events=self.events,
             leftovers=leftovers, dropped=dropped, session=session.name, turn_index=turn_index,
+            plan=self.proposed_plan, plan_status=self.plan_status,
         )
 
     # -- the step loop --------------------------------------------------------------------
@@ -193,18 +226,62 @@ class TurnRunner:
             if self.model_calls >= limits.max_turns:
                 raise MaxTurnsError(limits.max_turns)
             self.model_calls += 1
-            response = await self._model_step()
+            await self._compact_if_needed()
+            response = await self._model_step_with_context_retry()
             if not response.tool_calls:
                 self._commit(response.to_message())
-                await self._record_usage(response)
+                await self._record_usage(response.model, response.usage)
                 return response.text
             self.pending, self.results = response.to_message(), {}
-            await self._record_usage(response)
+            await self._record_usage(response.model, response.usage)
             if self.control.stop_requested:
                 raise _GracefulStop
             results = await self._run_batch(response.tool_calls)
             self._commit(self.pending, *results)
             self.pending = None
+            if self._end_with is not None:
+                return self._end_with
+
+    async def _model_step_with_context_retry(self) -> ModelResponse:
+        """A provider that rejects the prompt as too long gets one compaction and one retry;
+        then the turn ends with the provider's error (never a stuck cell)."""
+        try:
+            return await self._model_step()
+        except ContextWindowError:
+            if not self.plan.compaction or not await self._compact(required=False):
+                raise
+        return await self._model_step()
+
+    async def _compact_if_needed(self) -> None:
+        """ENG-60: before a step whose prompt would pass the threshold."""
+        plan = self.plan
+        threshold = plan.token_threshold
+        if not plan.compaction or threshold is None:
+            return
+        if estimate_tokens(plan.system, plan.session.history) > threshold:
+            await self._compact(required=False)
+
+    async def _compact(self, *, required: bool) -> bool:
+        """Summarise all but the retained tail; False when there was nothing to compact."""
+        plan = self.plan
+        history = plan.session.history
+        try:
+            split = automatic_window(history, plan.retain_events)
+        except NothingToCompactError:
+            if required:
+                raise
+            return False
+        new_history, result = await Compactor(plan.model, plan.system).compact(history, split, None)
+        plan.session.archive.extend(history[:split])
+        history[:] = new_history
+        await self._record_usage(result.model, result.usage)
+        await self._emit(
+            CompactionEvent(
+                covered_events=result.covered_events, tokens_before=result.tokens_before,
+                tokens_after=result.tokens_after, automatic=True,
+            )
+        )
+        return True
 
     async def _model_step(self) -> ModelResponse:
         plan = self.plan
@@ -227,13 +304,13 @@ class TurnRunner:
             await self._emit(TextEvent(text=response.text, repeat=True))
         return response
 
-    async def _record_usage(self, response: ModelResponse) -> None:
+    async def _record_usage(self, model: str, usage: TokenUsage) -> None:
         """ENG-22/80/81, and the cost ceiling checked after every usage event (ENG-14)."""
-        price = self.plan.prices.lookup(response.model)
-        cost = price.cost(response.usage) if price is not None else None
-        self.usage.add(response.usage, cost)
-        self.plan.session.ledger.record(response.model, response.usage, cost)
-        await self._emit(UsageEvent(model=response.model, usage=response.usage, cost_usd=cost))
+        price = self.plan.prices.lookup(model)
+        cost = price.cost(usage) if price is not None else None
+        self.usage.add(usage, cost)
+        self.plan.session.ledger.record(model, usage, cost)
+        await self._emit(UsageEvent(model=model, usage=usage, cost_usd=cost))
         ceiling = self.plan.limits.max_cost_usd
         if ceiling is None:
             return
@@ -242,8 +319,8 @@ class TurnRunner:
             await self._emit(
                 ErrorEvent(
                     kind="unpriced",
-                    message=f"model {response.model!r} has no price, so --max-cost cannot count it; "
-                    f"set prices.\"{response.model}\" in the configuration",
+                    message=f"model {model!r} has no price, so --max-cost cannot count it; "
+                    f"set prices.\"{model}\" in the configuration",
                 )
             )
         if self.usage.cost_usd > ceiling:
@@ -289,6 +366,9 @@ class TurnRunner:
         if plan.allowed_tools is not None and call.name not in plan.allowed_tools:
             allowed = ", ".join(plan.allowed_tools)
             return _error(call, f"{call.name} isn't among the tools this command allows ({allowed})")
+        refused = refusal(self.mode, tool)
+        if refused is not None:
+            return _error(call, refused)
         try:
             args = tool.parse_arguments(call.arguments)
         except ToolError as exc:
@@ -381,6 +461,31 @@ class TurnRunner:
         if self.pending is not None:
             self._commit(self.pending, *self._in_call_order(self.pending.tool_calls, self.results))
             self.pending = None
+
+    # -- what workflow tools may do (TurnAccess) --------------------------------------------
+
+    def enter_plan_mode(self) -> None:
+        self.mode = PLAN_MODE
+
+    def set_todos(self, items: list[dict[str, str]]) -> None:
+        self.plan.session.todos = items
+
+    async def submit_plan(self, plan: str) -> str:
+        """ENG-32: show the plan for review; with nobody to review it, it is the answer."""
+        self.proposed_plan = plan
+        reviewer = self.plan.plan_reviewer
+        reason = None
+        if reviewer is None:
+            status: PlanStatus = "unreviewed"
+        else:
+            review = await reviewer.review(plan)
+            status, reason = ("approved" if review.approved else "rejected"), review.reason
+        self.plan_status = status
+        if status != "rejected":
+            self.mode = None if self.mode == PLAN_MODE else self.mode
+            self._end_with = plan
+        await self._emit(PlanEvent(plan=plan, status=status, reason=reason))
+        return plan_feedback(status, reason)
 
     # -- events -------------------------------------------------------------------------------
 

@@ -22,5 +22,9 @@ class Session:
     """Completed turns; the next turn's index."""
     always_allowed: set[str] = field(default_factory=set)
     """Tools the user answered "Always allow" for (ENG-24)."""
+    archive: list[Message] = field(default_factory=list)
+    """Messages compaction replaced by a summary: the full transcript stays searchable (ENG-64)."""
+    todos: list[dict[str, str]] = field(default_factory=list)
+    """The agent's todo list (the `todo` tool)."""
     running: TurnControl | None = None
     """The control of the turn that is running now, if any."""

@@ -129,6 +129,12 @@ class UsageLedger(BaseModel):
     by_model: dict[str, UsageTotals] = Field(default_factory=dict)
     last_prompt_tokens: int = 0
 
+    def merge(self, other: UsageLedger) -> None:
+        """Add another ledger's usage (an aside's tokens count toward its session, ENG-51)."""
+        self.total.merge(other.total)
+        for model, totals in other.by_model.items():
+            self.by_model.setdefault(model, UsageTotals()).merge(totals)
+
     def record(self, model: str, usage: TokenUsage, cost: float | None) -> None:
         self.total.add(usage, cost)
         self.by_model.setdefault(model, UsageTotals()).add(usage, cost)

@@ -20,7 +20,9 @@ from ..tools import builtin_tools
 from ..tools.registry import KernelContext, Tool, ToolContext, ToolRegistry
 from .agents import AgentDefinition, AgentRegistry
 from .approval import ApprovalGate, Approver, HeadlessApprover, Policy
+from .compaction import CompactionResult, Compactor, manual_window
 from .loop import EventHandler, TurnLimits, TurnPlan, TurnResult, TurnRunner
+from .modes import ASIDE_INSTRUCTIONS, ASIDE_MODE, PLAN_INSTRUCTIONS, PLAN_MODE, PlanReviewer
 from .session import Session
 from .steering import TurnControl
 from .usage import PriceBook, UsageLedger
@@ -145,23 +147,52 @@ class Workspace:
         approver: Approver | None = None,
         on_event: EventHandler | None = None,
         kernel: KernelContext | None = None,
+        plan: bool = False,
+        plan_reviewer: PlanReviewer | None = None,
     ) -> TurnResult:
         """Run one turn (ENG-10) in `session`; per-run options override the configuration for
-        this turn only (ENG-16)."""
+        this turn only (ENG-16). `plan=True` is a plan-only turn (ENG-30..32)."""
         state = self.session(session)
         if state.running is not None:
             raise SessionBusyError(f"session {session!r} already has a running turn")
-        plan = self._plan(
+        turn_plan = self._plan(
             state, agent=agent, model=model, tools=tools, approve=approve, approver=approver,
             on_event=on_event, kernel=kernel,
             limits=self._limits(max_turns, max_cost_usd, timeout),
         )
+        if plan:
+            turn_plan.mode = PLAN_MODE
+            turn_plan.system += PLAN_INSTRUCTIONS
+        turn_plan.plan_reviewer = plan_reviewer
         control = TurnControl()
         state.running = control
         try:
-            return await TurnRunner(plan, control).run(prompt)
+            return await TurnRunner(turn_plan, control).run(prompt)
         finally:
             state.running = None
+
+    async def aside(
+        self, session: str, question: str, *, on_event: EventHandler | None = None, kernel: KernelContext | None = None
+    ) -> TurnResult:
+        """ENG-50/51: answer `question` from a deep copy of the session in the read-only mode
+        `btw`. Nothing reaches the session's history; the tokens count toward its usage. It may
+        run while the session's own turn runs."""
+        source = self.session(session)
+        throwaway = Session(
+            name=f"{session} (aside)",
+            history=[message.model_copy(deep=True) for message in source.history],
+            turns=source.turns,
+        )
+        aside_plan = self._plan(
+            throwaway, agent=None, model=None, tools=None, approve=None, approver=None,
+            on_event=on_event, kernel=kernel, limits=self._limits(None, None, None),
+        )
+        aside_plan.mode = ASIDE_MODE
+        aside_plan.system += ASIDE_INSTRUCTIONS
+        aside_plan.compaction = False
+        result = await TurnRunner(aside_plan, TurnControl()).run(question)
+        source.ledger.merge(throwaway.ledger)
+        return result
 
     def _limits(self, max_turns: int | None, max_cost_usd: float | None, timeout: float | None) -> TurnLimits:
         defaults = self.config.limits
@@ -206,10 +237,36 @@ class Workspace:
             policies=dict(config.approval.tools),
             approve_override=approve,
             max_parallel=config.tools.max_parallel,
+            token_threshold=self._token_threshold(turn_model),
+            retain_events=config.context.retain_events,
             temperature=config.temperature,
             max_tokens=config.max_tokens,
             on_event=on_event,
         )
+
+    def _token_threshold(self, model: Model) -> int | None:
+        """ENG-60: configured, else 80 % of the model's context window when it is known."""
+        if self.config.context.token_threshold is not None:
+            return self.config.context.token_threshold
+        window = model.context_window()
+        return int(window * 0.8) if window else None
+
+    async def compact(self, session: str, focus: str | None = None, keep_turns: int = 1) -> CompactionResult:
+        """ENG-61..64: summarise everything before the keep_turns-th most recent user turn with
+        the current model. Raises NothingToCompactError or CompactionError (history unchanged)."""
+        state = self.session(session)
+        if state.running is not None:
+            raise SessionBusyError(f"session {session!r} has a running turn; compact after it ends")
+        history = state.history
+        split = manual_window(history, keep_turns)
+        definition = self._agent(None)
+        model = self._turn_model(None, definition)
+        new_history, result = await Compactor(model, definition.instructions).compact(history, split, focus)
+        state.archive.extend(history[:split])
+        history[:] = new_history
+        price = PriceBook(dict(self.config.prices), model.price).lookup(result.model)
+        state.ledger.record(result.model, result.usage, price.cost(result.usage) if price else None)
+        return result
 
     def _agent(self, name: str | None) -> AgentDefinition:
         """A per-run agent must exist (ENG-16); the active one falls back to `blitz` (ENG-01)."""

@@ -9,5 +9,6 @@ def builtin_tools() -> list[Tool]:
     """Every built-in tool, in the order the model sees them."""
     from .files import FILE_TOOLS
     from .kernel import KERNEL_TOOLS
+    from .workflow import WORKFLOW_TOOLS
 
-    return [*FILE_TOOLS, *KERNEL_TOOLS]
+    return [*FILE_TOOLS, *KERNEL_TOOLS, *WORKFLOW_TOOLS]

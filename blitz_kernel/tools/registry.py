@@ -45,6 +45,22 @@ class KernelContext(Protocol):
         ...
 
 
+class TurnAccess(Protocol):
+    """What workflow tools may do to the running turn (the engine's TurnRunner provides it)."""
+
+    def enter_plan_mode(self) -> None:
+        """Switch the turn to plan mode from its next tool call (ENG-34)."""
+        ...
+
+    async def submit_plan(self, plan: str) -> str:
+        """Show the plan for review (ENG-32); returns what the model should read."""
+        ...
+
+    def set_todos(self, items: list[dict[str, str]]) -> None:
+        """Replace the session's todo list."""
+        ...
+
+
 @dataclass
 class ToolContext:
     """Handed to every tool call."""
@@ -54,6 +70,8 @@ class ToolContext:
     kernel: KernelContext | None = None
     """None outside a kernel (scripts, unit tests): kernel tools then say they need one."""
     session: str = "default"
+    turn: TurnAccess | None = None
+    """The running turn, for workflow tools (plan mode, todo); None outside a turn."""
     extras: dict[str, Any] = field(default_factory=dict)
 
 

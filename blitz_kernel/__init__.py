@@ -29,6 +29,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where the prebuilt labextension lives, for `jupyter labextension develop .`."""
+    return [{"src": "labextension", "dest": "blitz-kernel"}]
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """`%load_ext blitz_kernel`: register the magics and the `await` input transformer."""
     from .notebook.extension import load

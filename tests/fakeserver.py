@@ -10,7 +10,8 @@ Step format (a JSON object):
   {...} or "raw json", "id": "call_1"}], "usage": {"prompt_tokens": 10, "completion_tokens":
   5, "cached_tokens": 2, "cache_creation_input_tokens": 1, "reasoning_tokens": 0},
   "model": "name in chunks", "chunks": ["explicit", " text", " pieces"]}`` — every key is
-  optional. Text is streamed in word-sized deltas (or as ``chunks``), tool calls as OpenAI
+  optional. ``"delay_s": 0.05`` waits that long after each streamed event (a slow model).
+  Text is streamed in word-sized deltas (or as ``chunks``), tool calls as OpenAI
   does: index/id/name first, then argument fragments; then the finish reason, then a usage
   chunk with empty ``choices`` when ``stream_options.include_usage`` is set, then ``[DONE]``.
 - ``{"fault": "status", "status": 429, "retry_after": 0.1, "message": "...", "code": "..."}``:
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import re
 import socket
@@ -231,15 +233,16 @@ class Script:
             self._loop = []
             self._loop_index = 0
 
-    def take(self) -> Step | None:
+    def take(self) -> tuple[Step | None, bool]:
+        """The next step, and whether it came from the loop (its rendering may be reused)."""
         with self._lock:
             if self._steps:
-                return self._steps.popleft()
+                return self._steps.popleft(), False
             if self._loop:
                 step = self._loop[self._loop_index % len(self._loop)]
                 self._loop_index += 1
-                return step
-            return None
+                return step, True
+            return None, False
 
     def __len__(self) -> int:
         with self._lock:
@@ -319,7 +322,7 @@ class _Handler(BaseHTTPRequestHandler):
     # answers
 
     def _answer(self, request: dict[str, Any]) -> None:
-        step = self.server.owner.script.take()
+        step, looped = self.server.owner.script.take()
         if step is None:
             self._send_json(500, {"error": {"message": "fake server: script exhausted",
                                             "type": "server_error"}})
@@ -337,7 +340,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif fault == "malformed":
             self._send_malformed(model)
         elif stream:
-            self._send_events(stream_events(step, model, include_usage))
+            events = (self.server.owner.rendered(step, model, include_usage) if looped
+                      else stream_events(step, model, include_usage))
+            self._send_events(events, float(step.get("delay_s", 0)))
         else:
             self._send_json(200, completion_body(step, model))
 
@@ -388,11 +393,13 @@ class _Handler(BaseHTTPRequestHandler):
         """One HTTP chunk (an empty one ends the body)."""
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
-    def _send_events(self, events: Iterable[bytes]) -> None:
+    def _send_events(self, events: Iterable[bytes], delay_s: float = 0.0) -> None:
         self._start_stream()
         try:
             for event in events:
                 self._write_chunk(event)
+                if delay_s:  # a slow model (widget tests: a steer must arrive mid-answer)
+                    self.server.owner.stopping.wait(delay_s)
             self._write_chunk(b"")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -409,15 +416,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _abort_connection(self) -> None:
         """Close with RST (SO_LINGER 0), as a crashed proxy would, and stop serving it."""
-        try:
+        with contextlib.suppress(OSError):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        except OSError:
-            pass
         self.close_connection = True
-        try:
+        with contextlib.suppress(OSError):
             self.connection.close()
-        except OSError:
-            pass
 
 
 class _Server(ThreadingHTTPServer):
@@ -453,10 +456,8 @@ class _Server(ThreadingHTTPServer):
         with self.connections_lock:
             connections = list(self.connections)
         for connection in connections:
-            try:
+            with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 class FakeOpenAIServer:
@@ -471,6 +472,7 @@ class FakeOpenAIServer:
         self._record = record
         self._requests: list[RecordedRequest] = []
         self._requests_changed = threading.Condition()
+        self._rendered: dict[tuple[int, str, bool], list[bytes]] = {}
         self._httpd = _Server((host, port), self)
         self._thread: threading.Thread | None = None
 
@@ -521,15 +523,25 @@ class FakeOpenAIServer:
 
     def set_loop(self, steps: Iterable[Step]) -> None:
         """Replay `steps` forever once the queued steps are used up."""
+        self._rendered.clear()
         self.script.set_loop(steps)
 
     @property
     def pending_steps(self) -> int:
         return len(self.script)
 
+    def rendered(self, step: Step, model: str, include_usage: bool) -> list[bytes]:
+        """The SSE events of a loop step, rendered once: a benchmark measures the client."""
+        key = (id(step), model, include_usage)
+        events = self._rendered.get(key)
+        if events is None:
+            events = self._rendered[key] = list(stream_events(step, model, include_usage))
+        return events
+
     def reset(self) -> None:
         """Forget the script and every recorded request."""
         self.script.clear()
+        self._rendered.clear()
         with self._requests_changed:
             self._requests.clear()
             self._requests_changed.notify_all()

@@ -85,6 +85,9 @@ class ToolResultMessage(BaseModel):
     """Set when the call failed or was refused; the model sees it under `error` (ENG-40)."""
     message_from_user: str | list[str] | None = None
     """Steer messages delivered with this result (ENG-40)."""
+    images: list[ImagePart] = Field(default_factory=list)
+    """Images the tool showed the model (view_image). Chat APIs take no images in a tool
+    result, so adapters send them in a user message right after the step's results."""
 
     @property
     def ok(self) -> bool:

@@ -26,8 +26,8 @@ from ..errors import (
     NothingToCompactError,
     TurnLimitError,
 )
-from ..models.base import Model, ModelRequest, ModelResponse, TextDelta
-from ..tools.registry import Tool, ToolContext, ToolError, ToolKind
+from ..models.base import Model, ModelRequest, ModelResponse, TextDelta, supports_vision
+from ..tools.registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput
 from .approval import ApprovalGate, Policy, resolve_policy
 from .compaction import Compactor, automatic_window, estimate_tokens
 from .events import (
@@ -433,7 +433,11 @@ class TurnRunner:
             return _error(call, str(exc))
         except Exception as exc:  # a tool bug must not end the turn: the model reads it
             return _error(call, f"{call.name} failed: {type(exc).__name__}: {exc}")
-        return ToolResultMessage(call_id=call.id, name=call.name, output=output)
+        if not isinstance(output, ToolOutput):
+            return ToolResultMessage(call_id=call.id, name=call.name, output=output)
+        if output.images and not supports_vision(self.plan.model):
+            return _error(call, blind_model_text(self.plan.model.name))
+        return ToolResultMessage(call_id=call.id, name=call.name, output=output.text, images=output.images)
 
     async def _attach_steering(self, ordered: list[ToolResultMessage]) -> None:
         """ENG-40: queued steer messages ride on the batch's last result."""
@@ -515,6 +519,14 @@ class TurnRunner:
 
 def _error(call: ToolCall, message: str) -> ToolResultMessage:
     return ToolResultMessage(call_id=call.id, name=call.name, error=message)
+
+
+def blind_model_text(model: str) -> str:
+    """The error a tool's images become when the model cannot see them."""
+    return (
+        f"this model ({model}) cannot see images (litellm does not list it as a vision model); "
+        "work from the data instead, or ask the user to switch to a vision model"
+    )
 
 
 def _denial_text(tool_name: str, decision: PermissionDecision) -> str:

@@ -80,3 +80,14 @@ class Model(Protocol):
     def context_window(self) -> int | None:
         """The model's context window in tokens, when known."""
         ...
+
+
+def supports_vision(model: Model) -> bool:
+    """Whether `model` can read images (tool results with images, view_image).
+
+    Models say so with an optional `supports_vision()` method (the litellm adapter asks
+    `litellm.supports_vision`); a model that does not say is taken to be blind, so the agent
+    gets a clear refusal instead of a provider error about image content.
+    """
+    check = getattr(model, "supports_vision", None)
+    return bool(check()) if callable(check) else False

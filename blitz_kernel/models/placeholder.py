@@ -33,3 +33,6 @@ class PlaceholderModel:
 
     def context_window(self) -> int | None:
         return None
+
+    def supports_vision(self) -> bool:
+        return False

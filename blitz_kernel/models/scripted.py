@@ -60,6 +60,7 @@ class ScriptedModel:
         price: Price | None = None,
         context_window: int | None = None,
         delay_s: float = 0.0,
+        vision: bool = True,
     ) -> None:
         self.name = name
         self.steps = list(steps)
@@ -68,13 +69,17 @@ class ScriptedModel:
         self._context_window = context_window
         self._delay_s = delay_s
         self._call_ids = 0
+        self._vision = vision
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> ScriptedModel:
-        """Load steps from a JSON file: a list of steps, or {"steps": [...]}."""
+        """Load steps from a JSON file: a list of steps, or {"steps": [...], "vision": bool}
+        ("vision": false plays a model that cannot see images)."""
         source = Path(path)
         data = json.loads(source.read_text(encoding="utf-8"))
         steps = data["steps"] if isinstance(data, dict) else data
+        if isinstance(data, dict) and "vision" in data:
+            kwargs.setdefault("vision", bool(data["vision"]))
         if not isinstance(steps, list):
             raise ValueError(f"{source}: a scripted model file holds a list of steps")
         kwargs.setdefault("name", f"scripted:{path}")
@@ -94,6 +99,10 @@ class ScriptedModel:
 
     def context_window(self) -> int | None:
         return self._context_window
+
+    def supports_vision(self) -> bool:
+        """Scripted models see images unless told otherwise (`vision=False`)."""
+        return self._vision
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         index = len(self.requests)

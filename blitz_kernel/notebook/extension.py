@@ -6,7 +6,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .transform import await_blitz_cells
+from . import bridge
+from .transform import await_blitz_cells, keep_btw_questions
 
 _state: dict[str, Any] = {}
 
@@ -16,15 +17,21 @@ def load(ipython: Any) -> None:
 
     if await_blitz_cells not in ipython.input_transformers_post:
         ipython.input_transformers_post.append(await_blitz_cells)
+    if keep_btw_questions not in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.append(keep_btw_questions)
     magics = BlitzMagics(ipython)
     ipython.register_magics(magics)
     _state["magics"] = magics
     _state["warm_up"] = _warm_up_in_background()
+    bridge.install(ipython)
 
 
 def unload(ipython: Any) -> None:
+    bridge.uninstall(ipython)
     if await_blitz_cells in ipython.input_transformers_post:
         ipython.input_transformers_post.remove(await_blitz_cells)
+    if keep_btw_questions in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.remove(keep_btw_questions)
     magics = _state.pop("magics", None)
     if magics is not None:
         for kind, names in magics.magics.items():

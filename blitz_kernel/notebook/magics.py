@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 if TYPE_CHECKING:
@@ -33,6 +33,10 @@ blitz_kernel — an agent in your kernel. Magics:
       --approve ask|allow|deny  -o/--out NAME  --plain
       example:  %%blitz --max-turns 5 --out r
                 What columns does df have? Plot the numeric ones.
+  %blitz_btw QUESTION        a side question from a read-only copy of the session; nothing
+                             is recorded (also %%blitz_btw with the question as the cell body)
+  %blitz_compact [--keep N] [-s NAME] [FOCUS ...]
+                             summarise older turns to make room, e.g. %blitz_compact the plots
   %blitz_model [MODEL]       show or set the model (litellm name or scripted:PATH)
                              e.g. %blitz_model openai/gpt-4.1-mini
   %blitz_config [key=value]  show or set configuration, e.g. %blitz_config limits.max_turns=10
@@ -44,17 +48,23 @@ Set a model with BLITZ_MODEL (and BLITZ_API_BASE for an OpenAI-compatible server
 """
 
 
-class TurnFailedError(Exception):
-    """A turn ended in error or at a limit: the cell fails (so papermill and nbval notice), with
-    a one-line message instead of a traceback."""
+class BlitzCellError(Exception):
+    """Fails the cell (so papermill and nbval notice) with one readable line, no traceback."""
 
-    def __init__(self, result: TurnResult) -> None:
-        self.result = result
-        super().__init__(f"turn ended: {result.stop_reason}: {result.error}")
+    headline = "Blitz"
 
     def _render_traceback_(self) -> list[str]:
         """IPython shows these lines instead of a traceback."""
-        return [f"\x1b[0;31mBlitz turn stopped ({self.result.stop_reason}):\x1b[0m {self.result.error}"]
+        return [f"\x1b[0;31m{self.headline}:\x1b[0m {self}"]
+
+
+class TurnFailedError(BlitzCellError):
+    """A turn ended in error or at a limit."""
+
+    def __init__(self, result: TurnResult) -> None:
+        self.result = result
+        self.headline = f"Blitz turn stopped ({result.stop_reason})"
+        super().__init__(result.error)
 
 
 def _positive(kind: type, value: str, option: str) -> Any:
@@ -136,14 +146,14 @@ class BlitzMagics(Magics):
         prompt = cell.strip()
         if not prompt:
             raise UsageError("the cell body is the prompt, and it is empty")
-        if args.plan:
-            raise UsageError("--plan is not available yet in this version")
         options = {
+            "plan": args.plan,
             "max_turns": _positive(int, args.max_turns, "--max-turns") if args.max_turns else None,
             "max_cost_usd": _positive(float, args.max_cost, "--max-cost") if args.max_cost else None,
             "timeout": _positive(float, args.timeout, "--timeout") if args.timeout else None,
             "tools": [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None,
             "approve": args.approve,
+            "plain": args.plain,
             "agent": args.agent,
             "model": args.model,
         }
@@ -155,16 +165,15 @@ class BlitzMagics(Magics):
         self, workspace: Workspace, prompt: str, session: str, options: dict[str, Any], out: str | None
     ) -> None:
         from ..errors import BlitzError
-        from .render import PlainRenderer
+        from .live import run_turn_in_cell
 
-        renderer = PlainRenderer()
-        ticker = asyncio.ensure_future(_tick())
+        plain = bool(options.pop("plain", False))
         try:
-            result = await workspace.run(prompt, session=session, on_event=renderer.handle, **options)
+            result = await run_turn_in_cell(
+                workspace, prompt, session=session, options=options, plain=plain, shell=self.shell
+            )
         except BlitzError as exc:  # raised before the turn started: nothing was recorded
             raise UsageError(str(exc)) from None
-        finally:
-            ticker.cancel()
         if out:
             self._user_ns[out] = result
         elif result.stop_reason in FAILING_STOPS:
@@ -221,6 +230,57 @@ class BlitzMagics(Magics):
         print(f"session {session!r}: {ledger.total.describe()}")
         for model, totals in sorted(ledger.by_model.items()):
             print(f"  {model}: {totals.describe()}")
+
+    @magic_arguments()
+    @argument("question", nargs="*", help="the side question")
+    @line_cell_magic
+    def blitz_btw(self, line: str, cell: str | None = None) -> Coroutine[Any, Any, None]:
+        """A side question answered from a read-only copy of the session; nothing is recorded."""
+        question = (cell or "").strip() or line.strip()
+        if not question:
+            raise UsageError("ask a question: %blitz_btw what did we decide about the outliers?")
+        workspace = self.workspace()
+        return self._aside(workspace, default_session_name(self._user_ns), question)
+
+    async def _aside(self, workspace: Workspace, session: str, question: str) -> None:
+        from .render import PlainRenderer
+
+        renderer = PlainRenderer(header="💬 aside — not recorded in the session")
+        ticker = asyncio.ensure_future(_tick())
+        try:
+            result = await workspace.aside(session, question, on_event=renderer.handle)
+        finally:
+            ticker.cancel()
+        if result.stop_reason in FAILING_STOPS:
+            raise TurnFailedError(result)
+
+    @magic_arguments()
+    @argument("--keep", default="1", help="recent user turns to keep verbatim (default 1)")
+    @argument("-s", "--session", help="session (default: the notebook's)")
+    @argument("focus", nargs="*", help="what the summary should pay particular attention to")
+    @line_magic
+    def blitz_compact(self, line: str) -> Coroutine[Any, Any, None]:
+        """Summarise the session's older turns to make room (ENG-61..64)."""
+        args = self._parse(self.blitz_compact, line)
+        keep = _positive(int, args.keep, "--keep")
+        session = args.session or default_session_name(self._user_ns)
+        focus = " ".join(args.focus) or None
+        return self._compact(self.workspace(), session, focus, keep)
+
+    async def _compact(self, workspace: Workspace, session: str, focus: str | None, keep: int) -> None:
+        from ..errors import CompactionError, NothingToCompactError, SessionBusyError
+
+        ticker = asyncio.ensure_future(_tick())
+        try:
+            outcome = await workspace.compact(session, focus=focus, keep_turns=keep)
+        except (NothingToCompactError, CompactionError, SessionBusyError) as exc:
+            raise BlitzCellError(str(exc)) from None
+        finally:
+            ticker.cancel()
+        print(
+            f"compacted {outcome.covered_turns} turn(s), {outcome.covered_events} event(s) of session "
+            f"{session!r} into a summary: prompt ≈{outcome.tokens_before:,} → ≈{outcome.tokens_after:,} tokens"
+        )
 
     @line_magic
     def blitz_help(self, line: str) -> None:

@@ -15,7 +15,9 @@ from typing import Any
 from IPython.display import DisplayHandle, Markdown, display
 
 from ..engine.events import (
+    CompactionEvent,
     ErrorEvent,
+    PlanEvent,
     TextEvent,
     ToolCallEvent,
     ToolResultEvent,
@@ -31,16 +33,31 @@ RESULT_CHARS = 120
 class PlainRenderer:
     """Turns a turn's events into plain outputs; call `handle(event)` for each."""
 
-    def __init__(self) -> None:
+    def __init__(self, header: str | None = None, started: float | None = None) -> None:
+        self._header = header
         self._text = ""
         self._handle: DisplayHandle | None = None
         self._last_update = 0.0
-        self._started = time.monotonic()
+        self._started = time.monotonic() if started is None else started
+        """When the turn started (time.monotonic), for the elapsed time in the usage line."""
         self._model = ""
+        self._last_shown: tuple[DisplayHandle, str] | None = None
+        """The last text display and its text: where `attach_record` puts the turn record."""
 
     def handle(self, event: Any) -> None:
         if isinstance(event, TurnStarted):
             self._model = event.model
+            if self._header:
+                print(self._header, flush=True)
+        elif isinstance(event, PlanEvent):
+            self._end_text()
+            self._show_plan(event)
+        elif isinstance(event, CompactionEvent):
+            print(
+                f"⟲ compacted {event.covered_events} earlier event(s) into a summary: "
+                f"prompt ≈{event.tokens_before:,} → ≈{event.tokens_after:,} tokens",
+                flush=True,
+            )
         elif isinstance(event, TextEvent):
             self._on_text(event)
         elif isinstance(event, ToolCallEvent):
@@ -57,6 +74,17 @@ class PlainRenderer:
     def usage_line(self, done: TurnDone) -> str:
         elapsed = time.monotonic() - self._started
         return f"— {self._model} · {done.usage.describe()} · {elapsed:.1f} s · {done.stop_reason}"
+
+    def _show_plan(self, event: PlanEvent) -> None:
+        """ENG-32 in plain mode: the plan as Markdown, and how to go ahead."""
+        if event.status == "rejected":
+            print(f"✗ plan rejected: {event.reason or 'no reason given'}", flush=True)
+            return
+        note = {
+            "approved": "*Approved — carrying it out next.*",
+            "unreviewed": "*To carry it out, run a `%%blitz` cell such as “Carry out the plan.”*",
+        }[event.status]
+        display(Markdown(f"### Proposed plan\n\n{event.plan}\n\n{note}"))
 
     def _on_text(self, event: TextEvent) -> None:
         if event.thought:
@@ -78,11 +106,24 @@ class PlainRenderer:
             self._handle = display(Markdown(self._text), display_id=True)
         else:
             self._handle.update(Markdown(self._text))
+        if self._handle is not None:
+            self._last_shown = (self._handle, self._text)
 
     def _end_text(self) -> None:
         if self._handle is not None and self._text:
             self._handle.update(Markdown(self._text))
+            self._last_shown = (self._handle, self._text)
         self._text, self._handle = "", None
+
+    def attach_record(self, record: dict[str, Any], stop_reason: str) -> None:
+        """Put the turn record in the output metadata under `blitz`, on the last text display
+        (the answer), so a saved notebook keeps it; with no text, on a one-line summary."""
+        metadata = {"blitz": record}
+        if self._last_shown is not None:
+            handle, text = self._last_shown
+            handle.update(Markdown(text), metadata=metadata)
+        else:
+            display(Markdown(f"*(no answer: {stop_reason})*"), metadata=metadata)
 
 
 def _short_args(args: dict[str, Any]) -> str:

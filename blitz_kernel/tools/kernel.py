@@ -47,6 +47,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .images import FigureCapture, display_of, keep_figures
 from .registry import Tool, ToolContext, ToolError, ToolKind, tool
 
 __all__ = [
@@ -309,7 +310,7 @@ def _execute(compiled: _Compiled, ns: dict[str, Any], state: _RunState, outcome:
         state.in_user_code = False
 
 
-def _run(source: str, ns: dict[str, Any], timeout_s: float | None) -> tuple[_Outcome, _RunState]:
+async def _run(source: str, ns: dict[str, Any], timeout_s: float | None) -> tuple[_Outcome, _RunState]:
     filename = f"<run_python-{next(_run_numbers)}>"
     outcome = _Outcome()
     state = _RunState()
@@ -320,6 +321,7 @@ def _run(source: str, ns: dict[str, Any], timeout_s: float | None) -> tuple[_Out
         return outcome, state
     stdout, stderr = _CappedStream(), _CappedStream()
     with _interruptible(state, timeout_s) as has_signals:
+        await _deliver_pending_interrupts()
         try:
             with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
                 _execute(compiled, ns, state, outcome)
@@ -330,6 +332,15 @@ def _run(source: str, ns: dict[str, Any], timeout_s: float | None) -> tuple[_Out
     if timeout_s and not has_signals:
         outcome.notes.append("[timeout_s was not enforced: not running on the main thread]")
     return outcome, state
+
+
+async def _deliver_pending_interrupts() -> None:
+    """An interrupt that came just before our handler was installed went to ipykernel's
+    handler, which only *schedules* the cell's cancellation (two loop callbacks deep). Two
+    loop turns let it land here, as CancelledError, instead of being lost behind a busy loop
+    that never awaits. Interrupts from now on set `state.interrupted` (checked before exec)."""
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
 
 
 class RunPythonArgs(BaseModel):
@@ -351,13 +362,20 @@ async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str:
     """Run Python code in the notebook kernel's namespace: variables you create stay there for
     the user and for later calls, and the user's variables are available. Returns sections
     "stdout:", "stderr:", "result:" (repr of the last expression). An exception comes back as
-    an error with its traceback. Use timeout_s for code that might run long."""
+    an error with its traceback. Use timeout_s for code that might run long. Matplotlib
+    figures the code draws (no plt.show() needed) are shown to the user in the cell and
+    listed under "figures:" as fig-1, fig-2…; look at one with view_image(output="fig-1")."""
     ns = _user_namespace(ctx, "run_python")
-    outcome, state = _run(args.code, ns, args.timeout_s)
+    capture = FigureCapture(display_of(ctx))
+    with capture.running():
+        outcome, state = await _run(args.code, ns, args.timeout_s)
     if state.interrupted:
         # The user pressed interrupt: end the turn as cancelled, even if the code caught the
         # KeyboardInterrupt and finished normally.
         raise asyncio.CancelledError("run_python was interrupted by the user")
+    figures = keep_figures(ctx, capture.images)
+    if figures:
+        outcome.notes.append("figures:\n" + "\n".join(figures))
     if outcome.error is not None:
         raise ToolError(outcome.render())
     return outcome.render()

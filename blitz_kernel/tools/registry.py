@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from ..engine.history import ImagePart
 from ..models.base import ToolSpec
 
 
@@ -75,12 +76,23 @@ class ToolContext:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
-ToolFunction = Callable[[Any, ToolContext], Awaitable[str]]
+@dataclass
+class ToolOutput:
+    """A tool's answer with images for the model to see (view_image); most tools return the
+    text alone. The engine refuses the images, as an error the model reads, when its model
+    cannot see images."""
+
+    text: str
+    images: list[ImagePart] = field(default_factory=list)
+
+
+ToolFunction = Callable[[Any, ToolContext], Awaitable[str | ToolOutput]]
 
 
 @dataclass(frozen=True)
 class Tool:
-    """One tool: `func(args, ctx)` returns the text the model reads, or raises ToolError."""
+    """One tool: `func(args, ctx)` returns the text the model reads (or a ToolOutput with
+    images), or raises ToolError."""
 
     name: str
     description: str

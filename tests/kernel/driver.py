@@ -52,8 +52,9 @@ class CellRun:
 class KernelDriver:
     """One kernel process with a working directory and environment of the test's choosing."""
 
-    def __init__(self, cwd: Path, env: dict[str, str]) -> None:
-        self.manager = KernelManager(kernel_name="python3")
+    def __init__(self, cwd: Path, env: dict[str, str], kernel_name: str = "python3", kernel_spec_manager: Any = None) -> None:
+        extra = {"kernel_spec_manager": kernel_spec_manager} if kernel_spec_manager is not None else {}
+        self.manager = KernelManager(kernel_name=kernel_name, **extra)
         self.manager.start_kernel(cwd=str(cwd), env=env)
         self.client = self.manager.client()
         self.client.start_channels()
@@ -122,3 +123,101 @@ def kernel_environment(home: Path, **extra: str) -> dict[str, str]:
     env.update(HOME=str(home), LITELLM_LOCAL_MODEL_COST_MAP="True", PYDEVD_DISABLE_FILE_VALIDATION="1")
     env.update(extra)
     return env
+
+
+# -- playing the browser's part for the turn widget (additive: tests/kernel/test_widget_comm.py) --
+
+PROBE_TARGET = "blitz.frontend_probe"
+TURN_VIEW_ID = "blitz_kernel.notebook.widgets.view.TurnView"
+
+
+class WidgetFrontEnd:
+    """What JupyterLab does for one `%%blitz` cell, over jupyter_client: it closes the front-end
+    probe comm (as @jupyterlab/services does for an unknown comm target), keeps each TurnView's
+    synced state from `comm_open` and `update` messages, says `ready` as a rendered view does,
+    and sends the same custom messages as static/turn.js."""
+
+    def __init__(self, driver: KernelDriver, msg_id: str, *, answer_probe: bool = True, render: bool = True) -> None:
+        self.driver = driver
+        self.msg_id = msg_id
+        self.answer_probe = answer_probe
+        self.render = render
+        self.views: dict[str, dict[str, Any]] = {}
+        """comm id → synced state, for every TurnView opened (one per turn), oldest first."""
+        self.closed: set[str] = set()
+        self.probes: list[str] = []
+        """Front-end probe comms the kernel opened."""
+        self.outputs: list[tuple[str, dict[str, Any]]] = []
+        """The cell's own outputs (parent = the execute request)."""
+        self.foreign_outputs: list[tuple[str, dict[str, Any]]] = []
+        """Outputs parented to anything else (e.g. a comm message): there must be none."""
+        self.idle = False
+
+    @property
+    def view_id(self) -> str:
+        """The newest TurnView's comm id."""
+        if not self.views:
+            raise AssertionError("no TurnView was opened")
+        return list(self.views)[-1]
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self.views[self.view_id]
+
+    def pump_until(self, condition: Any, timeout: float = 30, what: str = "a condition") -> None:
+        """Read iopub, playing the front end, until `condition()` holds."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            try:
+                message = self.driver._next_iopub(deadline)
+            except TimeoutError:
+                raise TimeoutError(f"waited {timeout} s for {what}; widget state: {self.views}") from None
+            self._handle(message)
+
+    def _handle(self, message: dict[str, Any]) -> None:
+        kind, content = message["msg_type"], message["content"]
+        parent = message["parent_header"].get("msg_id")
+        if kind == "comm_open":
+            self._on_open(content)
+        elif kind == "comm_msg" and content["comm_id"] in self.views:
+            data = content["data"]
+            if data.get("method") == "update":
+                self.views[content["comm_id"]].update(data.get("state", {}))
+        elif kind == "comm_close":
+            self.closed.add(content["comm_id"])
+        elif kind in ("stream", "display_data", "update_display_data", "execute_result", "error", "clear_output"):
+            (self.outputs if parent == self.msg_id else self.foreign_outputs).append((kind, content))
+        elif kind == "status" and parent == self.msg_id and content["execution_state"] == "idle":
+            self.idle = True
+
+    def _on_open(self, content: dict[str, Any]) -> None:
+        if content.get("target_name") == PROBE_TARGET:
+            self.probes.append(content["comm_id"])
+            if self.answer_probe:
+                self._send("comm_close", {"comm_id": content["comm_id"], "data": {}})
+            return
+        state = content.get("data", {}).get("state", {})
+        if state.get("_anywidget_id") == TURN_VIEW_ID:
+            self.views[content["comm_id"]] = dict(state)
+            if self.render:
+                self.send("ready")
+
+    def send(self, kind: str, **fields: Any) -> None:
+        """A custom message from the newest TurnView, as turn.js sends it (`model.send`)."""
+        self.send_to(self.view_id, {"kind": kind, "turn_id": self.state["turn_id"], **fields})
+
+    def send_to(self, comm_id: str, content: dict[str, Any]) -> None:
+        self._send("comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": content}})
+
+    def _send(self, msg_type: str, content: dict[str, Any]) -> None:
+        client = self.driver.client
+        client.shell_channel.send(client.session.msg(msg_type, content))
+
+    def finish(self, timeout: float = 60) -> CellRun:
+        """Play on until the cell is idle; its reply and outputs."""
+        self.pump_until(lambda: self.idle, timeout, "the cell to finish")
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self.driver.client.get_shell_msg(timeout=max(1.0, deadline - time.monotonic()))
+            if reply["parent_header"].get("msg_id") == self.msg_id:
+                return CellRun(reply=reply["content"], outputs=self.outputs)

@@ -1,0 +1,38 @@
+"""`python -m blitz_kernel install [--user | --sys-prefix | --prefix DIR]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m blitz_kernel", description="blitz_kernel commands")
+    commands = parser.add_subparsers(dest="command", required=True)
+    install = commands.add_parser(
+        "install",
+        help='install the "Blitz (Python 3)" kernel (IPython with blitz_kernel loaded)',
+        description='Install the kernelspec "blitz" ("Blitz (Python 3)"): IPython with the '
+        "blitz_kernel extension loaded, running this Python. Without an option it goes where "
+        "`python -m ipykernel install` would put it (system-wide).",
+    )
+    where = install.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="install for the current user")
+    where.add_argument("--sys-prefix", action="store_true", help=f"install into this Python's prefix ({sys.prefix})")
+    where.add_argument("--prefix", metavar="DIR", help="install into DIR/share/jupyter/kernels")
+    args = parser.parse_args(argv)
+
+    from .notebook.kernelspec import DISPLAY_NAME, install as install_spec
+
+    prefix = sys.prefix if args.sys_prefix else args.prefix
+    try:
+        path = install_spec(user=args.user, prefix=prefix)
+    except OSError as error:
+        print(f"could not install the kernelspec: {error} (try --user or --sys-prefix)", file=sys.stderr)
+        return 1
+    print(f"installed kernelspec blitz ({DISPLAY_NAME}) in {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""Running a `%%blitz` turn in a cell: the live widget where a front end can show it, plain
+outputs where none can, and always a static rendering that survives the notebook.
+
+Which front end? A kernel cannot ask. At the turn's start it opens a comm with a target no
+front end registers (`blitz.frontend_probe`): JupyterLab, Notebook 7 and other front ends built
+on @jupyterlab/services answer an unknown target by closing the comm; nbclient, nbconvert,
+papermill and a bare jupyter_client answer nothing. Closed → the widget; no answer within
+`PROBE_TIMEOUT_S` → plain outputs (`--plain` and terminal IPython skip the probe). Until the
+answer, events are buffered; a tool call or permission request waits for it, so nothing runs
+unseen and a headless run prints each tool line before the tool runs.
+
+Either way the cell ends with a static rendering (Markdown + text/plain) whose output metadata
+holds the turn record under `blitz`: the widget is replaced by it; plain outputs carry it on the
+answer's display. Steer messages that no tool result carried are sent as the next prompt when a
+turn ends normally (ENG-41), each follow-up turn with its own widget and rendering.
+
+Outputs are only ever produced in the cell's own context (see `_in_cell`): output made in a
+comm callback would be parented to the comm message and land nowhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import time
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..engine.events import PermissionRequest, ToolCallEvent, TurnDone, TurnStarted
+from .render import PlainRenderer
+
+if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
+
+    from ..engine.loop import TurnResult
+    from ..engine.workspace import Workspace
+    from .widgets.controller import TurnController
+    from .widgets.state import TurnState
+
+PROBE_TARGET = "blitz.frontend_probe"
+PROBE_TIMEOUT_S = 2.0
+"""How long a turn waits for a front end to answer the probe (JupyterLab: a few ms)."""
+PROBE_TIMEOUT_AFTER_HEADLESS_S = 0.5
+"""The wait once this kernel has seen no front end and never one: nbclient runs stay quick."""
+ASIDE_WAIT_S = 60.0
+"""How long a finished turn waits for side questions still being answered."""
+TICK_S = 0.1
+
+Mode = Literal["probing", "widget", "plain"]
+
+
+class FrontEndMemory:
+    """What this kernel learnt about its front end from earlier probes."""
+
+    front_end_seen = False
+    headless_seen = False
+
+    @classmethod
+    def probe_timeout(cls) -> float:
+        if cls.headless_seen and not cls.front_end_seen:
+            return PROBE_TIMEOUT_AFTER_HEADLESS_S
+        return PROBE_TIMEOUT_S
+
+
+async def run_turn_in_cell(
+    workspace: Workspace,
+    prompt: str,
+    *,
+    session: str,
+    options: dict[str, Any],
+    plain: bool = False,
+    shell: Any = None,
+) -> TurnResult:
+    """Run `prompt` (and any follow-up made of leftover steer messages) in the current cell;
+    returns the last turn's result. BlitzErrors raised before a turn starts propagate."""
+    widget_capable = not plain and getattr(shell, "kernel", None) is not None
+    ticker = asyncio.ensure_future(tick_forever())
+    try:
+        next_prompt: str | None = prompt
+        result: TurnResult | None = None
+        while next_prompt is not None:
+            turn = CellTurn(workspace, session, next_prompt, widget_capable=widget_capable)
+            result = await turn.run(options)
+            next_prompt = "\n\n".join(turn.follow_up) if turn.follow_up else None
+        assert result is not None
+        return result
+    finally:
+        ticker.cancel()
+
+
+async def tick_forever() -> None:
+    """Wake the loop every TICK_S so a kernel interrupt reaches the turn promptly (KERNEL.md)."""
+    while True:  # noqa: ASYNC110 - waking the loop is the point, there is nothing to wait for
+        await asyncio.sleep(TICK_S)
+
+
+class CellTurn:
+    """One turn shown in the cell: probe, then widget or plain, then the static rendering."""
+
+    def __init__(self, workspace: Workspace, session: str, prompt: str, *, widget_capable: bool) -> None:
+        from .widgets.controller import TurnController
+        from .widgets.state import TurnState
+
+        self.workspace = workspace
+        self.session = session
+        self.prompt = prompt
+        self.started = time.monotonic()
+        self.mode: Mode = "probing" if widget_capable else "plain"
+        self.controller: TurnController | None = (
+            TurnController(workspace, session, prompt) if widget_capable else None
+        )
+        self.state: TurnState = (
+            self.controller.state if self.controller else TurnState(turn_id="", prompt=prompt, session=session)
+        )
+        self.plain: PlainRenderer | None = None if widget_capable else PlainRenderer(started=self.started)
+        self.follow_up: list[str] = []
+        self._loop = asyncio.get_running_loop()
+        self._cell_context = contextvars.copy_context()
+        self._decided: asyncio.Future[Mode] = self._loop.create_future()
+        self._settled = not widget_capable
+        self._buffer: list[Any] = []
+        self._handle: DisplayHandle | None = None
+        self._probe: Any = None
+        self._probe_timer: asyncio.TimerHandle | None = None
+
+    # -- the turn -------------------------------------------------------------------------
+
+    async def run(self, options: dict[str, Any]) -> TurnResult:
+        extra: dict[str, Any] = {}
+        if self.controller is not None:
+            extra["approver"] = self.controller.approver
+        try:
+            result = await self.workspace.run(
+                self.prompt, session=self.session, on_event=self.on_event, **extra, **options
+            )
+        except BaseException:
+            self._abandon()
+            raise
+        await self._finish(result)
+        return result
+
+    def on_event(self, event: Any) -> Awaitable[None] | None:
+        """The engine's event handler. Returns an awaitable only when the turn must wait for
+        the front end's answer (the engine awaits it); otherwise it is synchronous."""
+        if isinstance(event, TurnStarted) and self.mode == "probing":
+            self._start_probe()
+        if self.controller is not None:
+            self.controller.apply(event)
+        else:
+            self.state.apply(event)
+        if self.mode == "plain":
+            assert self.plain is not None
+            self.plain.handle(event)
+            return None
+        if self.mode == "widget":
+            return None
+        self._buffer.append(event)
+        if self._decided.done():
+            self._settle()
+        elif isinstance(event, ToolCallEvent | PermissionRequest):
+            return self._settled_soon()
+        elif isinstance(event, TurnDone):
+            if FrontEndMemory.front_end_seen:
+                return self._settled_soon()
+            self._decide("plain")  # no front end so far in this kernel: no reason to wait
+            self._settle()
+        return None
+
+    async def _settled_soon(self) -> None:
+        await asyncio.shield(self._decided)
+        self._settle()
+
+    # -- which front end ------------------------------------------------------------------
+
+    def _start_probe(self) -> None:
+        from comm import create_comm
+
+        try:
+            self._probe = create_comm(target_name=PROBE_TARGET, data={"turn_id": self.state.turn_id})
+            self._probe.on_close(lambda _message: self._decide("widget"))
+        except Exception:  # no comm machinery: nobody could see a widget
+            self._decide("plain")
+            return
+        self._probe_timer = self._loop.call_later(FrontEndMemory.probe_timeout(), self._decide, "plain")
+
+    def _decide(self, mode: Mode) -> None:
+        """Record the answer (in a comm callback or a timer); the cell shows it (`_settle`)."""
+        if self._decided.done():
+            return
+        self._decided.set_result(mode)
+        if mode == "widget":
+            FrontEndMemory.front_end_seen = True
+        else:
+            FrontEndMemory.headless_seen = True
+        self._in_cell(self._settle)
+
+    def _in_cell(self, callback: Any) -> None:
+        """Run `callback` soon in the cell's context, so what it displays belongs to the cell."""
+        self._loop.call_soon(callback, context=self._cell_context)
+
+    def _settle(self) -> None:
+        """Show the buffered turn the way the front end allows (once)."""
+        if self._settled or not self._decided.done():
+            return
+        self._settled = True
+        self._stop_probe()
+        controller = self.controller
+        assert controller is not None
+        if self._decided.result() == "widget":
+            self.mode = "widget"
+            self._handle = _display(controller.create_view())
+        else:
+            self.mode = "plain"
+            self.plain = PlainRenderer(started=self.started)
+            for event in self._buffer:
+                self.plain.handle(event)
+        self._buffer.clear()
+
+    def _stop_probe(self) -> None:
+        if self._probe_timer is not None:
+            self._probe_timer.cancel()
+            self._probe_timer = None
+        if self._probe is not None:
+            with contextlib.suppress(Exception):
+                self._probe.close()
+            self._probe = None
+
+    # -- the end --------------------------------------------------------------------------
+
+    async def _finish(self, result: TurnResult) -> None:
+        if not self._settled:  # the turn ended before the front end answered
+            self._decide("plain")
+            self._settle()
+        controller = self.controller
+        if self.mode == "widget" and controller is not None:
+            try:
+                await controller.wait_for_asides(ASIDE_WAIT_S)
+            except asyncio.CancelledError:  # an interrupt while side answers come: finish anyway
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+            self.follow_up = controller.follow_up(result)
+            controller.finish(result)
+            self._replace_widget(result.text)
+            controller.close()
+            return
+        self._stop_probe()
+        if controller is not None:
+            self.follow_up = controller.follow_up(result)
+            controller.close()
+        from .widgets.static import turn_record
+
+        assert self.plain is not None
+        self.plain.attach_record(turn_record(self.state, result.text), result.stop_reason)
+
+    def _replace_widget(self, final_text: str) -> None:
+        """The widget's output becomes the static rendering (and keeps no widget state)."""
+        from .widgets.static import static_bundle
+
+        data, metadata = static_bundle(self.state, final_text)
+        if self._handle is not None:
+            self._handle.update(data, raw=True, metadata=metadata)
+
+    def _abandon(self) -> None:
+        """The turn raised (cancelled from outside, or failed to start): leave what was shown
+        as a static rendering, and close the widget and the probe."""
+        self._stop_probe()
+        if self.mode == "widget":
+            with contextlib.suppress(Exception):
+                self.state.phase = "done"
+                self._replace_widget("")
+        if self.controller is not None:
+            self.controller.close()
+
+
+def _display(view: Any) -> DisplayHandle:
+    from IPython.display import display
+
+    handle = display(view, display_id=True)
+    assert handle is not None
+    return handle

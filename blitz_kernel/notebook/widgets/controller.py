@@ -1,0 +1,322 @@
+"""What the widget's buttons and boxes do to a running turn: approve, steer, ask aside, stop.
+
+The controller owns one turn's TurnState, its TurnView and the coalescing sync. Front-end
+messages arrive in comm callbacks on the kernel's main thread while the cell awaits the turn
+(KERNEL.md); a callback only changes state, resolves a future or starts a task. It never prints
+or displays (that output would belong to the comm message, not to the cell).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from ...engine.approval import HEADLESS_REASON
+from ...engine.events import PermissionDecision, PermissionRequest, TextEvent, TurnDone
+from ...errors import BlitzError, SteerTooLateError
+from .state import TurnState
+from .sync import WidgetSync
+from .view import (
+    AsideMessage,
+    DecideMessage,
+    FrontEndMessage,
+    SteerMessage,
+    StopMessage,
+    TurnView,
+)
+
+if TYPE_CHECKING:
+    from ...engine.loop import TurnResult
+    from ...engine.workspace import Workspace
+
+RENDER_TIMEOUT_S = 10.0
+"""How long a permission request waits for the widget to render before the headless policy
+answers it (fail-closed: nobody can click a widget nobody sees)."""
+STOPPED_REASON = "the user pressed Stop (denied)"
+
+
+@dataclass
+class OpenRequest:
+    """A permission request the widget shows, and the answers clicked so far."""
+
+    request: PermissionRequest
+    answered: asyncio.Future[list[PermissionDecision]]
+    decisions: dict[str, PermissionDecision] = field(default_factory=dict)
+
+    def complete(self) -> bool:
+        return len(self.decisions) == len(self.request.calls)
+
+    def resolve(self) -> None:
+        if not self.answered.done():
+            self.answered.set_result(list(self.decisions.values()))
+
+
+class WidgetApprover:
+    """The Approver (engine/approval.py) behind the widget's Allow once / Always allow / Deny.
+
+    Interactive only once the cell chose the widget; a widget that never rendered answers by
+    the headless policy, so a request nobody can see is never left hanging or silently allowed.
+    """
+
+    def __init__(self, controller: TurnController) -> None:
+        self._controller = controller
+
+    @property
+    def interactive(self) -> bool:
+        return self._controller.interactive
+
+    async def decide(self, request: PermissionRequest) -> list[PermissionDecision]:
+        controller = self._controller
+        if not await controller.wait_rendered():
+            controller.withdraw(request)
+            return controller.headless_decisions(request)
+        return await controller.ask(request)
+
+
+class TurnController:
+    """One turn's widget: state, view, sync, approvals, steering, asides and Stop."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        session: str,
+        prompt: str,
+        *,
+        render_timeout: float | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.turn_id = uuid.uuid4().hex
+        self.state = TurnState(turn_id=self.turn_id, prompt=prompt, session=session)
+        self.render_timeout = RENDER_TIMEOUT_S if render_timeout is None else render_timeout
+        self.view: TurnView | None = None
+        self.sync: WidgetSync | None = None
+        self.interactive = False
+        """True once the cell shows this widget (a front end answered the probe)."""
+        self.rendered = asyncio.Event()
+        self.approver = WidgetApprover(self)
+        self.late_steers: list[str] = []
+        """Steer messages that came when no turn ran (SteerTooLateError): the next prompt."""
+        self.cell_task = asyncio.current_task()
+        """The task a second Stop cancels: the cell's, as a kernel interrupt would."""
+        self._request: OpenRequest | None = None
+        self._asides: dict[int, asyncio.Task[None]] = {}
+
+    # -- the view ---------------------------------------------------------------------------
+
+    def create_view(self) -> TurnView:
+        """The widget, with the state so far (its comm opens now)."""
+        values = {name: self.state.synced_value(name) for name in self.state.dirty}
+        self.state.dirty.clear()
+        self.view = TurnView(self.turn_id, self.receive, **values)
+        self.sync = WidgetSync(self.view, self.state)
+        self.interactive = True
+        return self.view
+
+    def apply(self, event: Any) -> None:
+        """An engine event: fold it in and let the sync decide when to send it."""
+        self.state.apply(event)
+        if isinstance(event, PermissionRequest):
+            # Open it now, not when the approver starts waiting: a click may arrive first.
+            self._request = OpenRequest(event, asyncio.get_running_loop().create_future())
+        self.changed(urgent=isinstance(event, (PermissionRequest, TurnDone)))
+
+    def changed(self, *, urgent: bool = False) -> None:
+        if self.sync is None:
+            return
+        if urgent:
+            self.sync.flush()
+        else:
+            self.sync.changed()
+
+    def close(self) -> None:
+        for task in self._asides.values():
+            task.cancel()
+        if self.sync is not None:
+            self.sync.close()
+        if self.view is not None:
+            with contextlib.suppress(Exception):  # the comm may already be gone with the kernel
+                self.view.close()
+
+    # -- messages from the front end --------------------------------------------------------
+
+    def receive(self, message: FrontEndMessage) -> None:
+        """A message for this turn (view.py already dropped stale and malformed ones)."""
+        self.rendered.set()  # any message proves that a view of this turn is on screen
+        if isinstance(message, DecideMessage):
+            self._on_decide(message)
+        elif isinstance(message, SteerMessage):
+            self._on_steer(message.text)
+        elif isinstance(message, AsideMessage):
+            self._on_aside(message.question)
+        elif isinstance(message, StopMessage):
+            self._on_stop()
+        self.changed(urgent=not isinstance(message, SteerMessage | AsideMessage))
+
+    def _on_decide(self, message: DecideMessage) -> None:
+        request = self._request
+        if request is None or message.request_id != request.request.request_id:
+            return  # an answer to a request that is over: stale
+        if message.call_id not in {call.id for call in request.request.calls} or message.call_id in request.decisions:
+            return
+        reason = (message.reason or "").strip() or None
+        request.decisions[message.call_id] = PermissionDecision(
+            call_id=message.call_id, decision=message.decision, reason=reason if message.decision == "deny" else None
+        )
+        self.state.decide_call(message.call_id, message.decision)
+        if request.complete():
+            request.resolve()
+
+    def _on_steer(self, text: str) -> None:
+        """ENG-40/42: queue it for the running turn, or keep it as the next prompt."""
+        state = self.state
+        if state.done_seen or state.phase != "running":
+            self._steer_later(text)
+            return
+        try:
+            self.workspace.steer(state.session, text)
+        except SteerTooLateError:
+            self._steer_later(text)
+        else:
+            state.add_steer(text)
+
+    def _steer_later(self, text: str) -> None:
+        self.late_steers.append(text)
+        self.state.add_steer(text, "next_prompt", "sent as the next prompt")
+
+    def _on_aside(self, question: str) -> None:
+        aside_id = self.state.add_aside(question)
+        self._asides[aside_id] = asyncio.ensure_future(self._answer_aside(aside_id, question))
+
+    async def _answer_aside(self, aside_id: int, question: str) -> None:
+        """ENG-50: answered from a read-only copy of the session; nothing is recorded."""
+        state = self.state
+        streamed: list[str] = []
+
+        def show(event: Any) -> None:
+            if isinstance(event, TextEvent) and not event.thought:
+                if event.repeat:
+                    streamed[:] = [event.text]
+                elif event.delta:
+                    streamed.append(event.text)
+                state.asides[aside_id]["answer"] = "".join(streamed)
+                state.dirty.add("asides")
+                self.changed()
+
+        try:
+            result = await self.workspace.aside(state.session, question, on_event=show)
+        except asyncio.CancelledError:
+            state.set_aside(aside_id, "cancelled", "".join(streamed), "cancelled: the turn ended")
+        except BlitzError as exc:
+            state.set_aside(aside_id, "failed", "".join(streamed), str(exc))
+        except Exception as exc:  # an aside must never break the turn it was asked beside
+            state.set_aside(aside_id, "failed", "".join(streamed), f"{type(exc).__name__}: {exc}")
+        else:
+            error = getattr(result, "error", None)
+            state.set_aside(aside_id, "failed" if error else "answered", result.text, error)
+        finally:
+            self._asides.pop(aside_id, None)
+            self.changed(urgent=True)
+
+    def _on_stop(self) -> None:
+        """First press: stop after the current step. Second: now (cancel, as an interrupt)."""
+        state = self.state
+        if state.phase == "done":
+            return
+        if state.phase == "finishing" or state.done_seen:
+            state.set_stopping("force")
+            for task in list(self._asides.values()):
+                task.cancel()
+            return
+        if not state.stopping:
+            state.set_stopping("graceful")
+            self.workspace.stop(state.session)
+            self._deny_open_request(STOPPED_REASON)
+        else:
+            state.set_stopping("force")
+            if self.cell_task is not None:
+                self.cell_task.cancel()
+
+    # -- approvals ------------------------------------------------------------------------
+
+    async def wait_rendered(self) -> bool:
+        if not self.rendered.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.rendered.wait(), self.render_timeout)
+        return self.rendered.is_set()
+
+    def headless_decisions(self, request: PermissionRequest) -> list[PermissionDecision]:
+        verdict: Literal["allow", "deny"] = self.workspace.config.approval.headless
+        reason = None if verdict == "allow" else HEADLESS_REASON
+        return [PermissionDecision(call_id=c.id, decision=verdict, reason=reason) for c in request.calls]
+
+    async def ask(self, request: PermissionRequest) -> list[PermissionDecision]:
+        """Show the request (the PermissionRequest event already put it in the state) and
+        wait for an answer per call. Cancelled (force stop, interrupt): the buttons go away."""
+        open_request = self._request
+        if open_request is None or open_request.request.request_id != request.request_id:
+            open_request = OpenRequest(request, asyncio.get_running_loop().create_future())
+            self._request = open_request
+        if self.state.stopping:
+            self._deny_open_request(STOPPED_REASON)
+        try:
+            return await open_request.answered
+        finally:
+            self._request = None
+            self.state.clear_pending()
+            self.changed(urgent=True)
+
+    def withdraw(self, request: PermissionRequest) -> None:
+        """Nobody can answer the request: take it off the widget."""
+        if self._request is not None and self._request.request.request_id == request.request_id:
+            self._request = None
+        self.state.clear_pending()
+        self.changed(urgent=True)
+
+    def _deny_open_request(self, reason: str) -> None:
+        request = self._request
+        if request is None:
+            return
+        for call in request.request.calls:
+            request.decisions.setdefault(call.id, PermissionDecision(call_id=call.id, decision="deny", reason=reason))
+        request.resolve()
+
+    # -- the end of the turn --------------------------------------------------------------
+
+    @property
+    def asides_pending(self) -> bool:
+        return bool(self._asides)
+
+    async def wait_for_asides(self, limit_s: float) -> None:
+        """Let side questions asked during the turn finish (bounded; Stop cancels them)."""
+        tasks = list(self._asides.values())
+        if not tasks:
+            return
+        self.state.set_phase("finishing")
+        self.changed(urgent=True)
+        _, still_running = await asyncio.wait(tasks, timeout=limit_s)
+        for task in still_running:
+            task.cancel()
+        if still_running:
+            await asyncio.wait(still_running)
+
+    def finish(self, result: TurnResult) -> None:
+        """The turn's outcome: dropped steer messages, the phase, a last exact flush."""
+        state = self.state
+        if result.dropped or result.stop_reason != "end_turn":
+            state.drop_queued_steers("dropped: the turn was stopped")
+        state.set_phase("done")
+        self.changed(urgent=True)
+
+    def follow_up(self, result: TurnResult) -> list[str]:
+        """Steer messages to send as the next prompt (ENG-41/42): leftovers of a turn that
+        ended normally and messages that came too late; none after a stop or failure."""
+        if result.stop_reason != "end_turn":
+            for steer in self.state.steers:
+                if steer["status"] == "next_prompt":
+                    steer["status"], steer["detail"] = "dropped", "dropped: the turn did not end normally"
+            self.state.dirty.add("steers")
+            return []
+        return [*result.leftovers, *self.late_steers]

@@ -1,0 +1,153 @@
+"""The static rendering of a finished turn and its record.
+
+A saved notebook must show the answer without any widget state (GitHub, nbviewer, a reopened
+JupyterLab), so the live widget is replaced at the end by a Markdown + text/plain output made
+from the same TurnState. The output's metadata carries the turn record under `blitz`: prompt,
+final text, tool calls with their arguments and short results, usage, stop reason. Nothing from
+the configuration or the environment goes in, so no secret can.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .state import TurnState
+
+RECORD_VERSION = 1
+ARG_CHARS = 2000
+"""Longest argument value kept in the record (a whole written file would bloat the notebook)."""
+RESULT_CHARS = 200
+LINE_ARGS_CHARS = 100
+LINE_RESULT_CHARS = 120
+
+STATUS_MARK = {"done": "✓", "error": "✗", "denied": "⊘ denied", "cancelled": "⊘ cancelled"}
+STEER_WORDS = {
+    "queued": "queued", "delivered": "delivered", "next_prompt": "sent as the next prompt",
+    "dropped": "dropped",
+}
+
+
+def shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(text: str, limit: int) -> str:
+    return shorten(" ".join(text.split()), limit)
+
+
+def _short_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return shorten(value, ARG_CHARS)
+    if isinstance(value, dict):
+        return {key: _short_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_short_value(item) for item in value]
+    return value
+
+
+def turn_record(state: TurnState, final_text: str) -> dict[str, Any]:
+    """The `blitz` metadata of the static output (JSON-able)."""
+    return {
+        "version": RECORD_VERSION,
+        "session": state.session,
+        "turn_index": state.turn_index,
+        "agent": state.agent,
+        "model": state.model,
+        "prompt": state.prompt,
+        "text": final_text,
+        "stop_reason": state.stop_reason,
+        "error": state.error,
+        "tool_calls": [
+            {
+                "id": tool["id"], "name": tool["name"], "args": _short_value(tool["args"]),
+                "status": tool["status"], "decision": tool["decision"],
+                "result": shorten(tool["error"] or tool["preview"] or "", RESULT_CHARS),
+            }
+            for tool in state.tool_items()
+        ],
+        "usage": state.usage.model_dump(),
+        "elapsed_s": round(state.elapsed_s or 0.0, 3),
+        "steering": [{"text": s["text"], "status": s["status"]} for s in state.steers],
+    }
+
+
+def args_line(args: dict[str, Any]) -> str:
+    text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items())
+    return one_line(text, LINE_ARGS_CHARS)
+
+
+def tool_line(tool: dict[str, Any]) -> str:
+    """`⚙ name(args) → ✓ result`, one line, plain text."""
+    result = tool["error"] or tool["preview"] or ""
+    mark = STATUS_MARK.get(tool["status"], tool["status"])
+    tail = f" → {mark}" + (f" {one_line(result, LINE_RESULT_CHARS)}" if result else "")
+    return f"⚙ {tool['name']}({args_line(tool['args'])}){tail}"
+
+
+def usage_line(state: TurnState) -> str:
+    elapsed = f"{state.elapsed_s:.1f} s" if state.elapsed_s is not None else "—"
+    return f"— {state.model} · {state.usage.describe()} · {elapsed} · {state.stop_reason}"
+
+
+def code_span(text: str) -> str:
+    """Inline Markdown code that survives any backticks inside."""
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
+    """(markdown, plain) pieces in the order the turn produced them."""
+    pieces: list[tuple[str, str]] = []
+    texts = [i for i, item in enumerate(state.items) if item["kind"] == "text"]
+    last_text = texts[-1] if texts else None
+    for index, item in enumerate(state.items):
+        kind = item["kind"]
+        if kind == "text":
+            text = final_text if index == last_text and final_text else item["text"]
+            pieces.append((text, text))
+        elif kind == "tool":
+            line = tool_line(item)
+            pieces.append((f"- {code_span(line)}", line))
+        elif kind == "plan":
+            pieces.append((f"**Proposed plan** ({item['status']})\n\n{item['plan']}", f"Proposed plan ({item['status']}):\n{item['plan']}"))
+        elif kind == "compaction":
+            line = f"⟲ compacted {item['covered_events']} earlier event(s) into a summary"
+            pieces.append((f"*{line}*", line))
+        elif kind == "error":
+            pieces.append((f"**Stopped:** {code_span(one_line(item['message'], 300))}", f"Stopped: {item['message']}"))
+    if last_text is None and final_text:
+        pieces.append((final_text, final_text))
+    return pieces
+
+
+def static_bundle(state: TurnState, final_text: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """(data, metadata) of the output that replaces the widget when the turn ends."""
+    markdown: list[str] = []
+    plain: list[str] = []
+    previous_tool = False
+    for md, text in _blocks(state, final_text):
+        is_tool = md.startswith("- `")
+        markdown.append(("\n" if is_tool and previous_tool else "\n\n") + md if markdown else md)
+        plain.append(text)
+        previous_tool = is_tool
+    for steer in state.steers:
+        words = STEER_WORDS.get(steer["status"], steer["status"])
+        line = f"↪ steer {json.dumps(steer['text'], ensure_ascii=False)}: {words} {steer['detail']}".rstrip()
+        markdown.append(f"\n\n*{code_span(line)}*")
+        plain.append(line)
+    for aside in state.asides:
+        answer = aside["answer"] or aside["error"] or aside["status"]
+        quoted = "\n".join(f"> {line}" for line in answer.splitlines())
+        markdown.append(f"\n\n> 💬 **aside** (not part of the session): {one_line(aside['question'], 300)}\n>\n{quoted}")
+        plain.append(f"💬 aside: {aside['question']}\n{answer}")
+    footer = usage_line(state)
+    markdown.append(f"\n\n<sub>{footer}</sub>" if markdown else f"<sub>{footer}</sub>")
+    plain.append(footer)
+    data = {"text/markdown": "".join(markdown), "text/plain": "\n".join(plain)}
+    return data, {"blitz": turn_record(state, final_text)}

@@ -1,0 +1,360 @@
+// The live turn widget (anywidget ES module; no build step, no network).
+//
+// State comes from the kernel as synced traits (see widgets/state.py); user actions go back as
+// custom messages {kind, turn_id, ...} (see widgets/view.py). Model text is never inserted as
+// HTML: the small Markdown renderer below builds DOM nodes and sets only textContent, so no tag
+// or script in model output can reach the page.
+
+const TOOL_MARK = {
+  queued: "queued", waiting: "waiting for approval", running: "running", done: "done",
+  error: "error", denied: "denied", cancelled: "cancelled",
+};
+const STEER_WORDS = {
+  queued: "queued: rides on the next tool result",
+  delivered: "delivered",
+  next_prompt: "sent as the next prompt",
+  dropped: "dropped",
+};
+
+// -- DOM helpers ------------------------------------------------------------------------------
+
+function h(tag, props, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+// -- a safe Markdown subset -------------------------------------------------------------------
+
+const SAFE_URL = /^(https?:|mailto:)/i;
+
+function inline(text) {
+  // code spans, **bold**, *italic* / _italic_, ~~strike~~, [link](http...)
+  const out = [];
+  const pattern = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([^*]+)\*\*|__([^_]+)__|\*([^*\s][^*]*)\*|_([^_\s][^_]*)_|~~([^~]+)~~|\[([^\]]+)\]\(([^)\s]+)\)/g;
+  let last = 0;
+  let match;
+  while ((match = pattern.exec(text)) !== null) {
+    if (match.index > last) out.push(document.createTextNode(text.slice(last, match.index)));
+    if (match[1]) out.push(h("code", { text: match[2].replace(/^ ([\s\S]*) $/, "$1") }));
+    else if (match[3] || match[4]) out.push(h("strong", {}, inline(match[3] || match[4])));
+    else if (match[5] || match[6]) out.push(h("em", {}, inline(match[5] || match[6])));
+    else if (match[7]) out.push(h("del", {}, inline(match[7])));
+    else if (match[8]) {
+      const url = match[9];
+      out.push(SAFE_URL.test(url)
+        ? h("a", { href: url, target: "_blank", rel: "noopener noreferrer" }, inline(match[8]))
+        : document.createTextNode(match[0]));
+    }
+    last = pattern.lastIndex;
+  }
+  if (last < text.length) out.push(document.createTextNode(text.slice(last)));
+  return out;
+}
+
+function splitRow(line) {
+  return line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((cell) => cell.trim());
+}
+
+export function renderMarkdown(source) {
+  const root = h("div", { class: "blitz-md" });
+  const lines = String(source || "").replace(/\r\n?/g, "\n").split("\n");
+  let i = 0;
+  let paragraph = [];
+  const flush = () => {
+    if (paragraph.length) root.append(h("p", {}, inline(paragraph.join(" "))));
+    paragraph = [];
+  };
+  while (i < lines.length) {
+    const line = lines[i];
+    const fence = line.match(/^\s*(```+|~~~+)\s*([\w+-]*)/);
+    if (fence) {
+      flush();
+      const body = [];
+      i += 1;
+      while (i < lines.length && !lines[i].trim().startsWith(fence[1])) body.push(lines[i++]);
+      i += 1; // the closing fence (absent while a block still streams in)
+      root.append(h("pre", { class: "blitz-code", "data-lang": fence[2] || null }, h("code", { text: body.join("\n") })));
+      continue;
+    }
+    const heading = line.match(/^(#{1,6})\s+(.*)$/);
+    if (heading) {
+      flush();
+      const level = Math.min(6, heading[1].length + 2);
+      root.append(h(`h${level}`, {}, inline(heading[2])));
+      i += 1;
+      continue;
+    }
+    if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) {
+      flush();
+      root.append(h("hr"));
+      i += 1;
+      continue;
+    }
+    if (/^\s*\|.*\|\s*$/.test(line) && i + 1 < lines.length && /^\s*\|?[\s:-]+\|[\s|:-]*$/.test(lines[i + 1])) {
+      flush();
+      const head = splitRow(line);
+      const rows = [];
+      i += 2;
+      while (i < lines.length && /^\s*\|.*\|\s*$/.test(lines[i])) rows.push(splitRow(lines[i++]));
+      root.append(h("table", {},
+        h("thead", {}, h("tr", {}, head.map((cell) => h("th", {}, inline(cell))))),
+        h("tbody", {}, rows.map((row) => h("tr", {}, row.map((cell) => h("td", {}, inline(cell))))))));
+      continue;
+    }
+    const item = line.match(/^\s*([-*+]|\d+[.)])\s+(.*)$/);
+    if (item) {
+      flush();
+      const ordered = /\d/.test(item[1]);
+      const list = h(ordered ? "ol" : "ul");
+      while (i < lines.length) {
+        const next = lines[i].match(/^\s*([-*+]|\d+[.)])\s+(.*)$/);
+        if (next) list.append(h("li", {}, inline(next[2])));
+        else if (/^\s{2,}\S/.test(lines[i]) && list.lastChild) list.lastChild.append(" ", ...inline(lines[i].trim()));
+        else break;
+        i += 1;
+      }
+      root.append(list);
+      continue;
+    }
+    if (/^\s*>/.test(line)) {
+      flush();
+      const quoted = [];
+      while (i < lines.length && /^\s*>/.test(lines[i])) quoted.push(lines[i++].replace(/^\s*>\s?/, ""));
+      root.append(h("blockquote", {}, renderMarkdown(quoted.join("\n"))));
+      continue;
+    }
+    if (line.trim() === "") flush();
+    else paragraph.push(line.trim());
+    i += 1;
+  }
+  flush();
+  return root;
+}
+
+// -- pieces of the widget ---------------------------------------------------------------------
+
+function shortArgs(args) {
+  const text = Object.entries(args || {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ");
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
+}
+
+function seconds(ms) {
+  return `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
+}
+
+function toolCard(tool, openCards) {
+  const details = h("details", { class: `blitz-tool blitz-tool-${tool.status}`, "data-tool-id": tool.id });
+  if (openCards.has(tool.id)) details.open = true;
+  details.addEventListener("toggle", () => {
+    if (details.open) openCards.add(tool.id);
+    else openCards.delete(tool.id);
+  });
+  const elapsed = h("span", { class: "blitz-elapsed" });
+  const tick = () => {
+    const end = tool.ended_ms || Date.now();
+    elapsed.textContent = tool.status === "queued" || tool.status === "waiting" ? "" : seconds(end - tool.started_ms);
+  };
+  tick();
+  details.blitzTick = tool.ended_ms ? null : tick;
+  details.append(
+    h("summary", {},
+      h("span", { class: "blitz-status", text: TOOL_MARK[tool.status] || tool.status }),
+      h("span", { class: "blitz-tool-name", text: tool.name }),
+      h("span", { class: "blitz-args", text: `(${shortArgs(tool.args)})` }),
+      elapsed),
+    h("div", { class: "blitz-tool-body" },
+      h("div", { class: "blitz-label", text: "arguments" }),
+      h("pre", { class: "blitz-code" }, h("code", { text: JSON.stringify(tool.args, null, 2) })),
+      tool.error || tool.preview
+        ? [h("div", { class: "blitz-label", text: tool.error ? "error" : "result" }),
+           h("pre", { class: "blitz-code blitz-result" }, h("code", { text: tool.error || tool.preview }))]
+        : null));
+  return details;
+}
+
+function itemNode(item, openCards) {
+  switch (item.kind) {
+    case "text":
+      return renderMarkdown(item.text);
+    case "thought":
+      return h("details", { class: "blitz-thought" }, h("summary", { text: "Thinking" }), renderMarkdown(item.text));
+    case "tool":
+      return toolCard(item, openCards);
+    case "plan":
+      return h("div", { class: "blitz-plan" },
+        h("div", { class: "blitz-label", text: `Proposed plan (${item.status})` }), renderMarkdown(item.plan));
+    case "compaction":
+      return h("div", { class: "blitz-note", text: `⟲ compacted ${item.covered_events} earlier event(s) into a summary` });
+    case "error":
+      return h("div", { class: "blitz-error", role: "alert", text: `Stopped: ${item.message}` });
+    default:
+      return null;
+  }
+}
+
+function permissionCard(model, pending, send) {
+  if (!pending || !pending.request_id) return null;
+  const card = h("div", { class: "blitz-permission", role: "group", "aria-label": "Permission request" },
+    h("div", { class: "blitz-label", text: "Permission needed" }));
+  for (const call of pending.calls) {
+    const reason = h("input", {
+      type: "text", class: "blitz-reason", placeholder: "reason (optional, the model reads it)",
+      "aria-label": `Reason for denying ${call.name} (optional)`,
+    });
+    const decide = (decision) => () => send({
+      kind: "decide", request_id: pending.request_id, call_id: call.id, decision,
+      reason: decision === "deny" ? reason.value : null,
+    });
+    const done = Boolean(call.decision);
+    card.append(h("div", { class: "blitz-call", role: "group", "aria-label": `${call.name} call` },
+      h("div", { class: "blitz-call-head" }, h("span", { class: "blitz-tool-name", text: call.name }),
+        done ? h("span", { class: "blitz-status", text: call.decision === "deny" ? "denied" : "allowed" }) : null),
+      h("pre", { class: "blitz-code" }, h("code", { text: JSON.stringify(call.args, null, 2) })),
+      done ? null : h("div", { class: "blitz-buttons" },
+        h("button", { class: "blitz-allow", type: "button", onclick: decide("allow") }, "Allow once"),
+        h("button", { type: "button", onclick: decide("always"), title: "Allow this tool for the rest of the session" }, "Always allow"),
+        h("button", { class: "blitz-deny", type: "button", onclick: decide("deny") }, "Deny"),
+        reason)));
+  }
+  return card;
+}
+
+function footerText(footer, header, phase) {
+  const parts = [footer.model || header.model || "model"];
+  const cached = footer.cached_tokens ? ` (${footer.cached_tokens.toLocaleString()} cached)` : "";
+  parts.push(`${(footer.input_tokens || 0).toLocaleString()} in${cached} · ${(footer.output_tokens || 0).toLocaleString()} out`);
+  parts.push(footer.cost || "unpriced");
+  const elapsed = footer.elapsed_s !== null && footer.elapsed_s !== undefined
+    ? footer.elapsed_s * 1000 : Date.now() - (header.started_ms || Date.now());
+  parts.push(seconds(elapsed));
+  parts.push(footer.stop_reason || (phase === "finishing" ? "finishing side questions" : "running"));
+  return parts.join(" · ");
+}
+
+// -- the widget -------------------------------------------------------------------------------
+
+function render({ model, el }) {
+  const turnId = () => model.get("turn_id");
+  const send = (message) => model.send({ ...message, turn_id: turnId() });
+  const openCards = new Set();
+
+  const prompt = h("div", { class: "blitz-prompt" });
+  const body = h("div", { class: "blitz-body", "aria-live": "polite" });
+  const live = h("div", { class: "blitz-live" });
+  const permission = h("div", { class: "blitz-permission-slot" });
+  const steerLog = h("ul", { class: "blitz-steers", "aria-label": "Steer messages" });
+  const asideLog = h("div", { class: "blitz-asides" });
+  const notice = h("div", { class: "blitz-note" });
+  const stopHint = h("span", { class: "blitz-hint" });
+  const footer = h("div", { class: "blitz-footer" });
+
+  const steerBox = h("input", {
+    type: "text", class: "blitz-steer", "aria-label": "Steer the agent",
+    placeholder: "Steer the agent (Enter sends)",
+  });
+  const asideBox = h("input", {
+    type: "text", class: "blitz-aside", "aria-label": "Ask aside",
+    placeholder: "Ask aside: a side question, not recorded (Enter sends)",
+  });
+  const stopButton = h("button", { type: "button", class: "blitz-stop", title: "Stop after this step; press again to stop now" }, "Stop");
+  const enter = (box, build) => box.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+    event.preventDefault();
+    const value = box.value.trim();
+    if (!value) return;
+    send(build(value));
+    box.value = "";
+  });
+  enter(steerBox, (text) => ({ kind: "steer", text }));
+  enter(asideBox, (question) => ({ kind: "aside", question }));
+  stopButton.addEventListener("click", () => send({ kind: "stop" }));
+
+  const controls = h("div", { class: "blitz-controls" }, steerBox, asideBox, stopButton, stopHint);
+  const root = h("div", { class: "blitz-turn" }, prompt, body, live, permission, steerLog, asideLog, notice, controls, footer);
+  el.replaceChildren(root);
+
+  const drawHeader = () => {
+    const header = model.get("header") || {};
+    prompt.replaceChildren(h("span", { class: "blitz-label", text: "Prompt" }), h("span", { text: header.prompt || "" }));
+  };
+  const drawItems = () => {
+    body.replaceChildren(...(model.get("items") || []).map((item) => itemNode(item, openCards)).filter(Boolean));
+  };
+  const drawLive = () => {
+    const state = model.get("live") || {};
+    const parts = [];
+    if (state.thought) parts.push(h("details", { class: "blitz-thought" }, h("summary", { text: "Thinking…" }), renderMarkdown(state.thought)));
+    if (state.text) parts.push(renderMarkdown(state.text));
+    live.replaceChildren(...parts);
+  };
+  const drawPermission = () => {
+    permission.replaceChildren(...[permissionCard(model, model.get("pending"), send)].filter(Boolean));
+  };
+  const drawSteers = () => {
+    steerLog.replaceChildren(...(model.get("steers") || []).map((steer) => h("li", { class: `blitz-steer-${steer.status}` },
+      h("span", { text: `↪ ${steer.text}` }),
+      h("span", { class: "blitz-status", text: ` ${STEER_WORDS[steer.status] || steer.status} ${steer.detail || ""}`.trimEnd() }))));
+  };
+  const drawAsides = () => {
+    asideLog.replaceChildren(...(model.get("asides") || []).map((aside) => h("div", { class: "blitz-aside-entry", role: "note" },
+      h("div", { class: "blitz-label", text: "Aside (not recorded)" }),
+      h("div", { class: "blitz-aside-question", text: aside.question }),
+      aside.answer ? renderMarkdown(aside.answer) : null,
+      aside.status === "thinking" && !aside.answer ? h("div", { class: "blitz-note", text: "thinking…" }) : null,
+      aside.error ? h("div", { class: "blitz-error", text: aside.error }) : null)));
+  };
+  const drawControls = () => {
+    const phase = model.get("phase");
+    const stopping = model.get("stopping");
+    const running = phase === "running";
+    steerBox.disabled = !running;
+    asideBox.disabled = !running;
+    stopButton.disabled = phase === "done" || stopping === "force";
+    stopHint.textContent = stopping === "graceful" ? "stopping after this step; press Stop again to stop now"
+      : stopping === "force" ? "stopping now" : "";
+    controls.hidden = phase === "done";
+  };
+  const drawFooter = () => {
+    footer.textContent = footerText(model.get("footer") || {}, model.get("header") || {}, model.get("phase"));
+  };
+  const drawNotice = () => { notice.textContent = model.get("notice") || ""; };
+
+  const draws = {
+    header: drawHeader, items: drawItems, live: drawLive, pending: drawPermission, steers: drawSteers,
+    asides: drawAsides, phase: () => { drawControls(); drawFooter(); }, stopping: drawControls,
+    footer: drawFooter, notice: drawNotice,
+  };
+  const handlers = [];
+  for (const [name, draw] of Object.entries(draws)) {
+    draw();
+    const handler = () => draw();
+    model.on(`change:${name}`, handler);
+    handlers.push([name, handler]);
+  }
+  drawControls();
+
+  // Elapsed times tick here, in the browser: the kernel sends no message for them.
+  const timer = setInterval(() => {
+    for (const card of body.querySelectorAll("details.blitz-tool")) if (card.blitzTick) card.blitzTick();
+    if (model.get("phase") !== "done") drawFooter();
+  }, 250);
+
+  send({ kind: "ready" });
+  return () => {
+    clearInterval(timer);
+    for (const [name, handler] of handlers) model.off(`change:${name}`, handler);
+  };
+}
+
+export default { render };

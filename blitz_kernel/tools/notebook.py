@@ -1,0 +1,404 @@
+"""Notebook tools: read the notebook's cells and change them, through the front end.
+
+The live notebook lives in the browser, not in the kernel: the kernel only ever sees code
+sent to it. So the tools talk to the JupyterLab / Notebook 7 extension over the comm
+`blitz.notebook` (notebook/bridge.py is the kernel side; the message shapes are documented
+there). Without the extension (VS Code, classic front ends, nbclient), `notebook_read`
+falls back to the `.ipynb` on disk, which lacks unsaved edits, and says so;
+`notebook_edit` refuses, because writing the file under an open editor would be overwritten
+by its next save (or overwrite the user's unsaved work).
+
+Tools reach the bridge through the kernel context's optional `notebook` attribute (a
+`NotebookAccess`); both the bridge and the disk reader produce the same cell shape, so one
+formatter writes what the model reads.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from .registry import Tool, ToolContext, ToolError, ToolKind, tool
+
+__all__ = [
+    "NOTEBOOK_TOOLS",
+    "NotebookAccess",
+    "NotebookRequestError",
+    "NotebookUnavailableError",
+    "cell_image",
+    "find_notebook_file",
+    "notebook_edit",
+    "notebook_read",
+]
+
+MAX_READ_CHARS = 60_000
+"""What one notebook_read returns at most; later cells are listed by their first line."""
+MAX_SOURCE_CHARS = 12_000
+MAX_OUTPUT_CHARS = 2_000
+"""Per output as the model reads it (the front end caps what it sends at OUTPUT_CHARS_SENT)."""
+OUTPUT_CHARS_SENT = 8_000
+MAX_DIFF_LINES = 80
+NEEDS_EXTENSION = (
+    "notebook_edit needs the notebook open in JupyterLab or Notebook 7 with the blitz_kernel "
+    "extension (pip install blitz_kernel, then reload the page); this front end has no "
+    "connection to it. Show the user the code to paste instead, or write a .py file."
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class NotebookUnavailableError(ToolError):
+    """No front end with the blitz_kernel extension is connected to this kernel."""
+
+
+class NotebookRequestError(ToolError):
+    """The front end answered a request with an error, or did not answer in time."""
+
+
+@runtime_checkable
+class NotebookAccess(Protocol):
+    """The live notebook, through the front end (notebook/bridge.py implements it)."""
+
+    async def request(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send one request and return the reply's `result`. Raises NotebookUnavailableError
+        when no front end with the extension is connected, NotebookRequestError when it
+        answered with an error or not within the bridge's timeout."""
+        ...
+
+
+def notebook_access(ctx: ToolContext) -> NotebookAccess | None:
+    """The kernel context's bridge, when the front end offers one."""
+    bridge = getattr(ctx.kernel, "notebook", None)
+    return bridge if isinstance(bridge, NotebookAccess) else None
+
+
+# -- finding and reading the file on disk -----------------------------------------------------
+
+
+def find_notebook_file(user_ns: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Path | None:
+    """The .ipynb this kernel serves, as far as the kernel can tell without a front end.
+
+    Jupyter Server sets `JPY_SESSION_NAME` (ipykernel copies it to `__session__`); VS Code
+    sets `__vsc_ipynb_file__`. The path may be absolute or relative to the server's root,
+    and the kernel starts in the notebook's directory, so the file name is also tried there.
+    """
+    candidates = [user_ns.get("__vsc_ipynb_file__"), user_ns.get("__session__"), environ.get("JPY_SESSION_NAME")]
+    for candidate in candidates:
+        if not isinstance(candidate, str) or not candidate.endswith(".ipynb"):
+            continue
+        path = Path(candidate).expanduser()
+        for option in (path if path.is_absolute() else cwd / path, cwd / path.name):
+            if option.is_file():
+                return option
+    return None
+
+
+def read_notebook_file(path: Path, include_images: bool = False) -> dict[str, Any]:
+    """An .ipynb in the bridge's `read_cells` result shape."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        raw_cells = document["cells"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ToolError(f"cannot read the notebook file {path}: {error}") from None
+    cells = [_disk_cell(index, cell, include_images) for index, cell in enumerate(raw_cells)]
+    return {"path": str(path), "cell_count": len(cells), "cells": cells}
+
+
+def _text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value or "")
+
+
+def _disk_cell(index: int, cell: dict[str, Any], include_images: bool) -> dict[str, Any]:
+    outputs = [_disk_output(o, include_images) for o in cell.get("outputs", [])]
+    return {
+        "index": index,
+        "id": cell.get("id", ""),
+        "cell_type": cell.get("cell_type", "code"),
+        "source": _text(cell.get("source")),
+        "execution_count": cell.get("execution_count"),
+        "running": False,
+        "outputs": outputs,
+    }
+
+
+def _disk_output(output: dict[str, Any], include_images: bool) -> dict[str, Any]:
+    kind = output.get("output_type", "")
+    if kind == "stream":
+        return {"output_type": kind, "name": output.get("name", "stdout"), "text": _text(output.get("text"))}
+    if kind == "error":
+        return {
+            "output_type": kind, "ename": output.get("ename", ""), "evalue": output.get("evalue", ""),
+            "traceback": "\n".join(output.get("traceback", [])),
+        }
+    data = output.get("data", {})
+    summary: dict[str, Any] = {
+        "output_type": kind,
+        "mime_types": list(data),
+        "text": _text(data.get("text/markdown") or data.get("text/plain") or ""),
+        "images": [],
+    }
+    for mime in ("image/png", "image/jpeg", "image/gif"):
+        if mime in data:
+            encoded = _text(data[mime]).replace("\n", "")
+            image: dict[str, Any] = {"mime_type": mime, **_dimensions(encoded)}
+            if include_images:
+                image["data"] = encoded
+            summary["images"].append(image)
+    return summary
+
+
+def _dimensions(encoded: str) -> dict[str, int]:
+    from .images import image_dimensions
+
+    try:
+        head = base64.b64decode(encoded[:44] + "=" * (-len(encoded[:44]) % 4))
+    except ValueError:
+        return {}
+    size = image_dimensions(head)
+    return {"width": size[0], "height": size[1]} if size else {}
+
+
+# -- what the model reads ---------------------------------------------------------------------
+
+
+def _cap(text: str, limit: int) -> str:
+    text = _ANSI.sub("", text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[... {len(text) - limit} more characters]"
+
+
+def _output_lines(index: int, outputs: list[dict[str, Any]]) -> list[str]:
+    lines: list[str] = []
+    image_number = 0
+    for output in outputs:
+        kind = output.get("output_type")
+        if kind == "stream":
+            lines.append(f"→ {output.get('name', 'stdout')}:\n{_cap(output.get('text', ''), MAX_OUTPUT_CHARS).rstrip()}")
+        elif kind == "error":
+            lines.append(
+                f"→ error: {output.get('ename', '')}: {output.get('evalue', '')}\n"
+                f"{_cap(output.get('traceback', ''), MAX_OUTPUT_CHARS).rstrip()}"
+            )
+        else:
+            text = str(output.get("text") or "").rstrip()
+            label = "result" if kind == "execute_result" else "display"
+            if text:
+                lines.append(f"→ {label}:\n{_cap(text, MAX_OUTPUT_CHARS)}")
+            for image in output.get("images", []):
+                image_number += 1
+                size = f" {image['width']}×{image['height']}" if "width" in image else ""
+                lines.append(f'→ {image.get("mime_type", "image")}{size}: view_image(output="cell:{index}:{image_number}")')
+            others = [m for m in output.get("mime_types", []) if not m.startswith(("text/plain", "image/"))]
+            if not text and not output.get("images"):
+                lines.append(f"→ {label}: {', '.join(others) or 'empty'}")
+    return lines
+
+
+def _cell_header(cell: dict[str, Any]) -> str:
+    parts = [f"[{cell['index']}] {cell.get('cell_type', 'code')}"]
+    if cell.get("execution_count") is not None:
+        parts.append(f"execution count {cell['execution_count']}")
+    if cell.get("running"):
+        parts.append("RUNNING NOW (the %%blitz cell of this turn)" if _is_blitz(cell) else "running now")
+    if cell.get("id"):
+        parts.append(f"id {cell['id']}")
+    return " · ".join(parts)
+
+
+def _is_blitz(cell: dict[str, Any]) -> bool:
+    return str(cell.get("source", "")).lstrip().startswith("%%blitz")
+
+
+def format_cells(result: dict[str, Any], include_outputs: bool, origin: str) -> str:
+    """The notebook as the model reads it: a header, then each cell's source and outputs."""
+    cells = result.get("cells", [])
+    header = f"notebook {result.get('path') or '(unsaved)'} — {result.get('cell_count', len(cells))} cells; {origin}"
+    blocks = [header]
+    used = len(header)
+    for position, cell in enumerate(cells):
+        block = "\n".join(
+            [
+                _cell_header(cell),
+                _cap(cell.get("source", ""), MAX_SOURCE_CHARS),
+                *(_output_lines(cell["index"], cell.get("outputs", [])) if include_outputs else []),
+            ]
+        )
+        if used + len(block) > MAX_READ_CHARS:
+            rest = cells[position:]
+            blocks.append(
+                f"[... {len(rest)} more cells not shown in full (ask for them with cells=[...]):]\n"
+                + "\n".join(f"[{c['index']}] {c.get('cell_type')}: {_first_line(c)}" for c in rest)
+            )
+            break
+        blocks.append(block)
+        used += len(block)
+    return "\n\n".join(blocks)
+
+
+def _first_line(cell: dict[str, Any]) -> str:
+    line = next((x for x in str(cell.get("source", "")).splitlines() if x.strip()), "(empty)")
+    return line if len(line) <= 80 else line[:79] + "…"
+
+
+# -- notebook_read ----------------------------------------------------------------------------
+
+
+class NotebookReadArgs(BaseModel):
+    cells: list[int] | None = Field(
+        default=None, description="Indices of the cells to read (0-based); all cells when omitted."
+    )
+    include_outputs: bool = Field(
+        default=True, description="Include each cell's outputs (text, errors; images listed for view_image)."
+    )
+
+
+@tool("notebook_read", ToolKind.READ_ONLY, NotebookReadArgs)
+async def notebook_read(args: NotebookReadArgs, ctx: ToolContext) -> str:
+    """Read the notebook this kernel runs: every cell (or the given indices) with its index,
+    type, source, execution count and outputs. The %%blitz cell running this turn is marked.
+    Image outputs are listed as view_image(output="cell:N:K"). Use it before notebook_edit,
+    since indices change when cells are inserted or deleted."""
+    bridge = notebook_access(ctx)
+    if bridge is not None:
+        try:
+            result = await bridge.request(
+                "read_cells",
+                {"indices": args.cells, "include_outputs": args.include_outputs, "include_images": False,
+                 "max_output_chars": OUTPUT_CHARS_SENT},
+            )
+        except NotebookUnavailableError:
+            pass
+        else:
+            return format_cells(result, args.include_outputs, "live from the open notebook")
+    path = _file_or_error(ctx)
+    result = read_notebook_file(path)
+    result["cells"] = _select(result["cells"], args.cells)
+    origin = (
+        "read from the file on disk: no JupyterLab/Notebook 7 front end with the blitz_kernel "
+        "extension is connected, so unsaved edits and outputs of this session may be missing"
+    )
+    return format_cells(result, args.include_outputs, origin)
+
+
+def _file_or_error(ctx: ToolContext) -> Path:
+    user_ns = ctx.kernel.user_ns if ctx.kernel is not None else {}
+    path = find_notebook_file(user_ns, os.environ, Path.cwd())
+    if path is None:
+        raise NotebookUnavailableError(
+            "cannot see the notebook: no JupyterLab/Notebook 7 front end with the blitz_kernel "
+            "extension is connected, and the kernel does not know its .ipynb file (no "
+            "JPY_SESSION_NAME or __session__); read the file with read_file if you know its path"
+        )
+    return path
+
+
+def _select(cells: list[dict[str, Any]], indices: list[int] | None) -> list[dict[str, Any]]:
+    if indices is None:
+        return cells
+    missing = [i for i in indices if not 0 <= i < len(cells)]
+    if missing:
+        raise ToolError(f"no cell {missing[0]}: the notebook has {len(cells)} cells (0..{len(cells) - 1})")
+    return [cells[i] for i in indices]
+
+
+async def cell_image(ctx: ToolContext, index: int, number: int) -> tuple[bytes, str]:
+    """The `number`-th image (1-based) among cell `index`'s outputs, for view_image."""
+    bridge = notebook_access(ctx)
+    result: dict[str, Any] | None = None
+    if bridge is not None:
+        try:
+            result = await bridge.request(
+                "read_cells", {"indices": [index], "include_outputs": True, "include_images": True,
+                               "max_output_chars": 0},
+            )
+        except NotebookUnavailableError:
+            result = None
+    if result is None:
+        result = read_notebook_file(_file_or_error(ctx), include_images=True)
+        result["cells"] = _select(result["cells"], [index])
+    cells = result.get("cells", [])
+    images = [image for output in (cells[0].get("outputs", []) if cells else []) for image in output.get("images", [])]
+    if not 1 <= number <= len(images):
+        raise ToolError(f"cell {index} has {len(images)} image output(s); there is no image {number}")
+    image = images[number - 1]
+    try:
+        return base64.b64decode(image["data"]), str(image.get("mime_type", "image/png"))
+    except (KeyError, ValueError):
+        raise ToolError(f"the front end sent no image data for cell {index}") from None
+
+
+# -- notebook_edit ----------------------------------------------------------------------------
+
+
+class NotebookEditArgs(BaseModel):
+    action: Literal["insert", "replace", "delete"] = Field(
+        description="insert a new cell before `index`, replace cell `index`'s source, or delete it."
+    )
+    index: int = Field(
+        ge=0,
+        description="0-based cell index; for insert, the new cell's index (the number of cells appends).",
+    )
+    source: str | None = Field(default=None, description="The cell's new source (insert, replace).")
+    cell_type: Literal["code", "markdown", "raw"] = Field(
+        default="code",
+        description="The new cell's type (insert); for replace, the type to change the cell to (default: keep its type).",
+    )
+
+
+@tool("notebook_edit", ToolKind.MUTATING, NotebookEditArgs)
+async def notebook_edit(args: NotebookEditArgs, ctx: ToolContext) -> str:
+    """Change the open notebook: insert a cell, replace a cell's source, or delete a cell. The
+    user sees the change at once (the cell is scrolled into view and highlighted); cells are
+    not run. Read the notebook first (notebook_read): indices shift after inserts and
+    deletes. The running %%blitz cell cannot be replaced or deleted."""
+    bridge = notebook_access(ctx)
+    if bridge is None:
+        raise NotebookUnavailableError(NEEDS_EXTENSION)
+    if args.action != "delete" and args.source is None:
+        raise ToolError(f"{args.action} needs `source`, the cell's text")
+    try:
+        if args.action == "insert":
+            result = await bridge.request(
+                "insert_cell", {"index": args.index, "cell_type": args.cell_type, "source": args.source}
+            )
+            return (
+                f"inserted a {args.cell_type} cell at index {result['index']}; the notebook now has "
+                f"{result['cell_count']} cells (cells after it moved down by one). It has not been run."
+            )
+        if args.action == "replace":
+            params: dict[str, Any] = {"index": args.index, "source": args.source}
+            if "cell_type" in args.model_fields_set:
+                params["cell_type"] = args.cell_type
+            result = await bridge.request("replace_cell", params)
+            return _replaced_text(args.index, result, args.source or "")
+        result = await bridge.request("delete_cell", {"index": args.index})
+    except NotebookUnavailableError:
+        raise NotebookUnavailableError(NEEDS_EXTENSION) from None
+    deleted = result.get("deleted", {})
+    return (
+        f"deleted cell {args.index} ({deleted.get('cell_type', 'cell')}: {_first_line(deleted)}); the "
+        f"notebook now has {result['cell_count']} cells (cells after it moved up by one)"
+    )
+
+
+def _replaced_text(index: int, result: dict[str, Any], source: str) -> str:
+    previous = str(result.get("previous_source", ""))
+    diff = list(
+        difflib.unified_diff(previous.splitlines(), source.splitlines(), "before", "after", lineterm="", n=1)
+    )
+    if len(diff) > MAX_DIFF_LINES:
+        diff = [*diff[:MAX_DIFF_LINES], f"[... {len(diff) - MAX_DIFF_LINES} more diff lines]"]
+    kind = result.get("cell_type", "cell")
+    changes = "\n".join(diff) if diff else "(the source was already exactly this)"
+    return f"replaced the source of cell {index} ({kind}); it has not been run:\n{changes}"
+
+
+NOTEBOOK_TOOLS: list[Tool] = [notebook_read, notebook_edit]

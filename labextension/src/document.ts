@@ -1,0 +1,89 @@
+/**
+ * A NotebookPanel as the protocol's NotebookDocument: reads cell models, edits through the
+ * shared model (so the change is one undoable step, and collaborative sessions see it), and
+ * shows the user what changed.
+ */
+
+import type { ICodeCellModel } from '@jupyterlab/cells';
+import type { NotebookPanel } from '@jupyterlab/notebook';
+
+import type { CellSnapshot, CellType, NotebookDocument, OutputJSON } from './protocol';
+
+/** The class a changed cell wears for a moment (style/index.css). */
+export const CHANGED_CLASS = 'blitz-mod-changed';
+const HIGHLIGHT_MS = 2500;
+
+export class PanelDocument implements NotebookDocument {
+  constructor(private readonly panel: NotebookPanel) {}
+
+  get path(): string {
+    return this.panel.context.path;
+  }
+
+  private get shared() {
+    const model = this.panel.content.model;
+    if (model === null) {
+      throw new Error('the notebook has no model (is it still loading?)');
+    }
+    return model.sharedModel;
+  }
+
+  cellCount(): number {
+    return this.shared.cells.length;
+  }
+
+  cell(index: number): CellSnapshot {
+    const model = this.panel.content.model!.cells.get(index);
+    const type = model.type as CellType;
+    const snapshot: CellSnapshot = {
+      id: model.id,
+      cell_type: type,
+      source: model.sharedModel.getSource(),
+      execution_count: null,
+      running: false,
+      outputs: []
+    };
+    if (type === 'code') {
+      const code = model as ICodeCellModel;
+      snapshot.execution_count = code.executionCount ?? null;
+      snapshot.running = code.executionState === 'running';
+      for (let i = 0; i < code.outputs.length; i++) {
+        snapshot.outputs.push(code.outputs.get(i).toJSON() as OutputJSON);
+      }
+    }
+    return snapshot;
+  }
+
+  insertCell(index: number, cellType: CellType, source: string): string {
+    return this.shared.insertCell(index, { cell_type: cellType, source, metadata: {} }).id;
+  }
+
+  setSource(index: number, source: string): void {
+    this.shared.getCell(index).setSource(source);
+  }
+
+  replaceWithType(index: number, cellType: CellType, source: string): string {
+    let id = '';
+    this.shared.transact(() => {
+      this.shared.deleteCell(index);
+      id = this.shared.insertCell(index, { cell_type: cellType, source, metadata: {} }).id;
+    });
+    return id;
+  }
+
+  deleteCell(index: number): void {
+    this.shared.deleteCell(index);
+  }
+
+  reveal(index: number): void {
+    const notebook = this.panel.content;
+    void notebook.scrollToItem(index, 'smart').then(() => {
+      const widget = notebook.widgets[index];
+      if (widget === undefined) {
+        return;
+      }
+      widget.node.classList.add(CHANGED_CLASS);
+      window.setTimeout(() => widget.node.classList.remove(CHANGED_CLASS), HIGHLIGHT_MS);
+    });
+  }
+}

@@ -1,0 +1,291 @@
+/**
+ * The front end's half of the notebook bridge protocol (version 1), free of JupyterLab
+ * imports so that it can be unit-tested on plain data.
+ *
+ * The kernel sends `{kind: "request", id, op, params}` over the comm `blitz.notebook`; every
+ * request gets exactly one `{kind: "reply", id, ok: true, result}` or
+ * `{kind: "reply", id, ok: false, error: {code, message}}`. The shapes of each op's params
+ * and result are documented in blitz_kernel/notebook/bridge.py, which is the other half.
+ * Errors are always replies: a request the front end cannot handle must not leave the
+ * kernel waiting for its timeout.
+ */
+
+export const PROTOCOL = 1;
+export const COMM_TARGET = 'blitz.notebook';
+
+export type CellType = 'code' | 'markdown' | 'raw';
+const CELL_TYPES: readonly CellType[] = ['code', 'markdown', 'raw'];
+
+/** An nbformat output, as `IOutputModel.toJSON()` returns it. */
+export type OutputJSON = { output_type: string; [key: string]: unknown };
+
+/** One cell as the protocol sees it. */
+export interface CellSnapshot {
+  id: string;
+  cell_type: CellType;
+  source: string;
+  execution_count: number | null;
+  /** Running or queued to run (JupyterLab shows [*]). */
+  running: boolean;
+  outputs: OutputJSON[];
+}
+
+/** What request handling needs from a notebook; document.ts adapts a NotebookPanel. */
+export interface NotebookDocument {
+  readonly path: string;
+  cellCount(): number;
+  cell(index: number): CellSnapshot;
+  /** Insert a new cell at `index`; returns its id. */
+  insertCell(index: number, cellType: CellType, source: string): string;
+  setSource(index: number, source: string): void;
+  /** Replace cell `index` by a new cell of another type; returns the new id. */
+  replaceWithType(index: number, cellType: CellType, source: string): string;
+  deleteCell(index: number): void;
+  /** Scroll cell `index` into view and highlight it briefly. */
+  reveal(index: number): void;
+}
+
+export interface Request {
+  kind: 'request';
+  id: string;
+  op: string;
+  params?: Record<string, unknown>;
+}
+
+export type Reply =
+  | { kind: 'reply'; id: string; ok: true; result: Record<string, unknown> }
+  | { kind: 'reply'; id: string; ok: false; error: { code: string; message: string } };
+
+/** A refusal with a code the kernel can show; anything else thrown becomes `internal`. */
+export class BridgeError extends Error {
+  constructor(
+    readonly code: string,
+    message: string
+  ) {
+    super(message);
+  }
+}
+
+const DEFAULT_OUTPUT_CHARS = 8000;
+const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif'];
+
+/** Answer one request. Never throws: failures come back as error replies. */
+export async function handleRequest(doc: NotebookDocument, request: Request): Promise<Reply> {
+  const id = String(request.id);
+  try {
+    const handler = HANDLERS[request.op];
+    if (handler === undefined) {
+      throw new BridgeError('unknown_op', `unknown op ${JSON.stringify(request.op)}`);
+    }
+    const result = handler(doc, request.params ?? {});
+    return { kind: 'reply', id, ok: true, result };
+  } catch (error) {
+    if (error instanceof BridgeError) {
+      return { kind: 'reply', id, ok: false, error: { code: error.code, message: error.message } };
+    }
+    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    return { kind: 'reply', id, ok: false, error: { code: 'internal', message } };
+  }
+}
+
+type Params = Record<string, unknown>;
+type Handler = (doc: NotebookDocument, params: Params) => Record<string, unknown>;
+
+const HANDLERS: Record<string, Handler> = {
+  list_cells: doc => ({
+    path: doc.path,
+    cell_count: doc.cellCount(),
+    cells: range(doc.cellCount()).map(index => {
+      const cell = doc.cell(index);
+      const lines = cell.source.split('\n');
+      return {
+        index,
+        id: cell.id,
+        cell_type: cell.cell_type,
+        execution_count: cell.execution_count,
+        running: cell.running,
+        first_line: lines.find(line => line.trim() !== '') ?? '',
+        line_count: cell.source === '' ? 0 : lines.length,
+        output_count: cell.outputs.length
+      };
+    })
+  }),
+
+  read_cells: (doc, params) => {
+    const count = doc.cellCount();
+    const indices =
+      params.indices === null || params.indices === undefined
+        ? range(count)
+        : integerList(params.indices, 'indices').map(index => checkIndex(index, count));
+    const includeOutputs = params.include_outputs !== false;
+    const includeImages = params.include_images === true;
+    const maxChars = typeof params.max_output_chars === 'number' ? params.max_output_chars : DEFAULT_OUTPUT_CHARS;
+    return {
+      path: doc.path,
+      cell_count: count,
+      cells: indices.map(index => {
+        const cell = doc.cell(index);
+        return {
+          index,
+          id: cell.id,
+          cell_type: cell.cell_type,
+          source: cell.source,
+          execution_count: cell.execution_count,
+          running: cell.running,
+          outputs: includeOutputs ? cell.outputs.map(o => summariseOutput(o, includeImages, maxChars)) : []
+        };
+      })
+    };
+  },
+
+  insert_cell: (doc, params) => {
+    const count = doc.cellCount();
+    const index = integer(params.index, 'index');
+    if (index < 0 || index > count) {
+      throw new BridgeError('bad_index', `cannot insert at ${index}: the notebook has ${count} cells (0..${count} allowed)`);
+    }
+    const cellType = cellTypeOf(params.cell_type ?? 'code');
+    const id = doc.insertCell(index, cellType, text(params.source, 'source'));
+    doc.reveal(index);
+    return { index, id, cell_count: doc.cellCount() };
+  },
+
+  replace_cell: (doc, params) => {
+    const index = checkIndex(integer(params.index, 'index'), doc.cellCount());
+    const source = text(params.source, 'source');
+    const cell = doc.cell(index);
+    refuseRunning(cell, index, 'replace');
+    const cellType = params.cell_type === undefined ? cell.cell_type : cellTypeOf(params.cell_type);
+    let id = cell.id;
+    if (cellType === cell.cell_type) {
+      doc.setSource(index, source);
+    } else {
+      id = doc.replaceWithType(index, cellType, source);
+    }
+    doc.reveal(index);
+    return { index, id, cell_type: cellType, previous_source: cell.source, cell_count: doc.cellCount() };
+  },
+
+  delete_cell: (doc, params) => {
+    const index = checkIndex(integer(params.index, 'index'), doc.cellCount());
+    const cell = doc.cell(index);
+    refuseRunning(cell, index, 'delete');
+    doc.deleteCell(index);
+    return { deleted: { id: cell.id, cell_type: cell.cell_type, source: cell.source }, cell_count: doc.cellCount() };
+  }
+};
+
+/** An output as the kernel reads it: text capped, images described (data only on request). */
+export function summariseOutput(output: OutputJSON, includeImages: boolean, maxChars: number): Record<string, unknown> {
+  const kind = output.output_type;
+  if (kind === 'stream') {
+    return { output_type: kind, name: output.name ?? 'stdout', text: cap(joined(output.text), maxChars) };
+  }
+  if (kind === 'error') {
+    const traceback = Array.isArray(output.traceback) ? output.traceback.join('\n') : '';
+    return {
+      output_type: kind,
+      ename: String(output.ename ?? ''),
+      evalue: String(output.evalue ?? ''),
+      traceback: cap(stripAnsi(traceback), maxChars)
+    };
+  }
+  const data = (output.data ?? {}) as Record<string, unknown>;
+  const images = IMAGE_TYPES.filter(mime => typeof data[mime] === 'string' || Array.isArray(data[mime])).map(mime => {
+    const encoded = joined(data[mime]).replace(/\s/g, '');
+    const image: Record<string, unknown> = { mime_type: mime, ...imageSize(encoded) };
+    if (includeImages) {
+      image.data = encoded;
+    }
+    return image;
+  });
+  const shown = data['text/markdown'] ?? data['text/plain'] ?? '';
+  return { output_type: kind, mime_types: Object.keys(data), text: cap(joined(shown), maxChars), images };
+}
+
+/** Width and height from a base64 PNG's or GIF's header, when it has one. */
+export function imageSize(encoded: string): { width?: number; height?: number } {
+  let head: string;
+  try {
+    head = atob(encoded.slice(0, 44));
+  } catch {
+    return {};
+  }
+  const byte = (i: number) => head.charCodeAt(i);
+  if (head.startsWith('\x89PNG') && head.slice(12, 16) === 'IHDR') {
+    const u32 = (i: number) => ((byte(i) << 24) | (byte(i + 1) << 16) | (byte(i + 2) << 8) | byte(i + 3)) >>> 0;
+    return { width: u32(16), height: u32(20) };
+  }
+  if (head.startsWith('GIF8')) {
+    return { width: byte(6) | (byte(7) << 8), height: byte(8) | (byte(9) << 8) };
+  }
+  return {};
+}
+
+/** `%%blitz` and `%%blitz_btw` cells: their body is a prompt, shown as Markdown. */
+export function isBlitzPrompt(source: string): boolean {
+  return /^\s*%%blitz(_btw)?(\s|$)/.test(source);
+}
+
+function refuseRunning(cell: CellSnapshot, index: number, action: string): void {
+  if (cell.running) {
+    const what = isBlitzPrompt(cell.source) ? 'the running %%blitz cell' : 'running or queued to run';
+    throw new BridgeError('running_cell', `cannot ${action} cell ${index}: it is ${what}`);
+  }
+}
+
+function range(count: number): number[] {
+  return Array.from({ length: count }, (_, i) => i);
+}
+
+function integer(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    throw new BridgeError('bad_request', `${name} must be an integer, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function integerList(value: unknown, name: string): number[] {
+  if (!Array.isArray(value)) {
+    throw new BridgeError('bad_request', `${name} must be a list of integers`);
+  }
+  return value.map(item => integer(item, name));
+}
+
+function checkIndex(index: number, count: number): number {
+  if (index < 0 || index >= count) {
+    const allowed = count === 0 ? 'it has no cells' : `0..${count - 1}`;
+    throw new BridgeError('bad_index', `no cell ${index}: the notebook has ${count} cells (${allowed})`);
+  }
+  return index;
+}
+
+function cellTypeOf(value: unknown): CellType {
+  if (!CELL_TYPES.includes(value as CellType)) {
+    throw new BridgeError('bad_request', `cell_type must be code, markdown or raw, got ${JSON.stringify(value)}`);
+  }
+  return value as CellType;
+}
+
+function text(value: unknown, name: string): string {
+  if (typeof value !== 'string') {
+    throw new BridgeError('bad_request', `${name} must be a string`);
+  }
+  return value;
+}
+
+function joined(value: unknown): string {
+  return Array.isArray(value) ? value.join('') : typeof value === 'string' ? value : '';
+}
+
+function cap(value: string, limit: number): string {
+  if (value.length <= limit) {
+    return value;
+  }
+  return `${value.slice(0, limit)}\n[... ${value.length - limit} more characters]`;
+}
+
+function stripAnsi(value: string): string {
+  // eslint-disable-next-line no-control-regex
+  return value.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
+}

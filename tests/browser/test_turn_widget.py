@@ -1,0 +1,163 @@
+"""The live turn widget in a real JupyterLab and Notebook 7, driven through Chromium: text
+streams in, Allow and Deny are clicked, a steer message and a side question are typed, Stop is
+pressed (once, then twice), and the saved notebook reopens showing the static rendering."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.fakeserver import FakeOpenAIServer
+
+from .conftest import ARTIFACTS, FAKE_KEY, JupyterServer, start_server, write_notebook
+
+DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "turn-widget.png"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+KERNEL_IDLE = """() => {
+  const app = window.jupyterapp;
+  const panel = app && app.shell.currentWidget;
+  const session = panel && panel.sessionContext && panel.sessionContext.session;
+  const kernel = session && session.kernel;
+  return Boolean(kernel && kernel.status === "idle" && panel.content && panel.content.widgets.length > 0);
+}"""
+RUN_ALL = "() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }"
+SAVE = "() => window.jupyterapp.commands.execute('docmanager:save')"
+
+
+def open_notebook(page: Any, server: JupyterServer, name: str) -> None:
+    page.goto(server.url(name))
+    page.wait_for_function(KERNEL_IDLE, timeout=120_000)
+
+
+def output_of(page: Any, cell: int) -> Any:
+    """The output area of the notebook's cell number `cell` (0-based)."""
+    return page.locator(".jp-Notebook .jp-Cell").nth(cell).locator(".jp-OutputArea")
+
+
+def write_call(path: str, call_id: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": "hi"}, "id": call_id}]}
+
+
+def tool_result(body: dict[str, Any]) -> dict[str, Any]:
+    [message] = [m for m in body["messages"] if m["role"] == "tool"][-1:]
+    content: dict[str, Any] = json.loads(message["content"])
+    return content
+
+
+@pytest.fixture(scope="module")
+def lab(workspace: Path, model_server: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    server = start_server("lab", workspace, model_server, tmp_path_factory.mktemp("lab-home"))
+    yield server
+    server.stop()
+
+
+def test_a_turn_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path):
+    model_server.reset()
+    streamed = "Streaming " + " ".join(f"word{i}" for i in range(40))
+    model_server.enqueue(
+        {"text": streamed, "delay_s": 0.06, **write_call("hello.txt", "call_a")},
+        {"text": "I am writing hello.txt."},  # the side question
+        write_call("other.txt", "call_b"),
+        {"text": "All done: wrote **hello.txt** and skipped other.txt."},
+        write_call("stop.txt", "call_c"),  # cell 3: Stop once while it asks
+        {"fault": "stall", "seconds": 60},  # cell 4: Stop twice while the model stalls
+    )
+    write_notebook(workspace / "turn.ipynb", [
+        "%load_ext blitz_kernel",
+        "%%blitz -s browser\nWrite hello.txt, then tell me what you did.",
+        "%%blitz -s browser\nWrite stop.txt.",
+        "%%blitz -s browser\nTake your time.",
+    ])
+    open_notebook(page, lab, "turn.ipynb")
+    page.evaluate(RUN_ALL)
+
+    turn = output_of(page, 1)
+    expect(turn.locator(".blitz-live")).to_contain_text("Streaming")  # shown while it streams
+    expect(turn.get_by_role("button", name="Allow once", exact=True)).to_be_visible()
+    assert streamed in turn.locator(".blitz-body").inner_text()
+
+    steer = turn.get_by_role("textbox", name="Steer the agent", exact=True)
+    steer.fill("use utf-8")
+    steer.press("Enter")
+    expect(turn.locator(".blitz-steers")).to_contain_text("queued")
+    aside = turn.get_by_role("textbox", name="Ask aside", exact=True)
+    aside.fill("which file?")
+    aside.press("Enter")
+    expect(turn.locator(".blitz-asides")).to_contain_text("I am writing hello.txt.")
+    turn.screenshot(path=str(ARTIFACTS / "lab-permission.png"))
+    DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
+    shutil.copyfile(ARTIFACTS / "lab-permission.png", DOCS_SCREENSHOT)
+
+    turn.get_by_role("button", name="Allow once", exact=True).click()
+    expect(turn.locator(".blitz-steers")).to_contain_text("delivered")
+    turn.get_by_role("textbox", name="Reason for denying write_file (optional)", exact=True).fill("not that one")
+    turn.get_by_role("button", name="Deny", exact=True).click()
+    expect(turn).to_contain_text("All done: wrote hello.txt and skipped other.txt.")
+    expect(turn.locator(".blitz-turn")).to_have_count(0)  # the widget became the static rendering
+    page.screenshot(path=str(ARTIFACTS / "lab-static.png"))
+
+    stop_once = output_of(page, 2)
+    expect(stop_once.get_by_role("button", name="Allow once", exact=True)).to_be_visible()
+    stop_once.get_by_role("button", name="Stop", exact=True).click()
+    expect(stop_once).to_contain_text("cancelled")
+    expect(stop_once.locator(".blitz-turn")).to_have_count(0)
+
+    stop_twice = output_of(page, 3)
+    expect(stop_twice.get_by_role("button", name="Stop", exact=True)).to_be_visible()
+    model_server.wait_for_requests(6, timeout=30)  # the stalled call is on its way
+    stop_twice.get_by_role("button", name="Stop", exact=True).click()
+    expect(stop_twice).to_contain_text("press Stop again")
+    stop_twice.get_by_role("button", name="Stop", exact=True).click()
+    expect(stop_twice).to_contain_text("cancelled", timeout=15_000)
+    page.wait_for_function(KERNEL_IDLE)
+
+    assert (workspace / "hello.txt").read_text() == "hi"
+    assert not (workspace / "other.txt").exists() and not (workspace / "stop.txt").exists()
+    requests = [r.body for r in model_server.requests]
+    assert [m for m in requests[1]["messages"] if m["role"] == "user"][-1]["content"] == "which file?"
+    assert tool_result(requests[2])["message_from_user"] == "use utf-8"
+    assert "which file?" not in json.dumps(requests[2]["messages"])
+    assert tool_result(requests[3]) == {"error": "write_file was denied: not that one"}
+
+    page.evaluate(SAVE)
+    saved = json.loads((workspace / "turn.ipynb").read_text())
+    outputs = saved["cells"][1]["outputs"]
+    assert all(WIDGET_MIME not in o.get("data", {}) for cell in saved["cells"] for o in cell["outputs"])
+    [record] = [o["metadata"]["blitz"] for o in outputs if "blitz" in o.get("metadata", {})]
+    assert record["text"] == "All done: wrote **hello.txt** and skipped other.txt."
+    assert [c["status"] for c in record["tool_calls"]] == ["done", "denied"]
+    assert FAKE_KEY not in json.dumps(saved)
+
+    page.reload()
+    page.wait_for_function(KERNEL_IDLE, timeout=120_000)
+    reopened = output_of(page, 1)
+    expect(reopened).to_contain_text("All done: wrote hello.txt and skipped other.txt.")
+    expect(page.get_by_text("Error displaying widget")).to_have_count(0)
+    page.screenshot(path=str(ARTIFACTS / "lab-reopened.png"))
+
+
+@pytest.fixture(scope="module")
+def notebook7(workspace: Path, model_server: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    server = start_server("notebook", workspace, model_server, tmp_path_factory.mktemp("nb7-home"))
+    yield server
+    server.stop()
+
+
+def test_smoke_in_notebook_7(page: Any, notebook7: JupyterServer, model_server: FakeOpenAIServer, workspace: Path):
+    model_server.reset()
+    model_server.enqueue(write_call("nb7.txt", "call_n"), {"text": "Done in Notebook 7."})
+    write_notebook(workspace / "nb7.ipynb", ["%load_ext blitz_kernel", "%%blitz -s nb7\nWrite nb7.txt."])
+    open_notebook(page, notebook7, "nb7.ipynb")
+    page.evaluate(RUN_ALL)
+    turn = output_of(page, 1)
+    turn.get_by_role("button", name="Allow once", exact=True).click()
+    expect(turn).to_contain_text("Done in Notebook 7.")
+    expect(turn.locator(".blitz-turn")).to_have_count(0)
+    page.screenshot(path=str(ARTIFACTS / "notebook7.png"))
+    assert (workspace / "nb7.txt").read_text() == "hi"

@@ -8,6 +8,7 @@ TurnPlan and hands it to the TurnRunner.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,9 @@ class Workspace:
             turn_plan.mode = PLAN_MODE
             turn_plan.system += PLAN_INSTRUCTIONS
         turn_plan.plan_reviewer = plan_reviewer
+        # The model's context window may need its provider library loaded (litellm: seconds on
+        # first use): look it up off the event loop so a widget stays responsive meanwhile.
+        turn_plan.token_threshold = await asyncio.to_thread(self._token_threshold, turn_plan.model)
         control = TurnControl()
         state.running = control
         try:
@@ -237,7 +241,6 @@ class Workspace:
             policies=dict(config.approval.tools),
             approve_override=approve,
             max_parallel=config.tools.max_parallel,
-            token_threshold=self._token_threshold(turn_model),
             retain_events=config.context.retain_events,
             temperature=config.temperature,
             max_tokens=config.max_tokens,

@@ -10,6 +10,7 @@ need be, and the turn's messages reach the session in one piece at the end.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -182,8 +183,10 @@ class TurnRunner:
             stop = "cancelled"
         except TurnLimitError as exc:
             stop, error = cast(StopReason, exc.stop_reason), str(exc)
-        except (ModelError, BlitzError) as exc:
+        except BlitzError as exc:  # model errors (ENG-15), failing handlers, compaction
             stop, error = "error", str(exc)
+        except Exception as exc:  # a bug of ours: the turn still ends with a valid history
+            stop, error = "error", f"internal error: {type(exc).__name__}: {exc}"
         return await self._finish(text, stop, error, turn_index)
 
     def _timeout_reason(self, deadline: asyncio.Timeout, exc: TimeoutError) -> tuple[StopReason, str]:
@@ -204,12 +207,11 @@ class TurnRunner:
         handler = self.plan.on_event
         if handler is not None:
             for event in self.events[-2 if error is not None else -1 :]:
-                try:
+                # The turn is over: a failing handler must not lose its record.
+                with contextlib.suppress(Exception):
                     outcome = handler(event)
                     if inspect.isawaitable(outcome):
                         await outcome
-                except Exception:  # the turn is already over; its record must still be returned
-                    pass
         return TurnResult(
             text=text, stop_reason=stop, error=error, usage=self.usage, events=self.events,
             leftovers=leftovers, dropped=dropped, session=session.name, turn_index=turn_index,

@@ -89,14 +89,30 @@ def manual_window(history: list[Message], keep_turns: int) -> int:
     return split
 
 
-def automatic_window(history: list[Message], retain_events: int) -> int:
-    """ENG-60: all but the last `retain_events` messages, moved back so that the kept tail
-    never starts with a result whose call would be summarised away."""
-    split = max(0, len(history) - retain_events)
-    while 0 < split < len(history) and isinstance(history[split], ToolResultMessage):
-        split -= 1
+def automatic_window(history: list[Message], retain_events: int, max_tail_tokens: int | None = None) -> int:
+    """ENG-60: all but the last `retain_events` messages, never starting the kept tail with a
+    result whose call would be summarised away. With `max_tail_tokens`, fewer messages are kept
+    when the tail alone would be that large, so the prompt after compaction fits."""
+    split = _unit_start(history, max(0, len(history) - retain_events))
+    if max_tail_tokens is not None:
+        tail_tokens = sum(message_chars(m) for m in history[split:]) // 4
+        while tail_tokens > max_tail_tokens and split < len(history) - 1:
+            next_split = _unit_start(history, split + 1, forward=True)
+            if next_split >= len(history):
+                break
+            tail_tokens -= sum(message_chars(m) for m in history[split:next_split]) // 4
+            split = next_split
     _require_content(history[:split])
     return split
+
+
+def _unit_start(history: list[Message], index: int, *, forward: bool = False) -> int:
+    """The nearest index at or around `index` where the tail may start: not on a tool result
+    (moving back to its call, or forward past the results)."""
+    step = 1 if forward else -1
+    while 0 < index < len(history) and isinstance(history[index], ToolResultMessage):
+        index += step
+    return index
 
 
 def _require_content(window: list[Message]) -> None:

@@ -268,7 +268,8 @@ class TurnRunner:
         plan = self.plan
         history = plan.session.history
         try:
-            split = automatic_window(history, plan.retain_events)
+            budget = plan.token_threshold // 2 if plan.token_threshold else None  # room for the summary
+            split = automatic_window(history, plan.retain_events, budget)
         except NothingToCompactError:
             if required:
                 raise

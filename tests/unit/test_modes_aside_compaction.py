@@ -316,3 +316,13 @@ async def test_aside_never_compacts(make_workspace):
     result = await ws.aside("s", "quick?")
     assert result.text == "aside" and not [e for e in result.events if isinstance(e, CompactionEvent)]
     assert isinstance(model, ScriptedModel)
+
+
+def test_ENG60_automatic_window_keeps_less_when_the_tail_alone_is_too_big():
+    big = "y" * 4000  # ≈1000 tokens each
+    history = [user("1"), answer(big), user("2"), calls("a", "b"), result("a"), result("b"), answer(big), user("3"), answer(big)]
+    split = automatic_window(history, retain_events=20, max_tail_tokens=1200)
+    assert split == 7 and isinstance(history[split], UserMessage)
+    check_history(history[split:])
+    split = automatic_window(history, retain_events=6, max_tail_tokens=2500)
+    assert split == 3  # the call and both results stay together

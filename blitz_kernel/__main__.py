@@ -22,7 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--prefix", metavar="DIR", help="install into DIR/share/jupyter/kernels")
     args = parser.parse_args(argv)
 
-    from .notebook.kernelspec import DISPLAY_NAME, install as install_spec
+    from .notebook.kernelspec import DISPLAY_NAME
+    from .notebook.kernelspec import install as install_spec
 
     prefix = sys.prefix if args.sys_prefix else args.prefix
     try:

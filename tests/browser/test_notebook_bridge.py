@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 from tests.fakeserver import FakeOpenAIServer
 
 from .conftest import ARTIFACTS, JupyterServer, start_server, write_notebook
-from .test_turn_widget import KERNEL_IDLE, RUN_ALL, SAVE, open_notebook, output_of
+from .test_turn_widget import KERNEL_IDLE, RUN_ALL, SAVE, output_of
 
 PROMPT = "%%blitz -s bridge\nAdd a cell that prints **x**, then set x to 2 in the second cell."
 WATCH_HIGHLIGHTS = """() => {
@@ -25,11 +25,12 @@ WATCH_HIGHLIGHTS = """() => {
   new MutationObserver(changes => {
     for (const change of changes) {
       const cell = change.target;
-      if (cell.classList && cell.classList.contains('blitz-mod-changed')) {
+      const added = !(change.oldValue || '').split(' ').includes('blitz-mod-changed');
+      if (added && cell.classList.contains('blitz-mod-changed')) {
         window.blitzHighlighted.push(cell.querySelector('.cm-content').textContent);
       }
     }
-  }).observe(notebook, {attributes: true, attributeFilter: ['class'], subtree: true});
+  }).observe(notebook, {attributes: true, attributeFilter: ['class'], attributeOldValue: true, subtree: true});
 }"""
 CELL_MIMETYPES = "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.map((c, i) => window.jupyterapp.shell.currentWidget.content.model.cells.get(i).mimeType)"
 BOLD_WEIGHT = """(cell) => {
@@ -37,6 +38,13 @@ BOLD_WEIGHT = """(cell) => {
   const bold = spans.find(span => span.textContent === 'x');
   return bold ? getComputedStyle(bold).fontWeight : null;
 }"""
+
+
+def open_notebook(page: Any, server: JupyterServer, name: str) -> None:
+    """Open `name` alone: `reset` drops the layout an earlier test left open in this server
+    (otherwise the restored notebook may be the current one, and Run All would run it)."""
+    page.goto(server.url(name) + ("&reset" if server.kind == "lab" else ""))
+    page.wait_for_function(KERNEL_IDLE, timeout=120_000)
 
 
 def edit(call_id: str, **arguments: Any) -> dict[str, Any]:

@@ -5,6 +5,7 @@ pressed (once, then twice), and the saved notebook reopens showing the static re
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -59,12 +60,17 @@ def lab(workspace: Path, model_server: FakeOpenAIServer, tmp_path_factory: pytes
 
 def test_a_turn_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path):
     model_server.reset()
-    streamed = "Streaming " + " ".join(f"word{i}" for i in range(40))
+    streamed = (
+        "I'll write **hello.txt** first and then summarise what changed. The file will hold a short "
+        "greeting, so nothing else in the workspace is touched. After that I will check the result and "
+        "report back with the exact path, the number of bytes written, and anything unusual."
+    )
+    answer = 'All done: wrote **hello.txt** and skipped other.txt. <img src=x onerror="window.__blitz_xss=2">'
     model_server.enqueue(
         {"text": streamed, "delay_s": 0.06, **write_call("hello.txt", "call_a")},
         {"text": "I am writing hello.txt."},  # the side question
         write_call("other.txt", "call_b"),
-        {"text": "All done: wrote **hello.txt** and skipped other.txt."},
+        {"text": answer},
         write_call("stop.txt", "call_c"),  # cell 3: Stop once while it asks
         {"fault": "stall", "seconds": 60},  # cell 4: Stop twice while the model stalls
     )
@@ -78,9 +84,10 @@ def test_a_turn_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeO
     page.evaluate(RUN_ALL)
 
     turn = output_of(page, 1)
-    expect(turn.locator(".blitz-live")).to_contain_text("Streaming")  # shown while it streams
+    expect(turn.locator(".blitz-live")).to_contain_text("I'll write hello.txt")  # shown while it streams
     expect(turn.get_by_role("button", name="Allow once", exact=True)).to_be_visible()
-    assert streamed in turn.locator(".blitz-body").inner_text()
+    expect(turn.locator(".blitz-body strong")).to_have_text("hello.txt")  # Markdown, rendered
+    expect(turn.locator(".blitz-body")).to_contain_text("and anything unusual.")
 
     steer = turn.get_by_role("textbox", name="Steer the agent", exact=True)
     steer.fill("use utf-8")
@@ -91,15 +98,17 @@ def test_a_turn_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeO
     aside.press("Enter")
     expect(turn.locator(".blitz-asides")).to_contain_text("I am writing hello.txt.")
     turn.screenshot(path=str(ARTIFACTS / "lab-permission.png"))
-    DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
-    shutil.copyfile(ARTIFACTS / "lab-permission.png", DOCS_SCREENSHOT)
+    if os.environ.get("BLITZ_DOCS_SCREENSHOT") == "1":  # refresh the README's picture on request only
+        DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
+        shutil.copyfile(ARTIFACTS / "lab-permission.png", DOCS_SCREENSHOT)
 
     turn.get_by_role("button", name="Allow once", exact=True).click()
     expect(turn.locator(".blitz-steers")).to_contain_text("delivered")
     turn.get_by_role("textbox", name="Reason for denying write_file (optional)", exact=True).fill("not that one")
     turn.get_by_role("button", name="Deny", exact=True).click()
-    expect(turn).to_contain_text("All done: wrote hello.txt and skipped other.txt.")
+    expect(turn).to_contain_text('All done: wrote hello.txt and skipped other.txt. <img src=x onerror="window.__blitz_xss=2">')
     expect(turn.locator(".blitz-turn")).to_have_count(0)  # the widget became the static rendering
+    assert page.evaluate("() => window.__blitz_xss") is None  # model text never became HTML
     page.screenshot(path=str(ARTIFACTS / "lab-static.png"))
 
     stop_once = output_of(page, 2)
@@ -130,7 +139,7 @@ def test_a_turn_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeO
     outputs = saved["cells"][1]["outputs"]
     assert all(WIDGET_MIME not in o.get("data", {}) for cell in saved["cells"] for o in cell["outputs"])
     [record] = [o["metadata"]["blitz"] for o in outputs if "blitz" in o.get("metadata", {})]
-    assert record["text"] == "All done: wrote **hello.txt** and skipped other.txt."
+    assert record["text"] == answer
     assert [c["status"] for c in record["tool_calls"]] == ["done", "denied"]
     assert FAKE_KEY not in json.dumps(saved)
 
@@ -138,6 +147,7 @@ def test_a_turn_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeO
     page.wait_for_function(KERNEL_IDLE, timeout=120_000)
     reopened = output_of(page, 1)
     expect(reopened).to_contain_text("All done: wrote hello.txt and skipped other.txt.")
+    assert page.evaluate("() => window.__blitz_xss") is None
     expect(page.get_by_text("Error displaying widget")).to_have_count(0)
     page.screenshot(path=str(ARTIFACTS / "lab-reopened.png"))
 

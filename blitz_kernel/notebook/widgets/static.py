@@ -10,6 +10,7 @@ the configuration or the environment goes in, so no secret can.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .state import TurnState
@@ -20,6 +21,9 @@ ARG_CHARS = 2000
 RESULT_CHARS = 200
 LINE_ARGS_CHARS = 100
 LINE_RESULT_CHARS = 120
+
+_CODE = re.compile(r"(^(?:```|~~~).*?^(?:```|~~~)[^\n]*$|`+[^`\n]*`+)", re.S | re.M)
+"""Fenced code blocks and inline code spans: Markdown shows their text as it is."""
 
 STATUS_MARK = {"done": "✓", "error": "✗", "denied": "⊘ denied", "cancelled": "⊘ cancelled"}
 STEER_WORDS = {
@@ -44,6 +48,14 @@ def _short_value(value: Any) -> Any:
     if isinstance(value, list):
         return [_short_value(item) for item in value]
     return value
+
+
+def escape_html(markdown: str) -> str:
+    """Model text as Markdown that cannot carry HTML: every `<` outside code becomes `&lt;`.
+    Outputs a kernel produces count as trusted in JupyterLab, so raw HTML in them would be
+    rendered, scripts and event handlers included; a prompt injection must not get that far."""
+    parts = _CODE.split(markdown)
+    return "".join(part if index % 2 else part.replace("<", "&lt;") for index, part in enumerate(parts))
 
 
 def turn_record(state: TurnState, final_text: str) -> dict[str, Any]:
@@ -110,19 +122,19 @@ def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
         kind = item["kind"]
         if kind == "text":
             text = final_text if index == last_text and final_text else item["text"]
-            pieces.append((text, text))
+            pieces.append((escape_html(text), text))
         elif kind == "tool":
             line = tool_line(item)
             pieces.append((f"- {code_span(line)}", line))
         elif kind == "plan":
-            pieces.append((f"**Proposed plan** ({item['status']})\n\n{item['plan']}", f"Proposed plan ({item['status']}):\n{item['plan']}"))
+            pieces.append((f"**Proposed plan** ({item['status']})\n\n{escape_html(item['plan'])}", f"Proposed plan ({item['status']}):\n{item['plan']}"))
         elif kind == "compaction":
             line = f"⟲ compacted {item['covered_events']} earlier event(s) into a summary"
             pieces.append((f"*{line}*", line))
         elif kind == "error":
             pieces.append((f"**Stopped:** {code_span(one_line(item['message'], 300))}", f"Stopped: {item['message']}"))
     if last_text is None and final_text:
-        pieces.append((final_text, final_text))
+        pieces.append((escape_html(final_text), final_text))
     return pieces
 
 
@@ -143,9 +155,10 @@ def static_bundle(state: TurnState, final_text: str) -> tuple[dict[str, str], di
         plain.append(line)
     for aside in state.asides:
         answer = aside["answer"] or aside["error"] or aside["status"]
-        quoted = "\n".join(f"> {line}" for line in answer.splitlines())
-        markdown.append(f"\n\n> 💬 **aside** (not part of the session): {one_line(aside['question'], 300)}\n>\n{quoted}")
-        plain.append(f"💬 aside: {aside['question']}\n{answer}")
+        quoted = "\n".join(f"> {line}" for line in escape_html(answer).splitlines())
+        question = code_span(one_line(aside["question"], 300))
+        markdown.append(f"\n\n> **Aside** (not part of the session): {question}\n>\n{quoted}")
+        plain.append(f"Aside (not part of the session): {aside['question']}\n{answer}")
     footer = usage_line(state)
     markdown.append(f"\n\n<sub>{footer}</sub>" if markdown else f"<sub>{footer}</sub>")
     plain.append(footer)

@@ -39,9 +39,9 @@ function h(tag, props, ...children) {
 const SAFE_URL = /^(https?:|mailto:)/i;
 
 function inline(text) {
-  // code spans, **bold**, *italic* / _italic_, ~~strike~~, [link](http...)
+  // code spans, **bold**, *italic* / _italic_ (not inside words), ~~strike~~, [link](http...)
   const out = [];
-  const pattern = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([^*]+)\*\*|__([^_]+)__|\*([^*\s][^*]*)\*|_([^_\s][^_]*)_|~~([^~]+)~~|\[([^\]]+)\]\(([^)\s]+)\)/g;
+  const pattern = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([^*]+)\*\*|(?<!\w)__([^_]+)__(?!\w)|\*([^*\s][^*]*)\*|(?<!\w)_([^_\s][^_]*)_(?!\w)|~~([^~]+)~~|\[([^\]]+)\]\(([^)\s]+)\)/g;
   let last = 0;
   let match;
   while ((match = pattern.exec(text)) !== null) {

@@ -73,7 +73,7 @@ async def run(turns: int, threshold: int, folder: Path) -> None:
     ws = Workspace.open(folder, model=model, overrides={"context.token_threshold": threshold, "context.retain_events": 20}, environ={}, home=folder / "home")
     compaction_seconds: list[float] = []
     baseline_seconds: list[float] = []
-    original = compaction.Compactor.compact
+    original = compaction.Compactor.summarise
 
     async def timed_compact(self: Any, history: Any, split: int, focus: Any) -> Any:
         started = time.perf_counter()
@@ -85,13 +85,13 @@ async def run(turns: int, threshold: int, folder: Path) -> None:
         baseline_seconds.append(time.perf_counter() - serialised)
         return outcome
 
-    compaction.Compactor.compact = timed_compact  # type: ignore[method-assign]
+    compaction.Compactor.summarise = timed_compact  # type: ignore[method-assign]
     started = time.perf_counter()
     for turn in range(turns):
         result = await ws.run(f"Turn {turn}: look at the notes again and tell me more.", session="long")
         assert result.stop_reason == "end_turn", result.error
     total = time.perf_counter() - started
-    compaction.Compactor.compact = original  # type: ignore[method-assign]
+    compaction.Compactor.summarise = original  # type: ignore[method-assign]
     per = statistics.median(compaction_seconds) * 1000
     base = statistics.median(baseline_seconds) * 1000
     print(f"{turns} turns, {model.calls} model calls, {len(compaction_seconds)} automatic compactions in {total:.1f} s")

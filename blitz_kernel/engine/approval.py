@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from ..errors import ApprovalOverflowError
 from .events import PendingCall, PermissionDecision, PermissionRequest
@@ -85,30 +85,68 @@ class ApprovalGate:
         self.headless_policy = headless_policy
         self.max_pending = max_pending
         self.timeout_s = timeout_s
-        self._pending = 0
 
     def new_request(self, calls: list[PendingCall]) -> PermissionRequest:
         return PermissionRequest(request_id=f"perm-{next(self._request_ids)}", calls=calls)
 
-    async def decide(self, request: PermissionRequest) -> dict[str, PermissionDecision]:
-        """A decision for every call of the request, keyed by call id."""
+    async def decide(
+        self, request: PermissionRequest, control: StopSignal | None = None, counter: PendingCounter | None = None
+    ) -> dict[str, PermissionDecision]:
+        """A decision for every call of the request, keyed by call id. `control` ends the wait
+        when the turn is stopped; `counter` (the session) counts requests waiting (ENG-26)."""
         if not self.approver.interactive:
             verdict: Literal["allow", "deny"] = self.headless_policy
-            reason = None if verdict == "allow" else HEADLESS_REASON
-            return {c.id: PermissionDecision(call_id=c.id, decision=verdict, reason=reason) for c in request.calls}
-        if self._pending >= self.max_pending:
+            return _uniform(request, verdict, None if verdict == "allow" else HEADLESS_REASON)
+        counter = counter or _LocalCounter()
+        if counter.pending_approvals >= self.max_pending:
             raise ApprovalOverflowError(
                 f"more than {self.max_pending} permission requests are waiting (approval.max_pending)"
             )
-        self._pending += 1
+        counter.pending_approvals += 1
         try:
-            answers = await asyncio.wait_for(self.approver.decide(request), self.timeout_s)
-        except TimeoutError:
-            answers = [PermissionDecision(call_id=c.id, decision="deny", reason=TIMEOUT_REASON) for c in request.calls]
+            answers = await self._wait(request, control)
         finally:
-            self._pending -= 1
+            counter.pending_approvals -= 1
         by_id = {a.call_id: a for a in answers}
         return {
             c.id: by_id.get(c.id) or PermissionDecision(call_id=c.id, decision="deny", reason=NO_DECISION_REASON)
             for c in request.calls
         }
+
+    async def _wait(self, request: PermissionRequest, control: StopSignal | None) -> list[PermissionDecision]:
+        """The approver's answers, or denials when the request expires or the turn stops."""
+        answer = asyncio.ensure_future(self.approver.decide(request))
+        waits: set[asyncio.Future[Any]] = {answer}
+        stopped = asyncio.ensure_future(control.wait_for_stop()) if control is not None else None
+        if stopped is not None:
+            waits.add(stopped)
+        try:
+            done, _ = await asyncio.wait(waits, timeout=self.timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for future in waits:
+                future.cancel()
+        if answer in done and not answer.cancelled():
+            return answer.result()
+        if stopped is not None and stopped in done:
+            return list(_uniform(request, "deny", CANCELLED_REASON).values())
+        return list(_uniform(request, "deny", TIMEOUT_REASON).values())
+
+
+class StopSignal(Protocol):
+    """The running turn's control, as far as the gate needs it."""
+
+    async def wait_for_stop(self) -> None: ...
+
+
+class PendingCounter(Protocol):
+    """Where waiting requests are counted: the session, so the limit spans its turns."""
+
+    pending_approvals: int
+
+
+class _LocalCounter:
+    pending_approvals = 0
+
+
+def _uniform(request: PermissionRequest, verdict: Literal["allow", "deny"], reason: str | None) -> dict[str, PermissionDecision]:
+    return {c.id: PermissionDecision(call_id=c.id, decision=verdict, reason=reason) for c in request.calls}

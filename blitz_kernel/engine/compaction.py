@@ -152,8 +152,11 @@ class Compactor:
     system: str
     """The turn's system prompt, counted in the size estimates."""
 
-    async def compact(self, history: list[Message], split: int, focus: str | None) -> tuple[list[Message], CompactionResult]:
-        """The new history and what happened; raises CompactionError with history untouched."""
+    async def summarise(
+        self, history: list[Message], split: int, focus: str | None
+    ) -> tuple[SummaryMessage, CompactionResult]:
+        """The summary of `history[:split]` and what it does; raises CompactionError. The
+        caller puts it in place (`Session.replace_window`): nothing changes here."""
         window, tail = history[:split], history[split:]
         prompt = render_window(window)
         if focus:
@@ -164,12 +167,12 @@ class Compactor:
         if not summary:
             raise CompactionError(f"model {response.model!r} returned an empty summary; the history is unchanged")
         covered = sum(m.covered_events if isinstance(m, SummaryMessage) else 1 for m in window)
-        new_history: list[Message] = [SummaryMessage(text=summary, covered_events=covered), *tail]
-        return new_history, CompactionResult(
+        message = SummaryMessage(text=summary, covered_events=covered)
+        return message, CompactionResult(
             covered_events=covered,
             covered_turns=sum(1 for m in window if isinstance(m, UserMessage)),
             tokens_before=estimate_tokens(self.system, history),
-            tokens_after=estimate_tokens(self.system, new_history),
+            tokens_after=estimate_tokens(self.system, [message, *tail]),
             summary=summary,
             model=response.model,
             usage=response.usage,

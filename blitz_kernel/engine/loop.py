@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -55,7 +56,7 @@ from .history import (
     check_history,
     user_prompt,
 )
-from .modes import PLAN_MODE, PlanReviewer, PlanStatus, plan_feedback, refusal
+from .modes import PLAN_INSTRUCTIONS, PLAN_MODE, PlanReviewer, PlanStatus, plan_feedback, refusal
 from .session import Session
 from .steering import TurnControl
 from .usage import PriceBook, TokenUsage, UsageTotals
@@ -150,6 +151,7 @@ class TurnRunner:
         self._specs = [tool.spec() for tool in plan.tools.values()]
         self.mode = plan.mode
         """The turn's mode; `enter_plan_mode` switches it from the next call (ENG-34)."""
+        self.system = plan.system
         self.proposed_plan: str | None = None
         self.plan_status: PlanStatus | None = None
         self._end_with: str | None = None
@@ -163,6 +165,10 @@ class TurnRunner:
         text, error = "", None
         stop: StopReason = "end_turn"
         deadline = asyncio.timeout(plan.limits.timeout_s)
+        if plan.limits.timeout_s is not None:
+            # Tools that block the loop (run_python) cannot be reached by asyncio.timeout; they
+            # read this and stop themselves in time (ENG-14).
+            plan.tool_context.deadline = time.monotonic() + plan.limits.timeout_s
         try:
             await self._emit(
                 TurnStarted(
@@ -234,6 +240,7 @@ class TurnRunner:
                 self._commit(response.to_message())
                 await self._record_usage(response.model, response.usage)
                 return response.text
+            response.tool_calls = unique_call_ids(response.tool_calls)
             self.pending, self.results = response.to_message(), {}
             await self._record_usage(response.model, response.usage)
             if self.control.stop_requested:
@@ -274,9 +281,8 @@ class TurnRunner:
             if required:
                 raise
             return False
-        new_history, result = await Compactor(plan.model, plan.system).compact(history, split, None)
-        plan.session.archive.extend(history[:split])
-        history[:] = new_history
+        summary, result = await Compactor(plan.model, plan.system).summarise(history, split, None)
+        plan.session.replace_window(split, summary)
         await self._record_usage(result.model, result.usage)
         await self._emit(
             CompactionEvent(
@@ -289,7 +295,7 @@ class TurnRunner:
     async def _model_step(self) -> ModelResponse:
         plan = self.plan
         request = ModelRequest(
-            system=plan.system,
+            system=self.system,
             messages=list(plan.session.history),
             tools=self._specs,
             temperature=plan.temperature,
@@ -337,9 +343,12 @@ class TurnRunner:
         results = self.results
         runnable: list[tuple[ToolCall, Tool, BaseModel]] = []
         asking: list[tuple[ToolCall, Tool, BaseModel]] = []
+        mode = self.mode
         for call in calls:
             await self._emit(ToolCallEvent(id=call.id, name=call.name, args=call.parsed_arguments()))
-            screened = self._screen(call)
+            screened = self._screen(call, mode)
+            if call.name == "enter_plan_mode":
+                mode = PLAN_MODE  # ENG-34: from the next call on, this batch's later ones included
             if isinstance(screened, ToolResultMessage):
                 results[call.id] = screened
                 await self._emit_result(screened)
@@ -357,10 +366,13 @@ class TurnRunner:
                     await self._emit_result(result)
             raise
         ordered = self._in_call_order(calls, results)
-        await self._attach_steering(ordered)
+        if self._end_with is None:  # else the model takes no further step: they stay leftovers
+            await self._attach_steering(ordered)
         return ordered
 
-    def _screen(self, call: ToolCall) -> ToolResultMessage | tuple[ToolCall, Tool, BaseModel, Policy]:
+    def _screen(
+        self, call: ToolCall, mode: str | None
+    ) -> ToolResultMessage | tuple[ToolCall, Tool, BaseModel, Policy]:
         """Refusals the model should read (ENG-17, ENG-20) or the call with its policy."""
         plan = self.plan
         tool = plan.tools.get(call.name)
@@ -369,7 +381,7 @@ class TurnRunner:
         if plan.allowed_tools is not None and call.name not in plan.allowed_tools:
             allowed = ", ".join(plan.allowed_tools)
             return _error(call, f"{call.name} isn't among the tools this command allows ({allowed})")
-        refused = refusal(self.mode, tool)
+        refused = refusal(mode, tool)
         if refused is not None:
             return _error(call, refused)
         try:
@@ -393,7 +405,7 @@ class TurnRunner:
             [PendingCall(id=c.id, name=c.name, args=c.parsed_arguments()) for c, _, _ in asking]
         )
         await self._emit(request)
-        decisions = await gate.decide(request)
+        decisions = await gate.decide(request, self.control, self.plan.session)
         allowed = []
         for call, tool, args in asking:
             decision = decisions[call.id]
@@ -472,7 +484,9 @@ class TurnRunner:
     # -- what workflow tools may do (TurnAccess) --------------------------------------------
 
     def enter_plan_mode(self) -> None:
-        self.mode = PLAN_MODE
+        if self.mode != PLAN_MODE:
+            self.mode = PLAN_MODE
+            self.system = self.plan.system + PLAN_INSTRUCTIONS
 
     def set_todos(self, items: list[dict[str, str]]) -> None:
         self.plan.session.todos = items
@@ -518,6 +532,21 @@ class TurnRunner:
             raise
         except Exception as exc:
             raise EventHandlerError(f"an event handler failed on {event.type}: {type(exc).__name__}: {exc}") from exc
+
+
+def unique_call_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """Results are matched to calls by id; a provider that repeats an id (or sends none) would
+    leave a call without its result. Rename the repeats (`id~2`) so every call has its own."""
+    seen: set[str] = set()
+    unique: list[ToolCall] = []
+    for index, call in enumerate(calls):
+        call_id = call.id or f"call_{index}"
+        suffix = 2
+        while call_id in seen:
+            call_id, suffix = f"{call.id or 'call'}~{suffix}", suffix + 1
+        seen.add(call_id)
+        unique.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
+    return unique
 
 
 def _error(call: ToolCall, message: str) -> ToolResultMessage:

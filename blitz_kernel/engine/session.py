@@ -28,3 +28,13 @@ class Session:
     """The agent's todo list (the `todo` tool)."""
     running: TurnControl | None = None
     """The control of the turn that is running now, if any."""
+    compacting: bool = False
+    """A manual compaction is summarising; turns wait for it (SessionBusyError)."""
+    pending_approvals: int = 0
+    """Permission requests waiting for an answer now (ENG-26 counts them per session)."""
+
+    def replace_window(self, split: int, summary: Message) -> None:
+        """Put `summary` in place of the first `split` messages, archiving them (ENG-64). A
+        splice, so messages appended after the window was chosen are kept."""
+        self.archive.extend(self.history[:split])
+        self.history[:split] = [summary]

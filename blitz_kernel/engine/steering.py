@@ -6,6 +6,8 @@ ask for a graceful stop. The loop takes the queue when it builds the next tool r
 
 from __future__ import annotations
 
+import asyncio
+
 
 class TurnControl:
     """Shared between a running turn and whoever may steer or stop it."""
@@ -13,6 +15,7 @@ class TurnControl:
     def __init__(self) -> None:
         self._queue: list[str] = []
         self.stop_requested = False
+        self._stopped: asyncio.Event | None = None
 
     def steer(self, text: str) -> None:
         self._queue.append(text)
@@ -27,5 +30,16 @@ class TurnControl:
         return self.take_messages()
 
     def request_stop(self) -> None:
-        """Graceful stop: the turn ends after the current step."""
+        """Graceful stop: the turn ends after the current step; a pending permission request
+        is answered as denied at once (nobody will click it now)."""
         self.stop_requested = True
+        if self._stopped is not None:
+            self._stopped.set()
+
+    async def wait_for_stop(self) -> None:
+        """Returns when a stop is requested (the approval gate races it)."""
+        if self._stopped is None:
+            self._stopped = asyncio.Event()
+        if self.stop_requested:
+            self._stopped.set()
+        await self._stopped.wait()

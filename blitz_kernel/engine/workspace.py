@@ -18,7 +18,7 @@ from ..errors import BlitzError, SessionBusyError, SteerTooLateError, UnknownAge
 from ..models.base import Model
 from ..models.factory import build_model
 from ..tools import builtin_tools
-from ..tools.registry import KernelContext, Tool, ToolContext, ToolRegistry
+from ..tools.registry import KernelContext, Tool, ToolContext, ToolKind, ToolRegistry
 from .agents import AgentDefinition, AgentRegistry
 from .approval import ApprovalGate, Approver, HeadlessApprover, Policy
 from .compaction import CompactionResult, Compactor, manual_window
@@ -91,8 +91,11 @@ class Workspace:
         validate raises ConfigError and changes nothing (ENG-06)."""
         candidate = {**self._overrides, **dotted}
         config = self._load(candidate)
-        self._overrides, self.config = candidate, config
-        if self._explicit_model is None or "model" in dotted:
+        previous, self._overrides, self.config = self.config, candidate, config
+        model_settings = ("model", "api_base", "api_key_env", "model_retries")
+        changed = any(getattr(previous, key) != getattr(config, key) for key in model_settings)
+        if "model" in dotted or (changed and self._explicit_model is None):
+            # only when it matters: a rebuilt scripted model restarts its script (ENG-06)
             self._explicit_model = None
             self.model = self._build(config.model)
         return config
@@ -154,26 +157,33 @@ class Workspace:
         """Run one turn (ENG-10) in `session`; per-run options override the configuration for
         this turn only (ENG-16). `plan=True` is a plan-only turn (ENG-30..32)."""
         state = self.session(session)
-        if state.running is not None:
-            raise SessionBusyError(f"session {session!r} already has a running turn")
-        turn_plan = self._plan(
-            state, agent=agent, model=model, tools=tools, approve=approve, approver=approver,
-            on_event=on_event, kernel=kernel,
-            limits=self._limits(max_turns, max_cost_usd, timeout),
-        )
-        if plan:
-            turn_plan.mode = PLAN_MODE
-            turn_plan.system += PLAN_INSTRUCTIONS
-        turn_plan.plan_reviewer = plan_reviewer
-        # The model's context window may need its provider library loaded (litellm: seconds on
-        # first use): look it up off the event loop so a widget stays responsive meanwhile.
-        turn_plan.token_threshold = await asyncio.to_thread(self._token_threshold, turn_plan.model)
+        self._claim(state)
         control = TurnControl()
-        state.running = control
+        state.running = control  # at once: a second run or a steer meanwhile sees this turn
         try:
+            turn_plan = self._plan(
+                state, agent=agent, model=model, tools=tools, approve=approve, approver=approver,
+                on_event=on_event, kernel=kernel,
+                limits=self._limits(max_turns, max_cost_usd, timeout),
+            )
+            if plan:
+                turn_plan.mode = PLAN_MODE
+                turn_plan.system += PLAN_INSTRUCTIONS
+            turn_plan.plan_reviewer = plan_reviewer
+            # The model's context window may need its provider library loaded (litellm: seconds
+            # on first use): look it up off the event loop so a widget stays responsive.
+            turn_plan.token_threshold = await asyncio.to_thread(self._token_threshold, turn_plan.model)
             return await TurnRunner(turn_plan, control).run(prompt)
         finally:
             state.running = None
+
+    @staticmethod
+    def _claim(state: Session) -> None:
+        """One turn or compaction at a time per session (SessionBusyError otherwise)."""
+        if state.running is not None:
+            raise SessionBusyError(f"session {state.name!r} already has a running turn")
+        if state.compacting:
+            raise SessionBusyError(f"session {state.name!r} is being compacted")
 
     async def aside(
         self, session: str, question: str, *, on_event: EventHandler | None = None, kernel: KernelContext | None = None
@@ -258,15 +268,16 @@ class Workspace:
         """ENG-61..64: summarise everything before the keep_turns-th most recent user turn with
         the current model. Raises NothingToCompactError or CompactionError (history unchanged)."""
         state = self.session(session)
-        if state.running is not None:
-            raise SessionBusyError(f"session {session!r} has a running turn; compact after it ends")
-        history = state.history
-        split = manual_window(history, keep_turns)
-        definition = self._agent(None)
-        model = self._turn_model(None, definition)
-        new_history, result = await Compactor(model, definition.instructions).compact(history, split, focus)
-        state.archive.extend(history[:split])
-        history[:] = new_history
+        self._claim(state)
+        state.compacting = True
+        try:
+            split = manual_window(state.history, keep_turns)
+            definition = self._agent(None)
+            model = self._turn_model(None, definition)
+            summary, result = await Compactor(model, definition.instructions).summarise(state.history, split, focus)
+        finally:
+            state.compacting = False
+        state.replace_window(split, summary)
         price = PriceBook(dict(self.config.prices), model.price).lookup(result.model)
         state.ledger.record(result.model, result.usage, price.cost(result.usage) if price else None)
         return result
@@ -290,7 +301,11 @@ class Workspace:
         return self.model
 
     def _agent_tools(self, definition: AgentDefinition) -> dict[str, Tool]:
-        names = definition.tools if definition.tools is not None else self.tools.names()
+        """ENG-04: exactly the tools the agent names, plus the workflow tools for the root."""
+        names = self.tools.names()
+        if definition.tools is not None:
+            workflow = [n for n in names if self.tools.get(n).kind is ToolKind.WORKFLOW]  # type: ignore[union-attr]
+            names = [*definition.tools, *(n for n in workflow if n not in definition.tools)]
         chosen: dict[str, Tool] = {}
         for name in names:
             tool = self.tools.get(name)

@@ -34,7 +34,10 @@ _BTW_LINE = re.compile(r"^(?P<indent>\s*)%blitz_btw(?:\s+(?P<question>.*?))?\s*$
 def keep_btw_questions(lines: list[str]) -> list[str]:
     """A side question naturally ends with "?", which IPython would read as a help request
     (`%blitz_btw what did we pick?` → "Object `pick` not found"). Before IPython's own
-    transforms run, turn such a line into the magic call it means."""
+    transforms run, turn such a line into the magic call it means. Not inside a cell magic's
+    body: there it is text (a `%%blitz` prompt may mention the magic)."""
+    if lines and lines[0].lstrip().startswith("%%"):
+        return lines
     return [_btw_call(line) for line in lines]
 
 

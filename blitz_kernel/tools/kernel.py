@@ -357,6 +357,15 @@ class RunPythonArgs(BaseModel):
     )
 
 
+def _effective_timeout(timeout_s: float | None, ctx: ToolContext) -> float | None:
+    """The call's own timeout_s, or less when the turn's --timeout comes sooner: the code runs
+    on the event loop, so the turn's asyncio timeout cannot stop it (ENG-14)."""
+    if ctx.deadline is None:
+        return timeout_s
+    remaining = max(ctx.deadline - time.monotonic(), 0.01)
+    return remaining if timeout_s is None else min(timeout_s, remaining)
+
+
 @tool("run_python", ToolKind.MUTATING, RunPythonArgs)
 async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str:
     """Run Python code in the notebook kernel's namespace: variables you create stay there for
@@ -368,7 +377,7 @@ async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str:
     ns = _user_namespace(ctx, "run_python")
     capture = FigureCapture(display_of(ctx))
     with capture.running():
-        outcome, state = await _run(args.code, ns, args.timeout_s)
+        outcome, state = await _run(args.code, ns, _effective_timeout(args.timeout_s, ctx))
     if state.interrupted:
         # The user pressed interrupt: end the turn as cancelled, even if the code caught the
         # KeyboardInterrupt and finished normally.

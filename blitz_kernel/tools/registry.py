@@ -73,6 +73,8 @@ class ToolContext:
     session: str = "default"
     turn: TurnAccess | None = None
     """The running turn, for workflow tools (plan mode, todo); None outside a turn."""
+    deadline: float | None = None
+    """`time.monotonic()` by which the turn must end (its --timeout), for tools that block."""
     extras: dict[str, Any] = field(default_factory=dict)
 
 

@@ -193,7 +193,8 @@ async def test_ENG16_user_agent_from_file_runs_with_its_instructions(make_worksp
     ws, model = make_workspace([{"text": "Yes."}])
     await ws.run("hi", agent="terse")
     assert model.requests[0].system == "Answer in one word."
-    assert [t.name for t in model.requests[0].tools] == ["read_file"]
+    # ENG-04: exactly the tools it names, plus the root's workflow tools
+    assert [t.name for t in model.requests[0].tools] == ["read_file", "todo", "enter_plan_mode", "exit_plan_mode"]
 
 
 async def test_ENG17_tools_outside_the_allowed_list_are_refused(make_workspace):
@@ -418,3 +419,116 @@ def test_price_lookup_prefers_exact_then_longest_prefix():
     assert book.lookup("gpt-4-turbo").input == 1
     assert book.lookup("other").input == 9
     assert book.lookup("nothing") is None
+
+
+# -- regressions found in review ------------------------------------------------------------
+
+
+async def test_two_runs_started_together_in_one_session_cannot_both_run(make_workspace):
+    ws, _ = make_workspace([{"text": "one"}, {"text": "two"}])
+    outcomes = await asyncio.gather(ws.run("one", session="s"), ws.run("two", session="s"), return_exceptions=True)
+    assert sum(isinstance(o, SessionBusyError) for o in outcomes) == 1
+    check_history(ws.session("s").history)
+    assert [m.kind for m in ws.session("s").history] == ["user", "assistant"]
+
+
+async def test_duplicate_call_ids_from_a_provider_still_give_every_call_its_result(make_workspace):
+    ws, model = make_workspace([tool_step({**call("list_files"), "id": "same"}, {**call("glob", pattern="*"), "id": "same"}), {"text": "ok"}])
+    result = await ws.run("x", session="s")
+    assert result.stop_reason == "end_turn"
+    check_history(ws.session("s").history)
+    assert [r.call_id for r in model.requests[1].messages if isinstance(r, ToolResultMessage)] == ["same", "same~2"]
+
+
+async def test_ENG14_turn_timeout_stops_blocking_python(make_workspace):
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Kernel:
+        user_ns: dict = field(default_factory=dict)
+
+    ws, _ = make_workspace([tool_step(call("run_python", code="while True:\n    pass")), {"text": "unused"}])
+    started = asyncio.get_running_loop().time()
+    result = await ws.run("spin", timeout=0.5, approve="allow", kernel=Kernel(), session="s")
+    assert result.stop_reason == "timeout"
+    assert asyncio.get_running_loop().time() - started < 5
+    check_history(ws.session("s").history)
+
+
+async def test_stop_ends_a_pending_permission_request_as_denied(make_workspace, tmp_path):
+    class NeverAnswers:
+        interactive = True
+
+        def __init__(self):
+            self.asked = asyncio.Event()
+
+        async def decide(self, request):
+            self.asked.set()
+            await asyncio.Event().wait()
+
+    approver = NeverAnswers()
+    ws, _ = make_workspace([tool_step(call("write_file", path="a.txt", content="a")), {"text": "unused"}])
+    turn = asyncio.ensure_future(ws.run("write", approver=approver, session="s"))
+    await asyncio.wait_for(approver.asked.wait(), 5)
+    ws.stop("s")
+    result = await asyncio.wait_for(turn, 5)
+    assert result.stop_reason == "cancelled"
+    assert not (tmp_path / "a.txt").exists()
+    [denied] = [m for m in ws.session("s").history if isinstance(m, ToolResultMessage)]
+    assert "stopped before a decision" in denied.error
+
+
+async def test_ENG26_max_pending_requests_per_session():
+    from blitz_kernel.engine.approval import ApprovalGate
+    from blitz_kernel.engine.events import PendingCall
+    from blitz_kernel.engine.session import Session
+    from blitz_kernel.errors import ApprovalOverflowError
+
+    release = asyncio.Event()
+
+    class SlowApprover:
+        interactive = True
+
+        async def decide(self, request):
+            await release.wait()
+            return [PermissionDecision(call_id=c.id, decision="allow") for c in request.calls]
+
+    session = Session(name="s")
+    gate = ApprovalGate(SlowApprover(), max_pending=1)
+    first = asyncio.ensure_future(gate.decide(gate.new_request([PendingCall(id="a", name="write_file")]), None, session))
+    await asyncio.sleep(0)
+    with pytest.raises(ApprovalOverflowError):
+        await gate.decide(gate.new_request([PendingCall(id="b", name="write_file")]), None, session)
+    release.set()
+    assert (await first)["a"].decision == "allow"
+    assert session.pending_approvals == 0
+
+
+async def test_ENG34_enter_plan_mode_restricts_later_calls_of_its_own_batch(make_workspace, tmp_path):
+    ws, model = make_workspace([tool_step(call("enter_plan_mode"), call("write_file", path="a.txt", content="x")), {"text": "ok"}])
+    await ws.run("careful", approve="allow")
+    assert not (tmp_path / "a.txt").exists()
+    assert results_of_last(model)[-1].error.startswith("plan mode: write_file is disabled")
+    assert "## Plan mode" in model.requests[1].system
+
+
+async def test_ENG41_steer_during_a_batch_that_ends_the_turn_is_a_leftover(make_workspace):
+    def steer_then_plan(request):
+        ws.steer("s", "also check nulls")
+        return tool_step(call("exit_plan_mode", plan="1. do it"))
+
+    ws, _ = make_workspace([steer_then_plan])
+    result = await ws.run("plan", plan=True, session="s")
+    assert result.leftovers == ["also check nulls"]
+
+
+async def test_ENG06_configuring_a_limit_keeps_the_model(make_workspace):
+    ws, model = make_workspace([{"text": "step one"}, {"text": "step two"}])
+    await ws.run("1")
+    ws.configure(**{"limits.max_turns": 5})
+    assert ws.model is model
+    assert (await ws.run("2")).text == "step two"
+
+
+def results_of_last(model):
+    return [m for m in model.requests[-1].messages if isinstance(m, ToolResultMessage)]

@@ -326,3 +326,29 @@ def test_ENG60_automatic_window_keeps_less_when_the_tail_alone_is_too_big():
     check_history(history[split:])
     split = automatic_window(history, retain_events=6, max_tail_tokens=2500)
     assert split == 3  # the call and both results stay together
+
+
+async def test_a_turn_cannot_start_while_compaction_summarises_and_nothing_is_lost(make_workspace):
+    from blitz_kernel.errors import SessionBusyError
+
+    gate = asyncio.Event()
+    ws, model = make_workspace([{"text": "a1"}, {"text": "a2"}, {"text": "S"}, {"text": "a3"}])
+    await ws.run("q1", session="s")
+    await ws.run("q2", session="s")
+    real_stream = model.stream
+
+    async def slow_stream(request):
+        await gate.wait()
+        async for item in real_stream(request):
+            yield item
+
+    model.stream = slow_stream
+    compaction = asyncio.ensure_future(ws.compact("s"))
+    await asyncio.sleep(0)
+    with pytest.raises(SessionBusyError, match="being compacted"):
+        await ws.run("q3", session="s")
+    gate.set()
+    await compaction
+    model.stream = real_stream
+    await ws.run("q3", session="s")
+    assert [m.kind for m in ws.session("s").history] == ["summary", "user", "assistant", "user", "assistant"]

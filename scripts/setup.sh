@@ -1,6 +1,8 @@
 # Sourced by scripts/test and scripts/demo: makes .venv and installs the project with its dev
 # extra. Re-installs only when pyproject.toml changed, so repeated runs start fast.
 set -euo pipefail
+# litellm would otherwise fetch its price map from the network on import (never wanted here)
+export LITELLM_LOCAL_MODEL_COST_MAP=True
 PYTHON="${PYTHON:-python3}"
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   echo "blitz_kernel needs Python >= 3.11 (found $("$PYTHON" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2

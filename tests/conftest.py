@@ -82,3 +82,16 @@ def fake_server() -> Iterator[FakeOpenAIServer]:
         yield server
     finally:
         server.stop()
+
+
+# -- test order: browser tests last --------------------------------------------------------------
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run tests/browser after everything else. Playwright's sync API keeps an event loop
+    running on the main thread for as long as its session-scoped browser lives, and
+    pytest-asyncio cannot start a test's loop while it does, so async tests collected after
+    a browser test would fail with "Runner.run() cannot be called from a running event loop"."""
+    browser = [item for item in items if "tests/browser/" in item.nodeid]
+    if browser:
+        items[:] = [item for item in items if "tests/browser/" not in item.nodeid] + browser

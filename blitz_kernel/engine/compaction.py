@@ -69,7 +69,7 @@ def message_chars(message: Message) -> int:
     if isinstance(message, ToolResultMessage):
         steer = message.message_from_user
         steer_chars = len(steer) if isinstance(steer, str) else sum(len(s) for s in steer or [])
-        return len(message.output or message.error or "") + steer_chars + 40
+        return len(message.output or message.error or "") + steer_chars + 1000 * len(message.images) + 40
     return len(message.text) + 40
 
 

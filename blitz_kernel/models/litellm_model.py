@@ -651,6 +651,13 @@ class LiteLLMModel:
                 return None
         return int(tokens) if tokens else None
 
+    def supports_vision(self) -> bool:
+        """litellm's word on whether the model reads images (view_image needs it)."""
+        try:
+            return bool(load_litellm().supports_vision(model=self.name))
+        except Exception:  # noqa: BLE001 - unmapped models raise: treat them as blind
+            return False
+
 
 def _litellm_callbacks_registered(litellm: Any) -> bool:
     """Callbacks expect litellm's own stream processing (logging, cost); keep it for them."""

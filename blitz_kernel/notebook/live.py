@@ -11,8 +11,14 @@ unseen and a headless run prints each tool line before the tool runs.
 
 Either way the cell ends with a static rendering (Markdown + text/plain) whose output metadata
 holds the turn record under `blitz`: the widget is replaced by it; plain outputs carry it on the
-answer's display. Steer messages that no tool result carried are sent as the next prompt when a
-turn ends normally (ENG-41), each follow-up turn with its own widget and rendering.
+answer's display. Follow-up turns run in the same cell, each with its own widget and rendering:
+the carry-out of a plan approved in the widget (ENG-32: `go_ahead_prompt`, not in plan mode),
+then steer messages that no tool result carried (ENG-41).
+
+Plans (ENG-32): a widget turn reviews a proposed plan with Approve plan / Reject. The engine
+takes the reviewer when the turn starts, and a reviewer cannot answer "nobody is here", so a
+`--plan` turn learns first whether its widget is seen (probe, then render) and passes no
+reviewer when it is not: the plan is then the answer, as in plain mode.
 
 Outputs are only ever produced in the cell's own context (see `_in_cell`): output made in a
 comm callback would be parented to the comm message and land nowhere.
@@ -25,15 +31,18 @@ import contextlib
 import contextvars
 import time
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..engine.events import PermissionRequest, ToolCallEvent, TurnDone, TurnStarted
+from ..engine.modes import go_ahead_prompt
 from .render import PlainRenderer
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
 
     from ..engine.loop import TurnResult
+    from ..engine.modes import PlanReviewer
     from ..engine.workspace import Workspace
     from .widgets.controller import TurnController
     from .widgets.state import TurnState
@@ -46,6 +55,8 @@ PROBE_TIMEOUT_AFTER_HEADLESS_S = 0.5
 ASIDE_WAIT_S = 60.0
 """How long a finished turn waits for side questions still being answered."""
 TICK_S = 0.1
+"""The ticker's period: a kernel interrupt reaches an awaiting cell within about this long."""
+CARRY_OUT_LABEL = "Carrying out the approved plan"
 
 Mode = Literal["probing", "widget", "plain"]
 
@@ -63,6 +74,16 @@ class FrontEndMemory:
         return PROBE_TIMEOUT_S
 
 
+@dataclass
+class NextTurn:
+    """A turn the cell runs: the typed one, or a follow-up the cell starts by itself."""
+
+    prompt: str
+    plan: bool
+    label: str = ""
+    """Shown instead of the prompt (which the user did not type)."""
+
+
 async def run_turn_in_cell(
     workspace: Workspace,
     prompt: str,
@@ -72,21 +93,33 @@ async def run_turn_in_cell(
     plain: bool = False,
     shell: Any = None,
 ) -> TurnResult:
-    """Run `prompt` (and any follow-up made of leftover steer messages) in the current cell;
-    returns the last turn's result. BlitzErrors raised before a turn starts propagate."""
+    """Run `prompt` and its follow-ups (an approved plan's carry-out, leftover steer messages)
+    in the current cell; returns the last turn's result. BlitzErrors raised before a turn
+    starts propagate. `options["plan"]` makes the first turn a plan turn."""
     widget_capable = not plain and getattr(shell, "kernel", None) is not None
     ticker = asyncio.ensure_future(tick_forever())
     try:
-        next_prompt: str | None = prompt
+        queue = [NextTurn(prompt, plan=bool(options.get("plan")))]
         result: TurnResult | None = None
-        while next_prompt is not None:
-            turn = CellTurn(workspace, session, next_prompt, widget_capable=widget_capable)
-            result = await turn.run(options)
-            next_prompt = "\n\n".join(turn.follow_up) if turn.follow_up else None
+        while queue:
+            planned = queue.pop(0)
+            turn = CellTurn(workspace, session, planned.prompt, widget_capable=widget_capable, label=planned.label)
+            result = await turn.run({**options, "plan": planned.plan})
+            queue[:0] = follow_ups(planned, result, turn.follow_up)
         assert result is not None
         return result
     finally:
         ticker.cancel()
+
+
+def follow_ups(turn: NextTurn, result: TurnResult, leftovers: list[str]) -> list[NextTurn]:
+    """What the cell runs next: an approved plan's carry-out (ENG-32), then leftover steer
+    messages as one prompt (ENG-41) — in plan mode still, unless the plan was approved."""
+    approved = result.plan_status == "approved" and bool(result.plan)
+    turns = [NextTurn(go_ahead_prompt(result.plan or ""), plan=False, label=CARRY_OUT_LABEL)] if approved else []
+    if leftovers:
+        turns.append(NextTurn("\n\n".join(leftovers), plan=turn.plan and not approved))
+    return turns
 
 
 async def tick_forever() -> None:
@@ -98,7 +131,9 @@ async def tick_forever() -> None:
 class CellTurn:
     """One turn shown in the cell: probe, then widget or plain, then the static rendering."""
 
-    def __init__(self, workspace: Workspace, session: str, prompt: str, *, widget_capable: bool) -> None:
+    def __init__(
+        self, workspace: Workspace, session: str, prompt: str, *, widget_capable: bool, label: str = ""
+    ) -> None:
         from .widgets.controller import TurnController
         from .widgets.state import TurnState
 
@@ -113,6 +148,7 @@ class CellTurn:
         self.state: TurnState = (
             self.controller.state if self.controller else TurnState(turn_id="", prompt=prompt, session=session)
         )
+        self.state.label = label
         self.plain: PlainRenderer | None = None if widget_capable else PlainRenderer(started=self.started)
         self.follow_up: list[str] = []
         self._loop = asyncio.get_running_loop()
@@ -128,9 +164,10 @@ class CellTurn:
 
     async def run(self, options: dict[str, Any]) -> TurnResult:
         extra: dict[str, Any] = {}
-        if self.controller is not None:
-            extra["approver"] = self.controller.approver
         try:
+            if self.controller is not None:
+                extra["approver"] = self.controller.approver
+                extra["plan_reviewer"] = await self._plan_reviewer(bool(options.get("plan")))
             result = await self.workspace.run(
                 self.prompt, session=self.session, on_event=self.on_event, **extra, **options
             )
@@ -139,6 +176,22 @@ class CellTurn:
             raise
         await self._finish(result)
         return result
+
+    async def _plan_reviewer(self, plan_turn: bool) -> PlanReviewer | None:
+        """The widget's reviewer, or None when nobody can see the widget (the plan is then the
+        answer, ENG-32). A plan turn settles this before it starts (a few ms in JupyterLab; the
+        probe's timeout where no front end answers); any other turn keeps the probe running
+        beside the model and takes the reviewer (the agent may propose a plan on its own)."""
+        controller = self.controller
+        assert controller is not None
+        if not plan_turn:
+            return controller.plan_reviewer
+        self._start_probe()
+        await asyncio.shield(self._decided)
+        self._settle()
+        if self.mode == "widget" and await controller.wait_rendered():
+            return controller.plan_reviewer
+        return None
 
     def on_event(self, event: Any) -> Awaitable[None] | None:
         """The engine's event handler. Returns an awaitable only when the turn must wait for
@@ -154,26 +207,39 @@ class CellTurn:
             self.plain.handle(event)
             return None
         if self.mode == "widget":
-            return None
+            return self._before_decision(event)
         self._buffer.append(event)
         if self._decided.done():
             self._settle()
-        elif isinstance(event, ToolCallEvent | PermissionRequest):
-            return self._settled_soon()
-        elif isinstance(event, TurnDone):
+            return self._before_decision(event)
+        if isinstance(event, ToolCallEvent | PermissionRequest):
+            return self._settled_soon(event)
+        if isinstance(event, TurnDone):
             if FrontEndMemory.front_end_seen:
-                return self._settled_soon()
+                return self._settled_soon(event)
             self._decide("plain")  # no front end so far in this kernel: no reason to wait
             self._settle()
         return None
 
-    async def _settled_soon(self) -> None:
+    async def _settled_soon(self, event: Any) -> None:
         await asyncio.shield(self._decided)
         self._settle()
+        waiting = self._before_decision(event)
+        if waiting is not None:
+            await waiting
+
+    def _before_decision(self, event: Any) -> Awaitable[None] | None:
+        """A permission request waits (bounded) for a displayed widget to render: the engine
+        reads `approver.interactive` as soon as this handler returns."""
+        if self.mode == "widget" and isinstance(event, PermissionRequest) and self.controller is not None:
+            return self.controller.wait_until_seen(event)
+        return None
 
     # -- which front end ------------------------------------------------------------------
 
     def _start_probe(self) -> None:
+        if self.mode != "probing" or self._probe is not None or self._decided.done():
+            return  # a plan turn probed before it started
         from comm import create_comm
 
         try:
@@ -269,7 +335,10 @@ class CellTurn:
         if self.mode == "widget":
             with contextlib.suppress(Exception):
                 self.state.phase = "done"
-                self._replace_widget("")
+                if self.state.model:
+                    self._replace_widget("")
+                elif self._handle is not None:  # shown before a turn that never started
+                    self._handle.update({"text/plain": ""}, raw=True)
         if self.controller is not None:
             self.controller.close()
 

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from ..engine.workspace import Workspace
 
 FAILING_STOPS = {"error", "max_turns", "max_cost", "timeout", "blocked"}
-TICK_S = 0.1
 
 HELP = """\
 blitz_kernel — an agent in your kernel. Magics:
@@ -243,10 +242,11 @@ class BlitzMagics(Magics):
         return self._aside(workspace, default_session_name(self._user_ns), question)
 
     async def _aside(self, workspace: Workspace, session: str, question: str) -> None:
+        from .live import tick_forever
         from .render import PlainRenderer
 
         renderer = PlainRenderer(header="💬 aside — not recorded in the session")
-        ticker = asyncio.ensure_future(_tick())
+        ticker = asyncio.ensure_future(tick_forever())
         try:
             result = await workspace.aside(session, question, on_event=renderer.handle)
         finally:
@@ -269,8 +269,9 @@ class BlitzMagics(Magics):
 
     async def _compact(self, workspace: Workspace, session: str, focus: str | None, keep: int) -> None:
         from ..errors import CompactionError, NothingToCompactError, SessionBusyError
+        from .live import tick_forever
 
-        ticker = asyncio.ensure_future(_tick())
+        ticker = asyncio.ensure_future(tick_forever())
         try:
             outcome = await workspace.compact(session, focus=focus, keep_turns=keep)
         except (NothingToCompactError, CompactionError, SessionBusyError) as exc:
@@ -286,9 +287,3 @@ class BlitzMagics(Magics):
     def blitz_help(self, line: str) -> None:
         """List the magics with examples."""
         print(HELP)
-
-
-async def _tick() -> None:
-    """Wake the loop every TICK_S so a kernel interrupt reaches the turn promptly (KERNEL.md)."""
-    while True:  # noqa: ASYNC110 - waking the loop is the point, there is nothing to wait for
-        await asyncio.sleep(TICK_S)

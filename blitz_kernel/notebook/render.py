@@ -4,6 +4,9 @@ terminal IPython, or `--plain`).
 Text streams into one Markdown display per step, updated in place at most ~10 times a
 second (not thousands of outputs); each tool call and result is one concise line; a usage
 line closes the turn. The Markdown displays are the persistent output a saved notebook shows.
+Model text goes through `escape_html` first: JupyterLab renders raw HTML inside a kernel's
+Markdown output (scripts and event handlers included), and model text may repeat whatever a
+file or web page the agent read told it to write.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from ..engine.events import (
     TurnDone,
     TurnStarted,
 )
+from .markdown import escape_html
 
 UPDATE_INTERVAL_S = 0.1
 ARGS_CHARS = 100
@@ -76,15 +80,19 @@ class PlainRenderer:
         return f"— {self._model} · {done.usage.describe()} · {elapsed:.1f} s · {done.stop_reason}"
 
     def _show_plan(self, event: PlanEvent) -> None:
-        """ENG-32 in plain mode: the plan as Markdown, and how to go ahead."""
-        if event.status == "rejected":
-            print(f"✗ plan rejected: {event.reason or 'no reason given'}", flush=True)
-            return
-        note = {
-            "approved": "*Approved — carrying it out next.*",
-            "unreviewed": "*To carry it out, run a `%%blitz` cell such as “Carry out the plan.”*",
-        }[event.status]
-        display(Markdown(f"### Proposed plan\n\n{event.plan}\n\n{note}"))
+        """ENG-32 in plain mode: the plan as Markdown (it is the turn's answer, so the record
+        goes on it), and how to go ahead."""
+        go_ahead = "*To carry it out, run a `%%blitz` cell such as “Carry out the plan.”*"
+        if event.status == "approved":
+            note = "*Approved — carrying it out next.*"
+        elif event.status == "rejected":
+            note = f"*Not approved: {escape_html(event.reason or 'no reason given')}.* {go_ahead}"
+        else:
+            note = go_ahead
+        text = f"### Proposed plan\n\n{escape_html(event.plan)}\n\n{note}"
+        handle = display(Markdown(text), display_id=True)
+        if handle is not None:
+            self._last_shown = (handle, text)
 
     def _on_text(self, event: TextEvent) -> None:
         if event.thought:
@@ -102,22 +110,25 @@ class PlainRenderer:
         if not force and now - self._last_update < UPDATE_INTERVAL_S:
             return
         self._last_update = now
+        shown = escape_html(self._text)
         if self._handle is None:
-            self._handle = display(Markdown(self._text), display_id=True)
+            self._handle = display(Markdown(shown), display_id=True)
         else:
-            self._handle.update(Markdown(self._text))
+            self._handle.update(Markdown(shown))
         if self._handle is not None:
-            self._last_shown = (self._handle, self._text)
+            self._last_shown = (self._handle, shown)
 
     def _end_text(self) -> None:
         if self._handle is not None and self._text:
-            self._handle.update(Markdown(self._text))
-            self._last_shown = (self._handle, self._text)
+            shown = escape_html(self._text)
+            self._handle.update(Markdown(shown))
+            self._last_shown = (self._handle, shown)
         self._text, self._handle = "", None
 
     def attach_record(self, record: dict[str, Any], stop_reason: str) -> None:
         """Put the turn record in the output metadata under `blitz`, on the last text display
-        (the answer), so a saved notebook keeps it; with no text, on a one-line summary."""
+        (the answer; the Markdown it shows, already escaped), so a saved notebook keeps it;
+        with no text, on a one-line summary."""
         metadata = {"blitz": record}
         if self._last_shown is not None:
             handle, text = self._last_shown

@@ -98,3 +98,33 @@ async def test_ENG31_plan_mode_refusal_reaches_the_model(workspace: Workspace, f
     )
     assert result.text == "1. do it" and result.plan_status == "unreviewed"
     assert not (tmp_path / "x").exists()
+
+
+async def test_view_image_reaches_a_vision_model_as_an_image_part(fake_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from tests.unit.test_images import tiny_png
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wire-not-a-real-key")
+    (tmp_path / "chart.png").write_bytes(tiny_png())
+    ws = Workspace.open(
+        tmp_path, model="openai/gpt-4o", overrides={"api_base": fake_server.base_url, "model_retries": 0},
+        environ={}, home=tmp_path / "home",
+    )
+    assert ws.model.supports_vision()  # type: ignore[attr-defined]
+    fake_server.enqueue({"tool_calls": [{"name": "view_image", "arguments": {"path": "chart.png"}}]}, {"text": "A tiny image."})
+    result = await ws.run("look at chart.png")
+    assert result.stop_reason == "end_turn", result.error
+    messages = sent_messages(fake_server, 1)
+    roles = [m["role"] for m in messages]
+    assert roles[-2:] == ["tool", "user"]
+    image_parts = [p for p in messages[-1]["content"] if p.get("type") == "image_url"]
+    assert image_parts and image_parts[0]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+async def test_view_image_on_a_blind_model_is_a_clear_error(workspace: Workspace, fake_server: FakeOpenAIServer, tmp_path: Path):
+    from tests.unit.test_images import tiny_png
+
+    (tmp_path / "chart.png").write_bytes(tiny_png())
+    fake_server.enqueue({"tool_calls": [{"name": "view_image", "arguments": {"path": "chart.png"}}]}, {"text": "I cannot see it."})
+    await workspace.run("look at chart.png")
+    tool_message = [m for m in sent_messages(fake_server, 1) if m["role"] == "tool"][0]
+    assert "cannot see images" in json.loads(tool_message["content"])["error"]

@@ -1,4 +1,5 @@
-"""What the widget's buttons and boxes do to a running turn: approve, steer, ask aside, stop.
+"""What the widget's buttons and boxes do to a running turn: approve, review a plan, steer,
+ask aside, stop.
 
 The controller owns one turn's TurnState, its TurnView and the coalescing sync. Front-end
 messages arrive in comm callbacks on the kernel's main thread while the cell awaits the turn
@@ -12,10 +13,10 @@ import asyncio
 import contextlib
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from ...engine.approval import HEADLESS_REASON
 from ...engine.events import PermissionDecision, PermissionRequest, TextEvent, TurnDone
+from ...engine.modes import PlanReview
 from ...errors import BlitzError, SteerTooLateError
 from .state import TurnState
 from .sync import WidgetSync
@@ -23,6 +24,7 @@ from .view import (
     AsideMessage,
     DecideMessage,
     FrontEndMessage,
+    ReviewMessage,
     SteerMessage,
     StopMessage,
     TurnView,
@@ -33,9 +35,15 @@ if TYPE_CHECKING:
     from ...engine.workspace import Workspace
 
 RENDER_TIMEOUT_S = 10.0
-"""How long a permission request waits for the widget to render before the headless policy
-answers it (fail-closed: nobody can click a widget nobody sees)."""
+"""How long a permission request or a plan waits for the widget to render before nobody is
+taken to be there (fail-closed: nobody can click a widget nobody sees)."""
 STOPPED_REASON = "the user pressed Stop (denied)"
+PLAN_STOPPED_REASON = "the user pressed Stop"
+UNSEEN_PLAN_REASON = (
+    "nobody can review it here (the turn's widget is not on screen), so the turn stops with the plan "
+    "not approved"
+)
+ASIDE_CANCELLED = "aside cancelled"
 
 
 @dataclass
@@ -54,11 +62,26 @@ class OpenRequest:
             self.answered.set_result(list(self.decisions.values()))
 
 
+@dataclass
+class OpenReview:
+    """A proposed plan the widget shows with Approve plan / Reject."""
+
+    review_id: int
+    answered: asyncio.Future[PlanReview]
+
+    def resolve(self, review: PlanReview) -> None:
+        if not self.answered.done():
+            self.answered.set_result(review)
+
+
 class WidgetApprover:
     """The Approver (engine/approval.py) behind the widget's Allow once / Always allow / Deny.
 
-    Interactive only once the cell chose the widget; a widget that never rendered answers by
-    the headless policy, so a request nobody can see is never left hanging or silently allowed.
+    Interactive only while a view of the turn has rendered. The engine reads `interactive`
+    once, right after the PermissionRequest event; the cell's event handler first waits
+    (bounded) for a displayed widget to render (`TurnController.wait_until_seen`), so a request
+    nobody can see gets the engine's own headless verdict (ENG-25) — never left hanging, never
+    silently allowed, and with no second copy of that rule here.
     """
 
     def __init__(self, controller: TurnController) -> None:
@@ -66,14 +89,38 @@ class WidgetApprover:
 
     @property
     def interactive(self) -> bool:
-        return self._controller.interactive
+        return self._controller.rendered.is_set()
 
     async def decide(self, request: PermissionRequest) -> list[PermissionDecision]:
+        return await self._controller.ask(request)
+
+
+class WidgetPlanReviewer:
+    """The PlanReviewer (engine/modes.py) behind the widget's Approve plan / Reject (ENG-32).
+
+    The engine has no "nobody can review" answer for a reviewer it was given (only None up
+    front makes the plan the answer), and a turn learns whether its widget is seen only while
+    it runs. So a `--plan` turn settles that before it starts (live.py) and passes no reviewer
+    when nobody can see it; this reviewer meets the rest — a plan the agent proposed on its own
+    while no widget is seen — by rejecting it with UNSEEN_PLAN_REASON and stopping the turn
+    after the step, rather than leaving the model to re-propose to nobody.
+    """
+
+    def __init__(self, controller: TurnController) -> None:
+        self._controller = controller
+
+    @property
+    def interactive(self) -> bool:
+        """Whether somebody can answer. The engine does not read it yet; with it, a reviewer
+        nobody can see could make the plan the answer ("unreviewed") as None does."""
+        return self._controller.rendered.is_set()
+
+    async def review(self, plan: str) -> PlanReview:
         controller = self._controller
         if not await controller.wait_rendered():
-            controller.withdraw(request)
-            return controller.headless_decisions(request)
-        return await controller.ask(request)
+            controller.workspace.stop(controller.state.session)
+            return PlanReview(approved=False, reason=UNSEEN_PLAN_REASON)
+        return await controller.review_plan(plan)
 
 
 class TurnController:
@@ -92,16 +139,19 @@ class TurnController:
         self.state = TurnState(turn_id=self.turn_id, prompt=prompt, session=session)
         self.render_timeout = RENDER_TIMEOUT_S if render_timeout is None else render_timeout
         self.view: TurnView | None = None
+        """The widget, once the cell shows it (a front end answered the probe)."""
         self.sync: WidgetSync | None = None
-        self.interactive = False
-        """True once the cell shows this widget (a front end answered the probe)."""
         self.rendered = asyncio.Event()
+        """Set by the first message from a view of this turn: somebody can see it and click."""
         self.approver = WidgetApprover(self)
+        self.plan_reviewer = WidgetPlanReviewer(self)
         self.late_steers: list[str] = []
         """Steer messages that came when no turn ran (SteerTooLateError): the next prompt."""
         self.cell_task = asyncio.current_task()
         """The task a second Stop cancels: the cell's, as a kernel interrupt would."""
         self._request: OpenRequest | None = None
+        self._review: OpenReview | None = None
+        self._review_ids = 0
         self._asides: dict[int, asyncio.Task[None]] = {}
 
     # -- the view ---------------------------------------------------------------------------
@@ -112,7 +162,6 @@ class TurnController:
         self.state.dirty.clear()
         self.view = TurnView(self.turn_id, self.receive, **values)
         self.sync = WidgetSync(self.view, self.state)
-        self.interactive = True
         return self.view
 
     def apply(self, event: Any) -> None:
@@ -147,6 +196,8 @@ class TurnController:
         self.rendered.set()  # any message proves that a view of this turn is on screen
         if isinstance(message, DecideMessage):
             self._on_decide(message)
+        elif isinstance(message, ReviewMessage):
+            self._on_review(message)
         elif isinstance(message, SteerMessage):
             self._on_steer(message.text)
         elif isinstance(message, AsideMessage):
@@ -168,6 +219,13 @@ class TurnController:
         self.state.decide_call(message.call_id, message.decision)
         if request.complete():
             request.resolve()
+
+    def _on_review(self, message: ReviewMessage) -> None:
+        review = self._review
+        if review is None or message.review_id != review.review_id:
+            return  # a plan the turn no longer waits for: stale
+        reason = None if message.approved else (message.reason or "").strip() or None
+        review.resolve(PlanReview(approved=message.approved, reason=reason))
 
     def _on_steer(self, text: str) -> None:
         """ENG-40/42: queue it for the running turn, or keep it as the next prompt."""
@@ -207,15 +265,22 @@ class TurnController:
 
         try:
             result = await self.workspace.aside(state.session, question, on_event=show)
-        except asyncio.CancelledError:
-            state.set_aside(aside_id, "cancelled", "".join(streamed), "cancelled: the turn ended")
+        except asyncio.CancelledError:  # cancelled before the engine's turn began
+            state.set_aside(aside_id, "cancelled", "".join(streamed), ASIDE_CANCELLED)
         except BlitzError as exc:
             state.set_aside(aside_id, "failed", "".join(streamed), str(exc))
         except Exception as exc:  # an aside must never break the turn it was asked beside
             state.set_aside(aside_id, "failed", "".join(streamed), f"{type(exc).__name__}: {exc}")
         else:
-            error = getattr(result, "error", None)
-            state.set_aside(aside_id, "failed" if error else "answered", result.text, error)
+            # The engine turns a cancellation into a result, so its stop reason tells an answer
+            # from an aside that was cut short or failed (an empty text is not an answer).
+            if result.stop_reason == "end_turn":
+                state.set_aside(aside_id, "answered", result.text)
+            elif result.stop_reason == "cancelled":
+                state.set_aside(aside_id, "cancelled", "".join(streamed), ASIDE_CANCELLED)
+            else:
+                error = result.error or f"the aside stopped ({result.stop_reason})"
+                state.set_aside(aside_id, "failed", "".join(streamed), error)
         finally:
             self._asides.pop(aside_id, None)
             self.changed(urgent=True)
@@ -234,6 +299,8 @@ class TurnController:
             state.set_stopping("graceful")
             self.workspace.stop(state.session)
             self._deny_open_request(STOPPED_REASON)
+            if self._review is not None:
+                self._review.resolve(PlanReview(approved=False, reason=PLAN_STOPPED_REASON))
         else:
             state.set_stopping("force")
             if self.cell_task is not None:
@@ -242,15 +309,21 @@ class TurnController:
     # -- approvals ------------------------------------------------------------------------
 
     async def wait_rendered(self) -> bool:
+        """Whether a view of this turn is on screen: False at once when no widget was
+        displayed (plain outputs), else after up to `render_timeout` for it to render."""
+        if self.view is None:
+            return False
         if not self.rendered.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.rendered.wait(), self.render_timeout)
         return self.rendered.is_set()
 
-    def headless_decisions(self, request: PermissionRequest) -> list[PermissionDecision]:
-        verdict: Literal["allow", "deny"] = self.workspace.config.approval.headless
-        reason = None if verdict == "allow" else HEADLESS_REASON
-        return [PermissionDecision(call_id=c.id, decision=verdict, reason=reason) for c in request.calls]
+    async def wait_until_seen(self, request: PermissionRequest) -> None:
+        """Before the engine decides `request` (the event handler awaits this): let a displayed
+        widget render; if none does, take the request off the widget — the engine then answers
+        it by the headless policy, since the approver is not interactive."""
+        if not await self.wait_rendered():
+            self.withdraw(request)
 
     async def ask(self, request: PermissionRequest) -> list[PermissionDecision]:
         """Show the request (the PermissionRequest event already put it in the state) and
@@ -266,6 +339,23 @@ class TurnController:
         finally:
             self._request = None
             self.state.clear_pending()
+            self.changed(urgent=True)
+
+    async def review_plan(self, plan: str) -> PlanReview:
+        """Show the plan with Approve plan / Reject and wait for the click. Stop pressed
+        (before or meanwhile) rejects it; a force stop or interrupt cancels the wait."""
+        self._review_ids += 1
+        review = OpenReview(self._review_ids, asyncio.get_running_loop().create_future())
+        self._review = review
+        self.state.open_review(review.review_id, plan)
+        if self.state.stopping:
+            review.resolve(PlanReview(approved=False, reason=PLAN_STOPPED_REASON))
+        self.changed(urgent=True)
+        try:
+            return await review.answered
+        finally:
+            self._review = None
+            self.state.close_review()
             self.changed(urgent=True)
 
     def withdraw(self, request: PermissionRequest) -> None:

@@ -33,7 +33,9 @@ SteerStatus = Literal["queued", "delivered", "next_prompt", "dropped"]
 AsideStatus = Literal["thinking", "answered", "failed", "cancelled"]
 Phase = Literal["running", "finishing", "done"]
 
-SYNCED = ("header", "items", "live", "pending", "steers", "asides", "footer", "phase", "stopping", "notice")
+SYNCED = (
+    "header", "items", "live", "pending", "review", "steers", "asides", "footer", "phase", "stopping", "notice",
+)
 """The fields the widget mirrors as traits (same names)."""
 
 OPEN_STATUSES = ("queued", "waiting", "running")
@@ -55,6 +57,8 @@ class TurnState:
     model: str = ""
     agent: str = ""
     turn_index: int = 0
+    label: str = ""
+    """Shown instead of the prompt when the cell did not type it (the carry-out of a plan)."""
     started_ms: float = field(default_factory=_now_ms)
     items: list[dict[str, Any]] = field(default_factory=list)
     """Finished blocks in order: text, thought, tool, plan, compaction, error."""
@@ -62,6 +66,8 @@ class TurnState:
     live_thought: str = ""
     pending: dict[str, Any] = field(default_factory=dict)
     """The open permission request ({} when none): request_id and its calls with decisions."""
+    review: dict[str, Any] = field(default_factory=dict)
+    """The plan waiting for Approve plan / Reject ({} when none): review_id and the plan."""
     steers: list[dict[str, Any]] = field(default_factory=list)
     asides: list[dict[str, Any]] = field(default_factory=list)
     usage: UsageTotals = field(default_factory=UsageTotals)
@@ -198,6 +204,7 @@ class TurnState:
                    "tokens_before": event.tokens_before, "tokens_after": event.tokens_after})
 
     def _on_plan(self, event: PlanEvent) -> None:
+        self.close_review()
         self._add({"kind": "plan", "plan": event.plan, "status": event.status, "reason": event.reason})
 
     def _on_error(self, event: ErrorEvent) -> None:
@@ -212,6 +219,7 @@ class TurnState:
             if tool["status"] in OPEN_STATUSES:
                 tool["status"], tool["ended_ms"] = "cancelled", _now_ms()
         self.clear_pending()
+        self.close_review()
         self.usage = event.usage.model_copy()
         self.stop_reason, self.error = event.stop_reason, event.error
         if event.error:
@@ -247,6 +255,24 @@ class TurnState:
         self.stopping = how
         self.dirty.add("stopping")
 
+    def open_review(self, review_id: int, plan: str) -> None:
+        """ENG-32: a plan waits for the user; exit_plan_mode's card says so meanwhile."""
+        self.review = {"review_id": review_id, "plan": plan}
+        for tool in self._tools.values():
+            if tool["name"] == "exit_plan_mode" and tool["status"] == "running":
+                tool["status"] = "waiting"
+        self.dirty.update(("review", "items"))
+
+    def close_review(self) -> None:
+        """The plan was answered, or the turn is over: the buttons go away."""
+        if self.review:
+            self.review = {}
+            self.dirty.add("review")
+        for tool in self._tools.values():
+            if tool["name"] == "exit_plan_mode" and tool["status"] == "waiting":
+                tool["status"] = "running"
+                self.dirty.add("items")
+
     def decide_call(self, call_id: str, decision: str) -> None:
         """Show a click at once, before the engine's decision event confirms it."""
         for call in self.pending.get("calls", []):
@@ -259,7 +285,7 @@ class TurnState:
     def synced_value(self, name: str) -> Any:
         """The JSON value of one synced field; fresh containers, so traitlets sees a change."""
         if name == "header":
-            return {"prompt": self.prompt, "session": self.session, "model": self.model,
+            return {"prompt": self.prompt, "label": self.label, "session": self.session, "model": self.model,
                     "agent": self.agent, "turn_index": self.turn_index, "started_ms": self.started_ms}
         if name == "items":
             return [dict(item) for item in self.items]
@@ -270,6 +296,8 @@ class TurnState:
                 return {}
             return {"request_id": self.pending["request_id"],
                     "calls": [dict(call) for call in self.pending["calls"]]}
+        if name == "review":
+            return dict(self.review)
         if name in ("steers", "asides"):
             return [dict(entry) for entry in getattr(self, name)]
         if name == "footer":

@@ -10,9 +10,9 @@ the configuration or the environment goes in, so no secret can.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
+from ..markdown import escape_html
 from .state import TurnState
 
 RECORD_VERSION = 1
@@ -21,9 +21,6 @@ ARG_CHARS = 2000
 RESULT_CHARS = 200
 LINE_ARGS_CHARS = 100
 LINE_RESULT_CHARS = 120
-
-_CODE = re.compile(r"(^(?:```|~~~).*?^(?:```|~~~)[^\n]*$|`+[^`\n]*`+)", re.S | re.M)
-"""Fenced code blocks and inline code spans: Markdown shows their text as it is."""
 
 STATUS_MARK = {"done": "✓", "error": "✗", "denied": "⊘ denied", "cancelled": "⊘ cancelled"}
 STEER_WORDS = {
@@ -48,14 +45,6 @@ def _short_value(value: Any) -> Any:
     if isinstance(value, list):
         return [_short_value(item) for item in value]
     return value
-
-
-def escape_html(markdown: str) -> str:
-    """Model text as Markdown that cannot carry HTML: every `<` outside code becomes `&lt;`.
-    Outputs a kernel produces count as trusted in JupyterLab, so raw HTML in them would be
-    rendered, scripts and event handlers included; a prompt injection must not get that far."""
-    parts = _CODE.split(markdown)
-    return "".join(part if index % 2 else part.replace("<", "&lt;") for index, part in enumerate(parts))
 
 
 def turn_record(state: TurnState, final_text: str) -> dict[str, Any]:
@@ -113,28 +102,44 @@ def code_span(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def plan_heading(item: dict[str, Any]) -> str:
+    """What became of a proposed plan, in words (plain text)."""
+    status = item["status"]
+    if status == "approved":
+        return "Proposed plan — approved"
+    if status == "rejected":
+        return f"Proposed plan — rejected: {item.get('reason') or 'no reason given'}"
+    return "Proposed plan — not reviewed"
+
+
 def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
     """(markdown, plain) pieces in the order the turn produced them."""
     pieces: list[tuple[str, str]] = []
+    if state.label:
+        pieces.append((f"*{escape_html(state.label)}*", state.label))
+    # A plan that ended the turn is its answer (ENG-32): shown once, as the plan.
+    plans = {item["plan"] for item in state.items if item["kind"] == "plan"}
+    answer = "" if final_text in plans else final_text
     texts = [i for i, item in enumerate(state.items) if item["kind"] == "text"]
     last_text = texts[-1] if texts else None
     for index, item in enumerate(state.items):
         kind = item["kind"]
         if kind == "text":
-            text = final_text if index == last_text and final_text else item["text"]
+            text = answer if index == last_text and answer else item["text"]
             pieces.append((escape_html(text), text))
         elif kind == "tool":
             line = tool_line(item)
             pieces.append((f"- {code_span(line)}", line))
         elif kind == "plan":
-            pieces.append((f"**Proposed plan** ({item['status']})\n\n{escape_html(item['plan'])}", f"Proposed plan ({item['status']}):\n{item['plan']}"))
+            heading = plan_heading(item)
+            pieces.append((f"**{escape_html(heading)}**\n\n{escape_html(item['plan'])}", f"{heading}\n{item['plan']}"))
         elif kind == "compaction":
             line = f"⟲ compacted {item['covered_events']} earlier event(s) into a summary"
             pieces.append((f"*{line}*", line))
         elif kind == "error":
             pieces.append((f"**Stopped:** {code_span(one_line(item['message'], 300))}", f"Stopped: {item['message']}"))
-    if last_text is None and final_text:
-        pieces.append((escape_html(final_text), final_text))
+    if last_text is None and answer:
+        pieces.append((escape_html(answer), answer))
     return pieces
 
 
@@ -154,13 +159,16 @@ def static_bundle(state: TurnState, final_text: str) -> tuple[dict[str, str], di
         markdown.append(f"\n\n*{code_span(line)}*")
         plain.append(line)
     for aside in state.asides:
-        answer = aside["answer"] or aside["error"] or aside["status"]
+        # a cancelled or failed aside says so (with what it had said so far): it is no answer
+        answer = "\n\n".join(part for part in (aside["answer"], aside["error"] and f"({aside['error']})") if part)
+        answer = answer or aside["status"]
         quoted = "\n".join(f"> {line}" for line in escape_html(answer).splitlines())
         question = code_span(one_line(aside["question"], 300))
         markdown.append(f"\n\n> **Aside** (not part of the session): {question}\n>\n{quoted}")
         plain.append(f"Aside (not part of the session): {aside['question']}\n{answer}")
     footer = usage_line(state)
-    markdown.append(f"\n\n<sub>{footer}</sub>" if markdown else f"<sub>{footer}</sub>")
+    small = f"<sub>{escape_html(footer)}</sub>"
+    markdown.append(f"\n\n{small}" if markdown else small)
     plain.append(footer)
     data = {"text/markdown": "".join(markdown), "text/plain": "\n".join(plain)}
     return data, {"blitz": turn_record(state, final_text)}

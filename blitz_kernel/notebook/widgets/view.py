@@ -53,6 +53,17 @@ class AsideMessage(BaseModel):
     question: str = Field(min_length=1, max_length=MAX_TEXT)
 
 
+class ReviewMessage(BaseModel):
+    """Approve plan / Reject pressed on a proposed plan (ENG-32); `review_id` names the plan,
+    so a click on a plan the turn no longer waits for is recognised as stale."""
+
+    kind: Literal["review"]
+    turn_id: str
+    review_id: int
+    approved: bool
+    reason: str | None = Field(default=None, max_length=MAX_TEXT)
+
+
 class StopMessage(BaseModel):
     """Stop pressed: the first stops after the current step, the second at once."""
 
@@ -61,7 +72,7 @@ class StopMessage(BaseModel):
 
 
 FrontEndMessage = Annotated[
-    ReadyMessage | DecideMessage | SteerMessage | AsideMessage | StopMessage,
+    ReadyMessage | DecideMessage | ReviewMessage | SteerMessage | AsideMessage | StopMessage,
     Field(discriminator="kind"),
 ]
 FRONT_END_MESSAGE: TypeAdapter[FrontEndMessage] = TypeAdapter(FrontEndMessage)
@@ -86,6 +97,7 @@ class TurnView(anywidget.AnyWidget):  # type: ignore[misc]
     items: traitlets.List[Any] = traitlets.List().tag(sync=True)
     live = traitlets.Dict().tag(sync=True)
     pending = traitlets.Dict().tag(sync=True)
+    review = traitlets.Dict().tag(sync=True)
     steers: traitlets.List[Any] = traitlets.List().tag(sync=True)
     asides: traitlets.List[Any] = traitlets.List().tag(sync=True)
     footer = traitlets.Dict().tag(sync=True)

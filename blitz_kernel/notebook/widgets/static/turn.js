@@ -153,6 +153,11 @@ function seconds(ms) {
   return `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
 }
 
+function toolMark(tool) {
+  if (tool.status === "waiting" && tool.name === "exit_plan_mode") return "waiting for review";
+  return TOOL_MARK[tool.status] || tool.status;
+}
+
 function toolCard(tool, openCards) {
   const details = h("details", { class: `blitz-tool blitz-tool-${tool.status}`, "data-tool-id": tool.id });
   if (openCards.has(tool.id)) details.open = true;
@@ -169,7 +174,7 @@ function toolCard(tool, openCards) {
   details.blitzTick = tool.ended_ms ? null : tick;
   details.append(
     h("summary", {},
-      h("span", { class: "blitz-status", text: TOOL_MARK[tool.status] || tool.status }),
+      h("span", { class: "blitz-status", text: toolMark(tool) }),
       h("span", { class: "blitz-tool-name", text: tool.name }),
       h("span", { class: "blitz-args", text: `(${shortArgs(tool.args)})` }),
       elapsed),
@@ -192,8 +197,8 @@ function itemNode(item, openCards) {
     case "tool":
       return toolCard(item, openCards);
     case "plan":
-      return h("div", { class: "blitz-plan" },
-        h("div", { class: "blitz-label", text: `Proposed plan (${item.status})` }), renderMarkdown(item.plan));
+      return h("div", { class: `blitz-plan blitz-plan-${item.status}` },
+        h("div", { class: "blitz-label", text: planHeading(item) }), renderMarkdown(item.plan));
     case "compaction":
       return h("div", { class: "blitz-note", text: `⟲ compacted ${item.covered_events} earlier event(s) into a summary` });
     case "error":
@@ -201,6 +206,38 @@ function itemNode(item, openCards) {
     default:
       return null;
   }
+}
+
+function planHeading(item) {
+  if (item.status === "approved") return "Proposed plan — approved";
+  if (item.status === "rejected") return `Proposed plan — rejected: ${item.reason || "no reason given"}`;
+  return "Proposed plan — not reviewed";
+}
+
+function reviewCard(review, send) {
+  // ENG-32: the plan waits for the user; the reason box is read by the model on Reject.
+  if (!review || !review.review_id) return null;
+  const reason = h("input", {
+    type: "text", class: "blitz-reason", placeholder: "what to change (optional, the model reads it)",
+    "aria-label": "Reason for rejecting",
+  });
+  const buttons = [];
+  const answer = (approved) => () => {
+    for (const button of buttons) button.disabled = true;
+    send({ kind: "review", review_id: review.review_id, approved, reason: approved ? null : reason.value });
+  };
+  buttons.push(
+    h("button", { class: "blitz-allow", type: "button", onclick: answer(true) }, "Approve plan"),
+    h("button", { class: "blitz-deny", type: "button", onclick: answer(false) }, "Reject"));
+  reason.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.isComposing || !reason.value.trim()) return;
+    event.preventDefault();
+    answer(false)();
+  });
+  return h("div", { class: "blitz-review", role: "group", "aria-label": "Plan review" },
+    h("div", { class: "blitz-label", text: "Proposed plan — approve it to carry it out" }),
+    renderMarkdown(review.plan),
+    h("div", { class: "blitz-buttons" }, buttons, reason));
 }
 
 function permissionCard(model, pending, send) {
@@ -253,6 +290,7 @@ function render({ model, el }) {
   const body = h("div", { class: "blitz-body", "aria-live": "polite" });
   const live = h("div", { class: "blitz-live" });
   const permission = h("div", { class: "blitz-permission-slot" });
+  const reviewSlot = h("div", { class: "blitz-review-slot" });
   const steerLog = h("ul", { class: "blitz-steers", "aria-label": "Steer messages" });
   const asideLog = h("div", { class: "blitz-asides" });
   const notice = h("div", { class: "blitz-note" });
@@ -281,12 +319,15 @@ function render({ model, el }) {
   stopButton.addEventListener("click", () => send({ kind: "stop" }));
 
   const controls = h("div", { class: "blitz-controls" }, steerBox, asideBox, stopButton, stopHint);
-  const root = h("div", { class: "blitz-turn" }, prompt, body, live, permission, steerLog, asideLog, notice, controls, footer);
+  const root = h("div", { class: "blitz-turn" },
+    prompt, body, live, permission, reviewSlot, steerLog, asideLog, notice, controls, footer);
   el.replaceChildren(root);
 
   const drawHeader = () => {
     const header = model.get("header") || {};
-    prompt.replaceChildren(h("span", { class: "blitz-label", text: "Prompt" }), h("span", { text: header.prompt || "" }));
+    prompt.replaceChildren(...(header.label
+      ? [h("span", { class: "blitz-carry-out", text: header.label })]
+      : [h("span", { class: "blitz-label", text: "Prompt" }), h("span", { text: header.prompt || "" })]));
   };
   const drawItems = () => {
     body.replaceChildren(...(model.get("items") || []).map((item) => itemNode(item, openCards)).filter(Boolean));
@@ -301,6 +342,9 @@ function render({ model, el }) {
   const drawPermission = () => {
     permission.replaceChildren(...[permissionCard(model, model.get("pending"), send)].filter(Boolean));
   };
+  const drawReview = () => {
+    reviewSlot.replaceChildren(...[reviewCard(model.get("review"), send)].filter(Boolean));
+  };
   const drawSteers = () => {
     steerLog.replaceChildren(...(model.get("steers") || []).map((steer) => h("li", { class: `blitz-steer-${steer.status}` },
       h("span", { text: `↪ ${steer.text}` }),
@@ -312,7 +356,7 @@ function render({ model, el }) {
       h("div", { class: "blitz-aside-question", text: aside.question }),
       aside.answer ? renderMarkdown(aside.answer) : null,
       aside.status === "thinking" && !aside.answer ? h("div", { class: "blitz-note", text: "thinking…" }) : null,
-      aside.error ? h("div", { class: "blitz-error", text: aside.error }) : null)));
+      aside.error ? h("div", { class: aside.status === "cancelled" ? "blitz-note" : "blitz-error", text: aside.error }) : null)));
   };
   const drawControls = () => {
     const phase = model.get("phase");
@@ -331,7 +375,7 @@ function render({ model, el }) {
   const drawNotice = () => { notice.textContent = model.get("notice") || ""; };
 
   const draws = {
-    header: drawHeader, items: drawItems, live: drawLive, pending: drawPermission, steers: drawSteers,
+    header: drawHeader, items: drawItems, live: drawLive, pending: drawPermission, review: drawReview, steers: drawSteers,
     asides: drawAsides, phase: () => { drawControls(); drawFooter(); }, stopping: drawControls,
     footer: drawFooter, notice: drawNotice,
   };

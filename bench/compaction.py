@@ -20,9 +20,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from blitz_kernel.core.history import HISTORY_ADAPTER
 from blitz_kernel.engine import compaction
 from blitz_kernel.engine.compaction import estimate_tokens
-from blitz_kernel.engine.history import HISTORY_ADAPTER
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.base import ModelRequest, StreamItem
 from blitz_kernel.models.scripted import ScriptedModel

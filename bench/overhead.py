@@ -91,7 +91,7 @@ async def measure(reps: int, steps: int, base_url: str, workspace: Path) -> dict
     import litellm
     import openai
 
-    from blitz_kernel.engine.history import ToolResultMessage, user_prompt
+    from blitz_kernel.core.history import ToolResultMessage, user_prompt
     from blitz_kernel.engine.workspace import Workspace
     from blitz_kernel.models.base import ModelRequest, ModelResponse, ToolSpec
     from blitz_kernel.models.litellm_model import LiteLLMModel

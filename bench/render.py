@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 import comm  # noqa: E402
 from comm.base_comm import BaseComm  # noqa: E402
 
-from blitz_kernel.engine.usage import Price, TokenUsage  # noqa: E402
+from blitz_kernel.core.usage import Price, TokenUsage  # noqa: E402
 from blitz_kernel.engine.workspace import Workspace  # noqa: E402
 from blitz_kernel.models.base import ModelRequest, ModelResponse, StreamItem, TextDelta  # noqa: E402
 from blitz_kernel.notebook.widgets.controller import TurnController  # noqa: E402

@@ -33,7 +33,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from .engine.usage import Price
+from .core.usage import Price
 from .errors import ConfigError
 
 ToolPolicy = Literal["allow", "ask", "deny"]

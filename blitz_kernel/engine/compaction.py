@@ -14,9 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from ..errors import CompactionError, ModelError, NothingToCompactError
-from ..models.base import Model, ModelRequest, ModelResponse
-from .history import (
+from ..core.history import (
     AssistantMessage,
     Message,
     SummaryMessage,
@@ -24,7 +22,9 @@ from .history import (
     ToolResultMessage,
     UserMessage,
 )
-from .usage import TokenUsage
+from ..core.usage import TokenUsage
+from ..errors import CompactionError, ModelError, NothingToCompactError
+from ..models.base import Model, ModelRequest, ModelResponse
 
 SUMMARY_TIMEOUT_S = 180.0
 RESULT_CHARS = 2000

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from .usage import TokenUsage, UsageTotals
+from ..core.usage import TokenUsage, UsageTotals
 
 StopReason = Literal["end_turn", "max_turns", "max_cost", "timeout", "cancelled", "blocked", "error"]
 Verdict = Literal["allow", "always", "deny"]

@@ -19,6 +19,15 @@ from typing import Any, cast
 
 from pydantic import BaseModel, Field
 
+from ..core.history import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    check_history,
+    user_prompt,
+)
+from ..core.usage import PriceBook, TokenUsage, UsageTotals
 from ..errors import (
     BlitzError,
     ContextWindowError,
@@ -48,18 +57,9 @@ from .events import (
     TurnStarted,
     UsageEvent,
 )
-from .history import (
-    AssistantMessage,
-    Message,
-    ToolCall,
-    ToolResultMessage,
-    check_history,
-    user_prompt,
-)
 from .modes import PLAN_INSTRUCTIONS, PLAN_MODE, PlanReviewer, PlanStatus, plan_feedback, refusal
 from .session import Session
 from .steering import TurnControl
-from .usage import PriceBook, TokenUsage, UsageTotals
 
 EventHandler = Callable[[Event], Awaitable[None] | None]
 CANCELLED_RESULT = "cancelled: the turn was stopped before this call finished"

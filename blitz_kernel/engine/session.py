@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .history import Message
+from ..core.history import Message
+from ..core.usage import UsageLedger
 from .steering import TurnControl
-from .usage import UsageLedger
 
 
 @dataclass

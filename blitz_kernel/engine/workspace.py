@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import BlitzConfig, load_config
+from ..core.usage import PriceBook, UsageLedger
 from ..errors import BlitzError, SessionBusyError, SteerTooLateError, UnknownAgentError
 from ..models.base import Model
 from ..models.factory import build_model
@@ -26,7 +27,6 @@ from .loop import EventHandler, TurnLimits, TurnPlan, TurnResult, TurnRunner
 from .modes import ASIDE_INSTRUCTIONS, ASIDE_MODE, PLAN_INSTRUCTIONS, PLAN_MODE, PlanReviewer
 from .session import Session
 from .steering import TurnControl
-from .usage import PriceBook, UsageLedger
 
 
 class Workspace:

@@ -13,8 +13,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from ..engine.history import AssistantMessage, Message, ToolCall
-from ..engine.usage import Price, TokenUsage
+from ..core.history import AssistantMessage, Message, ToolCall
+from ..core.usage import Price, TokenUsage
 
 
 class ToolSpec(BaseModel):

@@ -36,7 +36,7 @@ import warnings
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from ..engine.history import (
+from ..core.history import (
     AssistantMessage,
     ImagePart,
     Message,
@@ -46,7 +46,7 @@ from ..engine.history import (
     ToolResultMessage,
     UserMessage,
 )
-from ..engine.usage import Price, TokenUsage
+from ..core.usage import Price, TokenUsage
 from ..errors import (
     ContextWindowError,
     ModelAuthError,

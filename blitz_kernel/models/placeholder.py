@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from ..engine.usage import Price
+from ..core.usage import Price
 from ..errors import ModelNotConfiguredError
 from .base import ModelRequest, StreamItem
 

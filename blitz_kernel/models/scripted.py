@@ -23,8 +23,8 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from ..engine.history import ToolCall
-from ..engine.usage import Price, TokenUsage
+from ..core.history import ToolCall
+from ..core.usage import Price, TokenUsage
 from ..errors import (
     ContextWindowError,
     ModelAuthError,

@@ -28,7 +28,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, Field, model_validator
 
-from ..engine.history import ImagePart
+from ..core.history import ImagePart
 from .files import resolve_in_workspace
 from .registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput, tool
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from ..engine.history import ImagePart
+from ..core.history import ImagePart
 from ..models.base import ToolSpec
 
 

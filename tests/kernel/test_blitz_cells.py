@@ -158,3 +158,25 @@ def test_no_model_configured_explains_how_to_set_one(tmp_path: Path):
         assert "BLITZ_MODEL" in cell.evalue and "%blitz_model" in cell.evalue
     finally:
         driver.shutdown()
+
+
+def test_model_html_never_reaches_a_display_raw(kernel: KernelDriver, server: FakeOpenAIServer):
+    """JupyterLab renders raw HTML inside a kernel's Markdown output, event handlers included:
+    every Markdown display of model text (while it streams, too) has the HTML escaped, and code
+    blocks stay readable."""
+    answer = (
+        "Look: <img src=x onerror=alert(1)> and `List<int>` and `x = 1`\n\n"
+        "```html\n<i>code stays as it is</i>\n```"
+    )
+    server.enqueue({"text": answer})
+    cell = kernel.run("%%blitz -s xss\nShow me.")
+    assert cell.status == "ok", cell.reply
+    markdown = [c["data"]["text/markdown"] for k, c in cell.outputs if k in ("display_data", "update_display_data")]
+    assert markdown and all("<img" not in text for text in markdown)
+    [shown] = cell.displays.values()
+    assert shown == (
+        "Look: &lt;img src=x onerror=alert(1)> and <code>List&lt;int&gt;</code> and `x = 1`\n\n"
+        "```html\n<i>code stays as it is</i>\n```"
+    )
+    records = [c["metadata"]["blitz"] for _, c in cell.outputs if "blitz" in c.get("metadata", {})]
+    assert records[-1]["text"] == answer  # the record keeps the model's exact text

@@ -16,7 +16,7 @@ from blitz_kernel.config import (
     parse_assignment,
     set_dotted,
 )
-from blitz_kernel.engine.usage import Price
+from blitz_kernel.core.usage import Price
 from blitz_kernel.errors import ConfigError
 
 

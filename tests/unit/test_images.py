@@ -19,7 +19,7 @@ from typing import Any
 import matplotlib
 import pytest
 
-from blitz_kernel.engine.history import (
+from blitz_kernel.core.history import (
     AssistantMessage,
     ImagePart,
     ToolCall,

@@ -7,6 +7,13 @@ import json
 
 import pytest
 
+from blitz_kernel.core.history import (
+    AssistantMessage,
+    ToolResultMessage,
+    UserMessage,
+    check_history,
+)
+from blitz_kernel.core.usage import Price
 from blitz_kernel.engine.events import (
     PermissionDecision,
     PermissionRequest,
@@ -17,13 +24,6 @@ from blitz_kernel.engine.events import (
     TurnDone,
     UsageEvent,
 )
-from blitz_kernel.engine.history import (
-    AssistantMessage,
-    ToolResultMessage,
-    UserMessage,
-    check_history,
-)
-from blitz_kernel.engine.usage import Price
 from blitz_kernel.errors import SessionBusyError, SteerTooLateError, UnknownAgentError
 from blitz_kernel.models.scripted import ScriptedModel
 from blitz_kernel.tools.registry import ToolKind
@@ -411,7 +411,7 @@ async def test_graceful_stop_ends_after_the_current_step(make_workspace):
 
 
 def test_price_lookup_prefers_exact_then_longest_prefix():
-    from blitz_kernel.engine.usage import PriceBook
+    from blitz_kernel.core.usage import PriceBook
 
     book = PriceBook({"gpt-4": Price(input=1, output=1), "gpt-4o": Price(input=2, output=2), "gpt-4o-mini": Price(input=3, output=3)}, lambda m: Price(input=9, output=9) if m == "other" else None)
     assert book.lookup("gpt-4o-mini").input == 3

@@ -7,9 +7,7 @@ import asyncio
 
 import pytest
 
-from blitz_kernel.engine.compaction import automatic_window, manual_window, render_window
-from blitz_kernel.engine.events import CompactionEvent, PlanEvent
-from blitz_kernel.engine.history import (
+from blitz_kernel.core.history import (
     AssistantMessage,
     SummaryMessage,
     TextPart,
@@ -18,6 +16,8 @@ from blitz_kernel.engine.history import (
     UserMessage,
     check_history,
 )
+from blitz_kernel.engine.compaction import automatic_window, manual_window, render_window
+from blitz_kernel.engine.events import CompactionEvent, PlanEvent
 from blitz_kernel.engine.modes import PlanReview, go_ahead_prompt
 from blitz_kernel.errors import CompactionError, NothingToCompactError
 from blitz_kernel.models.scripted import ScriptedModel

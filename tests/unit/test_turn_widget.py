@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from blitz_kernel.core.usage import TokenUsage, UsageTotals
 from blitz_kernel.engine.events import (
     PendingCall,
     PermissionDecision,
@@ -18,7 +19,6 @@ from blitz_kernel.engine.events import (
     TurnStarted,
     UsageEvent,
 )
-from blitz_kernel.engine.usage import TokenUsage, UsageTotals
 from blitz_kernel.notebook.widgets.state import TurnState
 from blitz_kernel.notebook.widgets.static import code_span, static_bundle, turn_record
 from blitz_kernel.notebook.widgets.sync import WidgetSync

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from blitz_kernel.engine.history import (
+from blitz_kernel.core.history import (
     AssistantMessage,
     ImagePart,
     SummaryMessage,
@@ -29,7 +29,7 @@ from blitz_kernel.engine.history import (
     UserMessage,
     user_prompt,
 )
-from blitz_kernel.engine.usage import TokenUsage
+from blitz_kernel.core.usage import TokenUsage
 from blitz_kernel.errors import (
     ContextWindowError,
     ModelAuthError,

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ...core.usage import UsageTotals
 from ...engine.events import (
     CompactionEvent,
     ErrorEvent,
@@ -26,7 +27,6 @@ from ...engine.events import (
     TurnStarted,
     UsageEvent,
 )
-from ...engine.usage import UsageTotals
 
 ToolStatus = Literal["queued", "waiting", "running", "done", "error", "denied", "cancelled"]
 SteerStatus = Literal["queued", "delivered", "next_prompt", "dropped"]

@@ -60,8 +60,10 @@ from .events import (
 from .modes import PLAN_INSTRUCTIONS, PLAN_MODE, PlanReviewer, PlanStatus, plan_feedback, refusal
 from .session import Session
 from .steering import TurnControl
+from .tracing import Telemetry, mark_error
 
 EventHandler = Callable[[Event], Awaitable[None] | None]
+TURN_SPAN = "blitz.turn"
 CANCELLED_RESULT = "cancelled: the turn was stopped before this call finished"
 PREVIEW_CHARS = 300
 
@@ -121,6 +123,9 @@ class TurnPlan:
     retain_events: int = 20
     plan_reviewer: PlanReviewer | None = None
     """Who reviews a proposed plan; None means nobody can (the plan is the answer)."""
+    telemetry: Telemetry = field(default_factory=lambda: Telemetry(enabled=False))
+    span_name: str = "blitz.turn"
+    """"blitz.turn" for turns (linked to the previous turn); "blitz.aside" for asides."""
     temperature: float | None = None
     max_tokens: int | None = None
     on_event: EventHandler | None = None
@@ -159,6 +164,31 @@ class TurnRunner:
         plan.tool_context.turn = self
 
     async def run(self, prompt: str) -> TurnResult:
+        """The turn, inside its span (ENG-90): the root of its own trace, linked to the
+        session's previous turn (ENG-91)."""
+        plan = self.plan
+        telemetry = plan.telemetry
+        attributes = {
+            "blitz.agent": plan.agent, "blitz.model": plan.model.name, "blitz.session": plan.session.name,
+            "blitz.turn_index": plan.session.turns, "blitz.prompt_length": len(prompt), "blitz.attachments": 0,
+            "blitz.max_turns": plan.limits.max_turns, "blitz.plan": plan.mode == PLAN_MODE,
+            "blitz.mode": plan.mode, "blitz.prompt": telemetry.content(prompt),
+        }
+        previous = None if plan.span_name != TURN_SPAN else plan.session.last_turn_span
+        with telemetry.root_span(plan.span_name, attributes, previous) as span:
+            result = await self._run(prompt)
+            span.set_attributes({
+                "blitz.model_calls": self.model_calls, "blitz.input_tokens": result.usage.input_tokens,
+                "blitz.output_tokens": result.usage.output_tokens, "blitz.cost_usd": result.usage.cost_usd,
+                "blitz.priced": result.usage.priced, "blitz.stop_reason": result.stop_reason,
+            })
+            if result.error is not None:
+                mark_error(span, result.error)
+            if plan.span_name == TURN_SPAN:
+                plan.session.last_turn_span = span.get_span_context()
+        return result
+
+    async def _run(self, prompt: str) -> TurnResult:
         plan = self.plan
         turn_index = plan.session.turns
         self._commit(user_prompt(prompt))
@@ -281,7 +311,8 @@ class TurnRunner:
             if required:
                 raise
             return False
-        summary, result = await Compactor(plan.model, plan.system).summarise(history, split, None)
+        with plan.telemetry.child_span("blitz.compaction", {"blitz.automatic": True}):
+            summary, result = await Compactor(plan.model, plan.system).summarise(history, split, None)
         plan.session.replace_window(split, summary)
         await self._record_usage(result.model, result.usage)
         await self._emit(
@@ -302,13 +333,18 @@ class TurnRunner:
             max_tokens=plan.max_tokens,
         )
         response: ModelResponse | None = None
-        async for item in plan.model.stream(request):
-            if isinstance(item, TextDelta):
-                await self._emit(TextEvent(text=item.text, delta=True, thought=item.thought))
-            else:
-                response = item
-        if response is None:
-            raise ModelError(plan.model.name, "the response stream ended without a final message")
+        with plan.telemetry.child_span("blitz.model_call", {"blitz.model": plan.model.name}) as span:
+            async for item in plan.model.stream(request):
+                if isinstance(item, TextDelta):
+                    await self._emit(TextEvent(text=item.text, delta=True, thought=item.thought))
+                else:
+                    response = item
+            if response is None:
+                raise ModelError(plan.model.name, "the response stream ended without a final message")
+            span.set_attributes({
+                "blitz.answered_by": response.model, "blitz.input_tokens": response.usage.input_tokens,
+                "blitz.output_tokens": response.usage.output_tokens, "blitz.tool_calls": len(response.tool_calls),
+            })
         if response.text:
             await self._emit(TextEvent(text=response.text, repeat=True))
         return response
@@ -442,6 +478,16 @@ class TurnRunner:
             raise
 
     async def _invoke(self, call: ToolCall, tool: Tool, args: BaseModel) -> ToolResultMessage:
+        telemetry = self.plan.telemetry
+        attributes = {"blitz.tool": call.name, "blitz.call_id": call.id, "blitz.arguments": telemetry.content(call.arguments)}
+        with telemetry.child_span("blitz.tool_call", attributes) as span:
+            result = await self._invoke_tool(call, tool, args)
+            span.set_attribute("blitz.ok", result.ok)
+            if not result.ok:
+                mark_error(span, result.error or "")
+            return result
+
+    async def _invoke_tool(self, call: ToolCall, tool: Tool, args: BaseModel) -> ToolResultMessage:
         try:
             output = await tool.func(args, self.plan.tool_context)
         except ToolError as exc:

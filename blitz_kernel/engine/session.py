@@ -7,6 +7,7 @@ durable store can persist it unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.history import Message
 from ..core.usage import UsageLedger
@@ -30,6 +31,8 @@ class Session:
     """The control of the turn that is running now, if any."""
     compacting: bool = False
     """A manual compaction is summarising; turns wait for it (SessionBusyError)."""
+    last_turn_span: Any = None
+    """The previous turn's span context: the next turn's span links to it (ENG-91)."""
     pending_approvals: int = 0
     """Permission requests waiting for an answer now (ENG-26 counts them per session)."""
 

@@ -27,6 +27,7 @@ from .loop import EventHandler, TurnLimits, TurnPlan, TurnResult, TurnRunner
 from .modes import ASIDE_INSTRUCTIONS, ASIDE_MODE, PLAN_INSTRUCTIONS, PLAN_MODE, PlanReviewer
 from .session import Session
 from .steering import TurnControl
+from .tracing import Telemetry
 
 
 class Workspace:
@@ -52,6 +53,7 @@ class Workspace:
         self.tools = ToolRegistry(builtin_tools())
         self._explicit_model = model
         self.model: Model = model or self._build(self.config.model)
+        self.telemetry = self._telemetry(self.config)
         self.sessions: dict[str, Session] = {}
 
     @classmethod
@@ -79,6 +81,11 @@ class Workspace:
     def _load(self, overrides: Mapping[str, Any]) -> BlitzConfig:
         return load_config(self.root, overrides=overrides, environ=self._environ, home=self._home)
 
+    @staticmethod
+    def _telemetry(config: BlitzConfig) -> Telemetry:
+        settings = config.telemetry
+        return Telemetry(enabled=settings.enabled, exporter=settings.exporter, include_content=settings.include_content)
+
     def _build(self, name: str | None) -> Model:
         config = self.config
         return build_model(
@@ -91,7 +98,8 @@ class Workspace:
         validate raises ConfigError and changes nothing (ENG-06)."""
         candidate = {**self._overrides, **dotted}
         config = self._load(candidate)
-        previous, self._overrides, self.config = self.config, candidate, config
+        telemetry = self._telemetry(config) if config.telemetry != self.config.telemetry else self.telemetry
+        previous, self._overrides, self.config, self.telemetry = self.config, candidate, config, telemetry
         model_settings = ("model", "api_base", "api_key_env", "model_retries")
         changed = any(getattr(previous, key) != getattr(config, key) for key in model_settings)
         if "model" in dotted or (changed and self._explicit_model is None):
@@ -202,6 +210,7 @@ class Workspace:
             on_event=on_event, kernel=kernel, limits=self._limits(None, None, None),
         )
         aside_plan.mode = ASIDE_MODE
+        aside_plan.span_name = "blitz.aside"
         aside_plan.system += ASIDE_INSTRUCTIONS
         aside_plan.compaction = False
         result = await TurnRunner(aside_plan, TurnControl()).run(question)
@@ -255,6 +264,7 @@ class Workspace:
             temperature=config.temperature,
             max_tokens=config.max_tokens,
             on_event=on_event,
+            telemetry=self.telemetry,
         )
 
     def _token_threshold(self, model: Model) -> int | None:
@@ -274,7 +284,9 @@ class Workspace:
             split = manual_window(state.history, keep_turns)
             definition = self._agent(None)
             model = self._turn_model(None, definition)
-            summary, result = await Compactor(model, definition.instructions).summarise(state.history, split, focus)
+            attributes = {"blitz.session": session, "blitz.model": model.name, "blitz.keep_turns": keep_turns}
+            with self.telemetry.root_span("blitz.compaction", attributes):
+                summary, result = await Compactor(model, definition.instructions).summarise(state.history, split, focus)
         finally:
             state.compacting = False
         state.replace_window(split, summary)

@@ -1,0 +1,92 @@
+"""OpenTelemetry tracing (ENG-90, ENG-91).
+
+Each turn is a span at the root of its own trace, linked to the session's previous turn
+(`link.type = previous_turn`); model calls and tool calls are its children; side questions and
+compactions get spans of their own. No prompt or tool content is recorded unless
+`telemetry.include_content` is on. With telemetry off nothing is created or exported.
+
+The workspace owns its own TracerProvider (never the global one), so a user's own tracing setup
+in the same kernel is left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Link, Span, SpanContext, Status, StatusCode
+
+from ..errors import ConfigError
+
+TRACER_NAME = "blitz_kernel"
+
+
+class Telemetry:
+    """Spans for one workspace; a disabled Telemetry hands out no-op spans."""
+
+    def __init__(self, *, enabled: bool, exporter: str = "console", include_content: bool = False) -> None:
+        self.enabled = enabled
+        self.include_content = include_content
+        self.memory: InMemorySpanExporter | None = None
+        self._provider: TracerProvider | None = None
+        if enabled:
+            self._provider = TracerProvider()
+            self._provider.add_span_processor(SimpleSpanProcessor(self._exporter(exporter)))
+        self._tracer = self._provider.get_tracer(TRACER_NAME) if self._provider else trace.NoOpTracer()
+
+    def _exporter(self, name: str) -> SpanExporter:
+        if name == "memory":
+            self.memory = InMemorySpanExporter()
+            return self.memory
+        if name == "console":
+            return ConsoleSpanExporter()
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        except ImportError:
+            raise ConfigError(
+                "telemetry.exporter", "configuration",
+                "otlp needs the package opentelemetry-exporter-otlp-proto-http (pip install it)",
+            ) from None
+        return OTLPSpanExporter()
+
+    @contextlib.contextmanager
+    def root_span(self, name: str, attributes: dict[str, Any], previous: SpanContext | None = None) -> Iterator[Span]:
+        """A span at the root of a new trace (a turn, an aside, a compaction), linked to
+        `previous` when given (ENG-91)."""
+        links = [Link(previous, {"link.type": "previous_turn"})] if previous is not None else []
+        with self._tracer.start_as_current_span(
+            name, context=otel_context.Context(), attributes=_clean(attributes), links=links,
+            record_exception=False, set_status_on_exception=False,
+        ) as span:
+            yield span
+
+    @contextlib.contextmanager
+    def child_span(self, name: str, attributes: dict[str, Any]) -> Iterator[Span]:
+        """A model or tool call under the current turn span."""
+        with self._tracer.start_as_current_span(
+            name, attributes=_clean(attributes), record_exception=False, set_status_on_exception=False
+        ) as span:
+            yield span
+
+    def content(self, text: str) -> str | None:
+        """`text` when content may be recorded, else None (the attribute is left out)."""
+        return text if self.include_content else None
+
+    def shutdown(self) -> None:
+        if self._provider is not None:
+            self._provider.shutdown()
+
+
+def mark_error(span: Span, message: str) -> None:
+    span.set_status(Status(StatusCode.ERROR, message))
+
+
+def _clean(attributes: dict[str, Any]) -> dict[str, Any]:
+    """OpenTelemetry takes no None values."""
+    return {key: value for key, value in attributes.items() if value is not None}

@@ -84,7 +84,7 @@ def _escape_line(line: str) -> str:
                 index = run_end
                 continue
             span = line[index : close + len(run)]
-            out.append(_safe_code_span(line[run_end:close]) if "<" in span else span)
+            out.append(html_code_span(line[run_end:close]) if "<" in span else span)
             index = close + len(run)
             continue
         out.append("&lt;" if char == "<" else char)
@@ -100,7 +100,7 @@ def _closing_run(line: str, run: str, start: int) -> int | None:
     return None
 
 
-def _safe_code_span(code: str) -> str:
+def html_code_span(code: str) -> str:
     """A code span as inline HTML: its text escaped for HTML, and its punctuation for Markdown
     (inline HTML does not stop Markdown, so `__init__` would turn bold)."""
     if code.startswith(" ") and code.endswith(" ") and code.strip():

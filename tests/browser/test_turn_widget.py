@@ -1,6 +1,7 @@
 """The live turn widget in a real JupyterLab and Notebook 7, driven through Chromium: text
 streams in, Allow and Deny are clicked, a steer message and a side question are typed, Stop is
-pressed (once, then twice), and the saved notebook reopens showing the static rendering."""
+pressed (once, then twice), the saved notebook reopens showing the static rendering, and a plan
+is rejected with a reason, then approved and carried out."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from blitz_kernel.engine.modes import go_ahead_prompt
 from tests.fakeserver import FakeOpenAIServer
 
 from .conftest import ARTIFACTS, FAKE_KEY, JupyterServer, start_server, write_notebook
@@ -31,8 +33,10 @@ RUN_ALL = "() => { window.jupyterapp.commands.execute('notebook:run-all-cells');
 SAVE = "() => window.jupyterapp.commands.execute('docmanager:save')"
 
 
-def open_notebook(page: Any, server: JupyterServer, name: str) -> None:
-    page.goto(server.url(name))
+def open_notebook(page: Any, server: JupyterServer, name: str, *, reset: bool = False) -> None:
+    """Open `name`; `reset` first empties JupyterLab's saved workspace, which would otherwise
+    reopen an earlier test's notebook beside it (and Run All might run that one)."""
+    page.goto(server.url(name) + ("&reset" if reset else ""))
     page.wait_for_function(KERNEL_IDLE, timeout=120_000)
 
 
@@ -171,3 +175,56 @@ def test_smoke_in_notebook_7(page: Any, notebook7: JupyterServer, model_server: 
     expect(turn.locator(".blitz-turn")).to_have_count(0)
     page.screenshot(path=str(ARTIFACTS / "notebook7.png"))
     assert (workspace / "nb7.txt").read_text() == "hi"
+
+
+def test_plan_review_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path):
+    """ENG-32 in the page: Reject with a reason, then Approve plan; the carry-out turn starts
+    in the same cell and asks before it writes. A plain cell's model HTML stays text."""
+    model_server.reset()
+    first = "1. **Objective**: write plan.txt\n2. Call `write_file`"
+    second = '1. **Objective**: write plan.txt\n2. Call `write_file`\n3. Verify <img src=x onerror="window.__blitz_xss=4">'
+    plain = 'Plain <img src=x onerror="window.__blitz_xss=3"> and `List<int>`'
+    model_server.enqueue(
+        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {"plan": first}, "id": "call_p1"}]},
+        {"tool_calls": [{"name": "exit_plan_mode", "arguments": {"plan": second}, "id": "call_p2"}]},
+        write_call("plan.txt", "call_w"),
+        {"text": "Carried out: wrote **plan.txt**."},
+        {"text": plain},
+    )
+    write_notebook(workspace / "plan.ipynb", [
+        "%load_ext blitz_kernel",
+        "%%blitz -s browser-plan --plan\nWrite plan.txt.",
+        "%%blitz -s browser-plain --plain\nSay something.",
+    ])
+    open_notebook(page, lab, "plan.ipynb", reset=True)
+    page.evaluate(RUN_ALL)
+
+    turn = output_of(page, 1)
+    review = turn.get_by_role("group", name="Plan review", exact=True)
+    expect(review.locator("strong")).to_have_text("Objective")  # the plan, as Markdown
+    review.get_by_role("textbox", name="Reason for rejecting", exact=True).fill("say how you verify it")
+    review.get_by_role("button", name="Reject", exact=True).click()
+    expect(review).to_contain_text("Verify <img src=x")  # the revised plan, in a new review, as text
+    expect(turn.locator(".blitz-plan-reason")).to_have_text("say how you verify it")
+    turn.screenshot(path=str(ARTIFACTS / "lab-plan-review.png"))
+    review.get_by_role("button", name="Approve plan", exact=True).click()
+
+    expect(turn).to_contain_text("Carrying out the approved plan")
+    turn.get_by_role("button", name="Allow once", exact=True).click()
+    expect(turn).to_contain_text("Carried out: wrote plan.txt.")
+    expect(turn.locator(".blitz-turn")).to_have_count(0)  # both turns left static renderings
+    expect(turn).to_contain_text("Proposed plan — approved")
+    plain_turn = output_of(page, 2)
+    expect(plain_turn.locator("code")).to_have_text("List<int>")
+    expect(plain_turn).to_contain_text('Plain <img src=x onerror="window.__blitz_xss=3">')
+    page.wait_for_function(KERNEL_IDLE)
+    assert page.evaluate("() => window.__blitz_xss") is None  # no model text became HTML
+    page.screenshot(path=str(ARTIFACTS / "lab-plan-static.png"))
+
+    assert (workspace / "plan.txt").read_text() == "hi"
+    requests = [r.body for r in model_server.requests]
+    assert tool_result(requests[1]) == {
+        "result": "The user rejected the plan: say how you verify it. Revise it (still in plan mode) and call "
+        "exit_plan_mode again."
+    }
+    assert [m for m in requests[2]["messages"] if m["role"] == "user"][-1]["content"] == go_ahead_prompt(second)

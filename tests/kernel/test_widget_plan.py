@@ -15,7 +15,14 @@ from blitz_kernel.engine.modes import go_ahead_prompt
 from tests.fakeserver import FakeOpenAIServer
 
 from .driver import KernelDriver, WidgetFrontEnd
-from .test_widget_comm import assert_clean, start, static_outputs, tool_messages, wait_for_pending, write_call
+from .test_widget_comm import (
+    assert_clean,
+    start,
+    static_outputs,
+    tool_messages,
+    wait_for_pending,
+    write_call,
+)
 
 PLAN = "1. **Objective**: tidy the data\n2. Edit `clean()` in prep.py\n3. Verify with `pytest`"
 REVISED = "1. Keep the old API\n2. Add `clean_v2()` beside `clean()`"
@@ -120,6 +127,24 @@ def test_stop_while_a_plan_waits_rejects_it_and_ends_the_turn(kernel: KernelDriv
     server.enqueue({"text": "Still here."})
     after = start(kernel, "%%blitz -s planstop\nStill there?")
     assert_clean(after.finish(), after)  # the history stayed valid
+
+
+def test_an_interrupt_while_a_plan_waits_cancels_the_turn_cleanly(kernel: KernelDriver, server: FakeOpenAIServer):
+    server.enqueue(exit_plan(PLAN, "call_p1"))
+    front = start(kernel, "%%blitz -s planint --plan --out interrupted\nTidy the data.")
+    wait_for_review(front)
+    kernel.interrupt()
+    cell = front.finish(timeout=20)
+    assert_clean(cell, front)
+    check = kernel.run("print(interrupted.stop_reason, interrupted.plan_status)")
+    assert check.stdout == "cancelled None\n"  # nobody answered: no verdict was made up
+    [(data, _)] = static_outputs(cell)
+    assert "Proposed plan" not in data["text/markdown"] and "cancelled" in data["text/markdown"]
+    server.enqueue({"text": "Still here."})
+    after = start(kernel, "%%blitz -s planint\nStill there?")
+    assert_clean(after.finish(), after)
+    roles = [m["role"] for m in server.requests[-1].body["messages"] if m["role"] != "system"]
+    assert roles == ["user", "assistant", "tool", "user"]  # the plan call got a (cancelled) result
 
 
 def test_a_plan_turn_nobody_can_see_makes_the_plan_the_answer(

@@ -11,6 +11,7 @@ from blitz_kernel.engine.events import (
     PendingCall,
     PermissionDecision,
     PermissionRequest,
+    PlanEvent,
     SteerEvent,
     TextEvent,
     ToolCallEvent,
@@ -19,10 +20,13 @@ from blitz_kernel.engine.events import (
     TurnStarted,
     UsageEvent,
 )
+from blitz_kernel.notebook.widgets.controller import TurnController
 from blitz_kernel.notebook.widgets.state import TurnState
 from blitz_kernel.notebook.widgets.static import code_span, static_bundle, turn_record
 from blitz_kernel.notebook.widgets.sync import WidgetSync
-from blitz_kernel.notebook.widgets.view import DecideMessage, TurnView, parse_message
+from blitz_kernel.notebook.widgets.view import AsideMessage, DecideMessage, TurnView, parse_message
+
+from .conftest import ConcurrencyProbe, call, tool_step
 
 
 def played(*events: Any) -> TurnState:
@@ -137,3 +141,70 @@ def test_code_span_survives_backticks():
     assert code_span("plain") == "`plain`"
     assert code_span("a `b` c") == "``a `b` c``"
     assert code_span("`edge`") == "`` `edge` ``"
+    assert code_span("f(<x>)") == "<code>f\\(&lt;x&gt;\\)</code>"  # no raw `<`, whatever the renderer
+
+
+def test_a_reviewed_plan_shows_once_and_a_carry_out_turn_says_what_it_is():
+    plan = "1. Edit <it>\n2. Check `a<b`"
+    state = played(START, ToolCallEvent(id="p1", name="exit_plan_mode", args={"plan": plan}))
+    state.label = "Carrying out the approved plan"
+    state.open_review(1, plan)
+    assert state.synced_value("review") == {"review_id": 1, "plan": plan}
+    assert state.tool_items()[0]["status"] == "waiting"
+    state.apply(PlanEvent(plan=plan, status="approved"))
+    assert state.review == {} and state.tool_items()[0]["status"] == "running"
+    state.apply(ToolResultEvent(id="p1", name="exit_plan_mode", ok=True, preview="approved"))
+    state.apply(TurnDone(stop_reason="end_turn", usage=UsageTotals()))
+    data, metadata = static_bundle(state, plan)
+    markdown = data["text/markdown"]
+    assert markdown.startswith("*Carrying out the approved plan*\n\n**Proposed plan — approved**")  # no tool line
+    assert markdown.count("1. Edit &lt;it>\n2. Check <code>a&lt;b</code>") == 1  # the answer is the plan: once
+    assert "**Proposed plan — approved**" in markdown and "<it>" not in markdown
+    assert state.synced_value("header")["label"] == "Carrying out the approved plan"
+    assert metadata["blitz"]["text"] == plan
+
+
+def test_a_review_that_ends_with_the_turn_takes_its_buttons_away():
+    state = played(START, ToolCallEvent(id="p1", name="exit_plan_mode", args={"plan": "p"}))
+    state.open_review(1, "p")
+    state.apply(TurnDone(stop_reason="cancelled", usage=UsageTotals()))
+    assert state.review == {} and state.tool_items()[0]["status"] == "cancelled"
+
+
+def aside_outcome(make_workspace: Any, steps: list[Any], limit_s: float, probe: ConcurrencyProbe | None = None) -> dict[str, Any]:
+    """Ask one side question through a TurnController (no kernel, no view) and let the turn's
+    end wait `limit_s` for it, as the cell does."""
+    workspace, model = make_workspace(steps)
+    if probe is not None:
+        workspace.tools.register(probe.tool)
+
+    async def scenario() -> dict[str, Any]:
+        controller = TurnController(workspace, "s", "the turn's prompt")
+        controller.receive(AsideMessage(kind="aside", turn_id=controller.turn_id, question="what now?"))
+        if probe is not None:
+            await probe.started.wait()
+        await controller.wait_for_asides(limit_s)
+        [aside] = controller.state.asides
+        return aside
+
+    return asyncio.run(scenario())
+
+
+def test_a_cancelled_aside_is_no_answer(make_workspace: Any):
+    """The engine ends a cancelled aside with a result (stop reason `cancelled`, empty text)."""
+    probe = ConcurrencyProbe()
+    aside = aside_outcome(make_workspace, [tool_step(call("sleep", seconds=30))], 0.01, probe)
+    assert (aside["status"], aside["answer"], aside["error"]) == ("cancelled", "", "aside cancelled")
+    state = TurnState(turn_id="t1", prompt="", session="s", asides=[aside])
+    assert "> (aside cancelled)" in static_bundle(state, "")[0]["text/markdown"]
+
+
+def test_a_failed_aside_shows_the_error(make_workspace: Any):
+    aside = aside_outcome(make_workspace, [{"error": "unavailable", "message": "the provider is down"}], 30)
+    assert aside["status"] == "failed" and "the provider is down" in aside["error"]
+    assert aside["answer"] == ""
+
+
+def test_an_answered_aside(make_workspace: Any):
+    aside = aside_outcome(make_workspace, [{"text": "Plotting next."}], 30)
+    assert (aside["status"], aside["answer"], aside["error"]) == ("answered", "Plotting next.", None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..markdown import escape_html
+from ..markdown import escape_html, html_code_span
 from .state import TurnState
 
 RECORD_VERSION = 1
@@ -92,7 +92,10 @@ def usage_line(state: TurnState) -> str:
 
 
 def code_span(text: str) -> str:
-    """Inline Markdown code that survives any backticks inside."""
+    """Inline Markdown code that survives any backticks inside; as inline HTML when the text
+    holds a `<`, so no `<` of the model's is left raw whatever a renderer makes of the span."""
+    if "<" in text:
+        return html_code_span(text)
     longest = run = 0
     for char in text:
         run = run + 1 if char == "`" else 0
@@ -128,6 +131,8 @@ def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
             text = answer if index == last_text and answer else item["text"]
             pieces.append((escape_html(text), text))
         elif kind == "tool":
+            if item["name"] == "exit_plan_mode" and item["status"] == "done":
+                continue  # the plan item below shows it, and what became of it
             line = tool_line(item)
             pieces.append((f"- {code_span(line)}", line))
         elif kind == "plan":
@@ -149,7 +154,7 @@ def static_bundle(state: TurnState, final_text: str) -> tuple[dict[str, str], di
     plain: list[str] = []
     previous_tool = False
     for md, text in _blocks(state, final_text):
-        is_tool = md.startswith("- `")
+        is_tool = md.startswith(("- `", "- <code>"))
         markdown.append(("\n" if is_tool and previous_tool else "\n\n") + md if markdown else md)
         plain.append(text)
         previous_tool = is_tool

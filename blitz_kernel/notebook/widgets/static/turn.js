@@ -195,10 +195,14 @@ function itemNode(item, openCards) {
     case "thought":
       return h("details", { class: "blitz-thought" }, h("summary", { text: "Thinking" }), renderMarkdown(item.text));
     case "tool":
+      // a plan that was answered shows as the plan item that follows
+      if (item.name === "exit_plan_mode" && item.status === "done") return null;
       return toolCard(item, openCards);
     case "plan":
       return h("div", { class: `blitz-plan blitz-plan-${item.status}` },
-        h("div", { class: "blitz-label", text: planHeading(item) }), renderMarkdown(item.plan));
+        h("div", { class: "blitz-label", text: planHeading(item) }),
+        item.status === "rejected" ? h("div", { class: "blitz-plan-reason", text: item.reason || "no reason given" }) : null,
+        renderMarkdown(item.plan));
     case "compaction":
       return h("div", { class: "blitz-note", text: `⟲ compacted ${item.covered_events} earlier event(s) into a summary` });
     case "error":
@@ -210,7 +214,7 @@ function itemNode(item, openCards) {
 
 function planHeading(item) {
   if (item.status === "approved") return "Proposed plan — approved";
-  if (item.status === "rejected") return `Proposed plan — rejected: ${item.reason || "no reason given"}`;
+  if (item.status === "rejected") return "Proposed plan — rejected";
   return "Proposed plan — not reviewed";
 }
 

@@ -542,10 +542,10 @@ class TurnRunner:
         self.proposed_plan = plan
         reviewer = self.plan.plan_reviewer
         reason = None
-        if reviewer is None:
+        review = await reviewer.review(plan) if reviewer is not None else None
+        if review is None:
             status: PlanStatus = "unreviewed"
         else:
-            review = await reviewer.review(plan)
             status, reason = ("approved" if review.approved else "rejected"), review.reason
         self.plan_status = status
         if status != "rejected":

@@ -61,7 +61,10 @@ class PlanReview(BaseModel):
 class PlanReviewer(Protocol):
     """Shows a plan for review (the widget's Approve plan / Reject buttons)."""
 
-    async def review(self, plan: str) -> PlanReview: ...
+    async def review(self, plan: str) -> PlanReview | None:
+        """The person's answer, or None when it turned out nobody can see the plan (then it is
+        the turn's answer, as with no reviewer at all)."""
+        ...
 
 
 def go_ahead_prompt(plan: str) -> str:

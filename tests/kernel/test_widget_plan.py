@@ -161,20 +161,20 @@ def test_a_plan_turn_nobody_can_see_makes_the_plan_the_answer(
     assert "Proposed plan — not reviewed" in data["text/markdown"]
 
 
-def test_a_plan_proposed_unasked_while_nobody_sees_the_widget_stops_the_turn(
+def test_a_plan_proposed_unasked_while_nobody_sees_the_widget_is_the_answer(
     kernel: KernelDriver, server: FakeOpenAIServer, quick_render_timeout: None
 ):
-    """Not a plan turn, so the reviewer was passed; with nobody to click it rejects the plan
-    and stops the turn rather than have the model re-propose to nobody."""
+    """Not a plan turn, so the reviewer was passed; the widget never rendered, so the review
+    says nobody can answer and the plan is the turn's answer, as headless (ENG-32)."""
     server.enqueue(exit_plan(PLAN, "call_p1"), {"text": "never asked for"})
     front = start(kernel, "%%blitz -s planself --out self_planned\nTidy the data.", render=False)
     cell = front.finish()
     assert_clean(cell, front)
     assert len(server.requests) == 1
     check = kernel.run("print(self_planned.plan_status, self_planned.stop_reason)")
-    assert check.stdout == "rejected cancelled\n"
+    assert check.stdout == "unreviewed end_turn\n"
     [(data, _)] = static_outputs(cell)
-    assert "Proposed plan — rejected: nobody can review it here" in data["text/markdown"]
+    assert "Proposed plan — not reviewed" in data["text/markdown"]
 
 
 def test_plan_turn_in_plain_mode_shows_the_plan_and_starts_nothing(kernel: KernelDriver, server: FakeOpenAIServer):

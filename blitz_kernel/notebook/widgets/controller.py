@@ -39,10 +39,6 @@ RENDER_TIMEOUT_S = 10.0
 taken to be there (fail-closed: nobody can click a widget nobody sees)."""
 STOPPED_REASON = "the user pressed Stop (denied)"
 PLAN_STOPPED_REASON = "the user pressed Stop"
-UNSEEN_PLAN_REASON = (
-    "nobody can review it here (the turn's widget is not on screen), so the turn stops with the plan "
-    "not approved"
-)
 ASIDE_CANCELLED = "aside cancelled"
 
 
@@ -98,12 +94,9 @@ class WidgetApprover:
 class WidgetPlanReviewer:
     """The PlanReviewer (engine/modes.py) behind the widget's Approve plan / Reject (ENG-32).
 
-    The engine has no "nobody can review" answer for a reviewer it was given (only None up
-    front makes the plan the answer), and a turn learns whether its widget is seen only while
-    it runs. So a `--plan` turn settles that before it starts (live.py) and passes no reviewer
-    when nobody can see it; this reviewer meets the rest — a plan the agent proposed on its own
-    while no widget is seen — by rejecting it with UNSEEN_PLAN_REASON and stopping the turn
-    after the step, rather than leaving the model to re-propose to nobody.
+    A turn learns whether its widget is seen only while it runs: when the plan comes and the
+    widget never rendered, the review answers None and the plan becomes the turn's answer,
+    exactly as with no reviewer at all.
     """
 
     def __init__(self, controller: TurnController) -> None:
@@ -115,11 +108,10 @@ class WidgetPlanReviewer:
         nobody can see could make the plan the answer ("unreviewed") as None does."""
         return self._controller.rendered.is_set()
 
-    async def review(self, plan: str) -> PlanReview:
+    async def review(self, plan: str) -> PlanReview | None:
         controller = self._controller
         if not await controller.wait_rendered():
-            controller.workspace.stop(controller.state.session)
-            return PlanReview(approved=False, reason=UNSEEN_PLAN_REASON)
+            return None  # nobody sees the widget: the plan is the turn's answer (ENG-32)
         return await controller.review_plan(plan)
 
 

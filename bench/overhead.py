@@ -94,7 +94,7 @@ async def measure(reps: int, steps: int, base_url: str, workspace: Path) -> dict
     from blitz_kernel.core.history import ToolResultMessage, user_prompt
     from blitz_kernel.engine.workspace import Workspace
     from blitz_kernel.models.base import ModelRequest, ModelResponse, ToolSpec
-    from blitz_kernel.models.litellm_model import LiteLLMModel
+    from blitz_kernel.models.litellm_model import LiteLLMModel, to_openai_tools
 
     litellm.suppress_debug_info = True
     ws = Workspace.open(workspace, model=MODEL, overrides={"api_base": base_url}, environ={}, home=workspace / "home")
@@ -107,7 +107,10 @@ async def measure(reps: int, steps: int, base_url: str, workspace: Path) -> dict
         return await client.chat.completions.create(model="fake-model", messages=messages, tools=TOOLS, stream=True, stream_options={"include_usage": True})
 
     adapter = LiteLLMModel(MODEL, api_base=base_url)
-    specs = [ToolSpec(name=t["function"]["name"], description=t["function"]["description"], parameters=t["function"]["parameters"]) for t in TOOLS]
+    # Every loop sends the same tool list the engine sends (all built-in tools), so the wire
+    # payloads match and (a) - (d) is the engine's own work.
+    specs = [tool.spec() for tool in ws.tools._tools.values()]
+    TOOLS[:] = to_openai_tools(specs)
 
     async def adapter_loop(rep: int) -> None:
         """(d): our litellm adapter without the engine, so (a) - (d) is the engine's own cost."""

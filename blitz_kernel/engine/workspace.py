@@ -54,6 +54,7 @@ class Workspace:
         self._explicit_model = model
         self.model: Model = model or self._build(self.config.model)
         self.telemetry = self._telemetry(self.config)
+        self._thresholds: dict[tuple[str, int | None], int | None] = {}
         self.sessions: dict[str, Session] = {}
 
     @classmethod
@@ -180,7 +181,7 @@ class Workspace:
             turn_plan.plan_reviewer = plan_reviewer
             # The model's context window may need its provider library loaded (litellm: seconds
             # on first use): look it up off the event loop so a widget stays responsive.
-            turn_plan.token_threshold = await asyncio.to_thread(self._token_threshold, turn_plan.model)
+            turn_plan.token_threshold = await self._threshold_for(turn_plan.model)
             return await TurnRunner(turn_plan, control).run(prompt)
         finally:
             state.running = None
@@ -266,6 +267,14 @@ class Workspace:
             on_event=on_event,
             telemetry=self.telemetry,
         )
+
+    async def _threshold_for(self, model: Model) -> int | None:
+        """The threshold, looked up once per model and configuration (a thread hop per turn
+        is measurable in bench/overhead.py)."""
+        key = (model.name, self.config.context.token_threshold)
+        if key not in self._thresholds:
+            self._thresholds[key] = await asyncio.to_thread(self._token_threshold, model)
+        return self._thresholds[key]
 
     def _token_threshold(self, model: Model) -> int | None:
         """ENG-60: configured, else 80 % of the model's context window when it is known."""

@@ -7,6 +7,7 @@ the model become an error result the model can correct (`ToolError`), never a cr
 from __future__ import annotations
 
 import enum
+import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -103,9 +104,7 @@ class Tool:
     func: ToolFunction
 
     def spec(self) -> ToolSpec:
-        schema = self.args_model.model_json_schema()
-        schema.pop("title", None)
-        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+        return _spec(self.name, self.description, self.args_model)
 
     def parse_arguments(self, raw: str) -> BaseModel:
         """Validate the model's JSON argument string; ToolError says what to fix."""
@@ -122,6 +121,14 @@ class Tool:
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in error.errors()
             )
             raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
+
+
+@functools.lru_cache(maxsize=512)
+def _spec(name: str, description: str, args_model: type[BaseModel]) -> ToolSpec:
+    """Generating a JSON schema costs about a millisecond a tool: once per tool, not per turn."""
+    schema = args_model.model_json_schema()
+    schema.pop("title", None)
+    return ToolSpec(name=name, description=description, parameters=schema)
 
 
 class ToolRegistry:

@@ -93,7 +93,7 @@ async def measure(reps: int, steps: int, base_url: str, workspace: Path) -> dict
 
     from blitz_kernel.core.history import ToolResultMessage, user_prompt
     from blitz_kernel.engine.workspace import Workspace
-    from blitz_kernel.models.base import ModelRequest, ModelResponse, ToolSpec
+    from blitz_kernel.models.base import ModelRequest, ModelResponse
     from blitz_kernel.models.litellm_model import LiteLLMModel, to_openai_tools
 
     litellm.suppress_debug_info = True

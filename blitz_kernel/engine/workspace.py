@@ -303,9 +303,17 @@ class Workspace:
         state.ledger.record(result.model, result.usage, price.cost(result.usage) if price else None)
         return result
 
+    def reload_agents(self) -> AgentRegistry:
+        """Read `.blitz/agents/*.md` again: an agent file written while the kernel runs counts
+        from the next turn (ENG-06); a broken file raises ConfigError and changes nothing."""
+        self.agents = AgentRegistry.load(self.root)
+        return self.agents
+
     def _agent(self, name: str | None) -> AgentDefinition:
         """A per-run agent must exist (ENG-16); the active one falls back to `blitz` (ENG-01)."""
         if name is not None:
+            if name not in self.agents.names():
+                self.reload_agents()  # it may have been written since the workspace opened
             return self.agents.get(name)
         try:
             return self.agents.get(self.config.agent)

@@ -40,6 +40,7 @@ blitz_kernel — an agent in your kernel. Magics:
                              e.g. %blitz_model openai/gpt-4.1-mini
   %blitz_config [key=value]  show or set configuration, e.g. %blitz_config limits.max_turns=10
   %blitz_usage [--session NAME]   tokens and cost of a session, per model
+  %blitz_agent [NAME]        show or set the active agent; %blitz_agents lists them
   %blitz_help                this text
 
 Set a model with BLITZ_MODEL (and BLITZ_API_BASE for an OpenAI-compatible server), with
@@ -214,6 +215,40 @@ class BlitzMagics(Magics):
         sources = config_sources(workspace.root) or ["(defaults only)"]
         print("sources: " + ", ".join(sources))
         print(describe_config(workspace.config))
+
+    @magic_arguments()
+    @argument("agent", nargs="?", help="agent name (built-in `blitz`, or .blitz/agents/NAME.md)")
+    @line_magic
+    def blitz_agent(self, line: str) -> None:
+        """Show the active agent, or make another one active from the next turn (ENG-06)."""
+        from ..errors import ConfigError, UnknownAgentError
+
+        args = self._parse(self.blitz_agent, line)
+        workspace = self.workspace()
+        if args.agent:
+            try:
+                workspace.reload_agents().get(args.agent)  # an unknown name changes nothing
+            except (UnknownAgentError, ConfigError) as exc:
+                raise UsageError(str(exc)) from None
+            workspace.configure(agent=args.agent)
+        print(f"agent: {workspace.config.agent}")
+
+    @line_magic
+    def blitz_agents(self, line: str) -> None:
+        """List the agents: the built-in one and those in .blitz/agents/*.md."""
+        from ..errors import ConfigError
+
+        workspace = self.workspace()
+        try:
+            workspace.reload_agents()
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        active = workspace.config.agent
+        for name in workspace.agents.names():
+            agent = workspace.agents.get(name)
+            pin = f" (model {agent.model})" if agent.model else ""
+            marker = "*" if name == active else " "
+            print(f"{marker} {name}{pin}: {agent.description or '(no description)'}")
 
     @magic_arguments()
     @argument("-s", "--session", help="session (default: the notebook's)")

@@ -180,3 +180,19 @@ def test_model_html_never_reaches_a_display_raw(kernel: KernelDriver, server: Fa
     )
     records = [c["metadata"]["blitz"] for _, c in cell.outputs if "blitz" in c.get("metadata", {})]
     assert records[-1]["text"] == answer  # the record keeps the model's exact text
+
+
+def test_agent_magics_switch_the_active_agent(kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path):
+    agents = workspace_dir / ".blitz" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "terse.md").write_text("---\nname: terse\ndescription: one-word answers\n---\nAnswer in one word.\n")
+    # written while the kernel runs: seen without reloading anything
+    listed = kernel.run("%blitz_agents").stdout
+    assert "* blitz:" in listed and "  terse: one-word answers" in listed
+    unknown = kernel.run("%blitz_agent nobody")
+    assert unknown.ename == "UsageError" and "unknown agent 'nobody'" in unknown.evalue
+    assert kernel.run("%blitz_agent terse").stdout == "agent: terse\n"
+    server.enqueue({"text": "Yes."})
+    assert kernel.run("%%blitz -s agents\nAre you there?").status == "ok"
+    assert server.requests[-1].body["messages"][0] == {"role": "system", "content": "Answer in one word."}
+    assert kernel.run("%blitz_agent blitz").stdout == "agent: blitz\n"

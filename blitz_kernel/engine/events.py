@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
+from ..core.history import ImagePart
 from ..core.usage import TokenUsage, UsageTotals
 
 StopReason = Literal["end_turn", "max_turns", "max_cost", "timeout", "cancelled", "blocked", "error"]
@@ -66,6 +67,12 @@ class PermissionDecision(BaseModel):
     reason: str | None = None
 
 
+MAX_SHOWN_IMAGES = 4
+"""Most images one tool result event carries to the front end (the rest are counted)."""
+MAX_SHOWN_IMAGE_BYTES = 2 * 1024 * 1024
+"""Largest image (decoded) an event carries; a bigger one is counted, not sent."""
+
+
 class ToolResultEvent(BaseModel):
     type: Literal["tool_result"] = "tool_result"
     id: str
@@ -73,6 +80,27 @@ class ToolResultEvent(BaseModel):
     ok: bool
     error: str | None = None
     preview: str = ""
+    images: list[ImagePart] = Field(default_factory=list)
+    """Images the tool showed the user (run_python's figures), for its card in the widget and
+    the static rendering; never what the model sees (that is `ToolResultMessage.images`).
+    Capped (`shown_images`): the event crosses a comm as widget state, is kept in the
+    TurnResult and ends up in the saved notebook, so a loop drawing 50 figures must not put
+    50 megabytes on each of those."""
+    images_omitted: int = 0
+    """Images the tool showed that the cap left out, so the card can say so."""
+
+
+def shown_images(images: list[ImagePart]) -> tuple[list[ImagePart], int]:
+    """The images a ToolResultEvent carries (at most MAX_SHOWN_IMAGES, each at most
+    MAX_SHOWN_IMAGE_BYTES decoded, in order) and how many were left out."""
+    kept = [image for image in images if _decoded_size(image.data_base64) <= MAX_SHOWN_IMAGE_BYTES]
+    kept = kept[:MAX_SHOWN_IMAGES]
+    return kept, len(images) - len(kept)
+
+
+def _decoded_size(encoded: str) -> int:
+    """Bytes a base64 string decodes to, without decoding it."""
+    return len(encoded) * 3 // 4 - (len(encoded) - len(encoded.rstrip("=")))
 
 
 class SteerEvent(BaseModel):

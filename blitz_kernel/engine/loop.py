@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from ..core.history import (
     AssistantMessage,
+    ImagePart,
     Message,
     ToolCall,
     ToolResultMessage,
@@ -56,6 +57,7 @@ from .events import (
     TurnDone,
     TurnStarted,
     UsageEvent,
+    shown_images,
 )
 from .modes import PLAN_INSTRUCTIONS, PLAN_MODE, PlanReviewer, PlanStatus, plan_feedback, refusal
 from .session import Session
@@ -149,6 +151,9 @@ class TurnRunner:
         """The response whose tool calls are running; committed with all its results."""
         self.results: dict[str, ToolResultMessage] = {}
         """Results of the pending response's calls, as they finish."""
+        self.shown_images: dict[str, list[ImagePart]] = {}
+        """Images a call showed the user, by call id, until its result event carries them:
+        they are no part of the history the model reads."""
         self.events: list[Event] = []
         self.usage = UsageTotals()
         self.model_calls = 0
@@ -491,11 +496,13 @@ class TurnRunner:
         try:
             output = await tool.func(args, self.plan.tool_context)
         except ToolError as exc:
+            self.shown_images[call.id] = exc.display_images
             return _error(call, str(exc))
         except Exception as exc:  # a tool bug must not end the turn: the model reads it
             return _error(call, f"{call.name} failed: {type(exc).__name__}: {exc}")
         if not isinstance(output, ToolOutput):
             return ToolResultMessage(call_id=call.id, name=call.name, output=output)
+        self.shown_images[call.id] = output.display_images
         if output.images and not supports_vision(self.plan.model):
             return _error(call, blind_model_text(self.plan.model.name))
         return ToolResultMessage(call_id=call.id, name=call.name, output=output.text, images=output.images)
@@ -558,10 +565,11 @@ class TurnRunner:
 
     async def _emit_result(self, result: ToolResultMessage) -> None:
         preview = (result.output if result.ok else result.error) or ""
+        images, omitted = shown_images(self.shown_images.pop(result.call_id, []))
         await self._emit(
             ToolResultEvent(
                 id=result.call_id, name=result.name, ok=result.ok, error=result.error,
-                preview=preview[:PREVIEW_CHARS],
+                preview=preview[:PREVIEW_CHARS], images=images, images_omitted=omitted,
             )
         )
 

@@ -17,6 +17,10 @@ class IPythonKernelContext:
 
     def __init__(self, shell: Any) -> None:
         self._shell = shell
+        self.images_in_cell = True
+        """False while a live widget shows the turn (live.py sets it): the tool's card shows
+        its images then (`ToolResultEvent.images`), so they are not also cell outputs. Plain
+        rendering (nbclient, papermill, terminal) leaves it True: images are cell outputs."""
 
     @property
     def user_ns(self) -> dict[str, Any]:
@@ -37,6 +41,8 @@ class IPythonKernelContext:
 
     def show_image(self, data: bytes, media_type: str, label: str) -> None:
         """Show an image in the running cell, as the inline backend would show a figure."""
+        if not self.images_in_cell:
+            return
         from IPython.display import display
 
         display({media_type: base64.b64encode(data).decode("ascii"), "text/plain": label}, raw=True)
@@ -44,7 +50,8 @@ class IPythonKernelContext:
     @contextlib.contextmanager
     def capture_displays(self) -> Iterator[list[dict[str, Any]]]:
         """Record every MIME bundle displayed meanwhile (e.g. `plt.show()` under the inline
-        backend) while still publishing it to the cell."""
+        backend) while still publishing it to the cell — except, while the widget shows the
+        turn, the PNGs that the tool's card will show (FigureCapture takes those)."""
         publisher = self._shell.display_pub
         captured: list[dict[str, Any]] = []
         had_own = "publish" in vars(publisher)
@@ -53,6 +60,8 @@ class IPythonKernelContext:
         def publish(data: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
             if isinstance(data, dict):
                 captured.append(dict(data))
+                if not self.images_in_cell and "image/png" in data:
+                    return None
             return original(data, *args, **kwargs)
 
         publisher.publish = publish

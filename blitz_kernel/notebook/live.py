@@ -174,8 +174,19 @@ class CellTurn:
         except BaseException:
             self._abandon()
             raise
+        finally:
+            self._images_in_cards(False)
         await self._finish(result)
         return result
+
+    def _images_in_cards(self, on: bool) -> None:
+        """While the widget shows the turn, tools' images go in their cards only, not also in
+        the cell (`IPythonKernelContext.images_in_cell`); plain rendering keeps them in the cell."""
+        from .kernel_context import IPythonKernelContext
+
+        kernel = self.workspace.kernel
+        if isinstance(kernel, IPythonKernelContext):
+            kernel.images_in_cell = not on
 
     async def _plan_reviewer(self, plan_turn: bool) -> PlanReviewer | None:
         """The widget's reviewer, or None when nobody can see the widget (the plan is then the
@@ -276,6 +287,7 @@ class CellTurn:
         if self._decided.result() == "widget":
             self.mode = "widget"
             self._handle = _display(controller.create_view())
+            self._images_in_cards(True)
         else:
             self.mode = "plain"
             self.plain = PlainRenderer(started=self.started)
@@ -322,11 +334,18 @@ class CellTurn:
 
     def _replace_widget(self, final_text: str) -> None:
         """The widget's output becomes the static rendering (and keeps no widget state)."""
-        from .widgets.static import static_bundle
+        from .widgets.static import static_bundle, static_images
 
         data, metadata = static_bundle(self.state, final_text)
-        if self._handle is not None:
-            self._handle.update(data, raw=True, metadata=metadata)
+        if self._handle is None:
+            return
+        self._handle.update(data, raw=True, metadata=metadata)
+        # The cards' images, as image outputs right after: every renderer shows those (a
+        # data-URL <img> in the Markdown would depend on each one's sanitizer).
+        from IPython.display import display
+
+        for bundle in static_images(self.state):
+            display(bundle, raw=True)
 
     def _abandon(self) -> None:
         """The turn raised (cancelled from outside, or failed to start): leave what was shown

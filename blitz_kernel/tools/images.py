@@ -190,6 +190,11 @@ def _displayed_images(bundles: list[dict[str, Any]]) -> list[tuple[bytes, str]]:
     return images
 
 
+def png_part(png: bytes) -> ImagePart:
+    """A captured figure as an image part (for the tool's card: `ToolOutput.display_images`)."""
+    return ImagePart(media_type="image/png", data_base64=base64.b64encode(png).decode("ascii"))
+
+
 def keep_figures(ctx: ToolContext, images: list[tuple[bytes, str]]) -> list[str]:
     """Store run_python's figures for view_image; returns the lines the model reads."""
     store = turn_images(ctx)

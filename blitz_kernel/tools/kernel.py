@@ -47,8 +47,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .images import FigureCapture, display_of, keep_figures
-from .registry import Tool, ToolContext, ToolError, ToolKind, tool
+from .images import FigureCapture, display_of, keep_figures, png_part
+from .registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput, tool
 
 __all__ = [
     "KERNEL_TOOLS",
@@ -367,7 +367,7 @@ def _effective_timeout(timeout_s: float | None, ctx: ToolContext) -> float | Non
 
 
 @tool("run_python", ToolKind.MUTATING, RunPythonArgs)
-async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str:
+async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str | ToolOutput:
     """Run Python code in the notebook kernel's namespace: variables you create stay there for
     the user and for later calls, and the user's variables are available. Returns sections
     "stdout:", "stderr:", "result:" (repr of the last expression). An exception comes back as
@@ -385,9 +385,12 @@ async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str:
     figures = keep_figures(ctx, capture.images)
     if figures:
         outcome.notes.append("figures:\n" + "\n".join(figures))
+    # The figures go to the user (the tool's card), not to the model: it reads the
+    # "figures:" lines and looks at one with view_image when it needs to.
+    shown = [png_part(png) for png, _label in capture.images]
     if outcome.error is not None:
-        raise ToolError(outcome.render())
-    return outcome.render()
+        raise ToolError(outcome.render(), display_images=shown)
+    return ToolOutput(outcome.render(), display_images=shown) if shown else outcome.render()
 
 
 # -- list_variables ----------------------------------------------------------------------

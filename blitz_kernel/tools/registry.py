@@ -29,7 +29,14 @@ class ToolKind(enum.StrEnum):
 
 
 class ToolError(Exception):
-    """A tool failed in a way the model should read and can correct (bad path, no match...)."""
+    """A tool failed in a way the model should read and can correct (bad path, no match...).
+
+    `display_images`: what the tool showed the user before it failed (the figures of code
+    that then raised), so its card still shows them; never sent to the model."""
+
+    def __init__(self, message: str, *, display_images: list[ImagePart] | None = None) -> None:
+        super().__init__(message)
+        self.display_images: list[ImagePart] = display_images or []
 
 
 class KernelContext(Protocol):
@@ -81,12 +88,15 @@ class ToolContext:
 
 @dataclass
 class ToolOutput:
-    """A tool's answer with images for the model to see (view_image); most tools return the
-    text alone. The engine refuses the images, as an error the model reads, when its model
+    """A tool's answer with images for the model to see (view_image) or for the user to see
+    (run_python's figures); most tools return the text alone. The engine refuses the images, as an error the model reads, when its model
     cannot see images."""
 
     text: str
     images: list[ImagePart] = field(default_factory=list)
+    display_images: list[ImagePart] = field(default_factory=list)
+    """Images shown to the user, not to the model (run_python's figures, which the model may
+    ask to see with view_image): the front end puts them in the tool's card."""
 
 
 ToolFunction = Callable[[Any, ToolContext], Awaitable[str | ToolOutput]]

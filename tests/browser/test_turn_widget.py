@@ -228,3 +228,48 @@ def test_plan_review_in_jupyterlab(page: Any, lab: JupyterServer, model_server: 
         "exit_plan_mode again."
     }
     assert [m for m in requests[2]["messages"] if m["role"] == "user"][-1]["content"] == go_ahead_prompt(second)
+
+
+PLOT_CODE = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(9, 3))\nax.plot([1, 3, 2])"
+
+
+def test_a_figure_shows_inside_its_tool_card(page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path):
+    """run_python's figure appears inside the run_python card while the turn runs (scaled to
+    the card), not as an output of its own; the static rendering then shows it as an image
+    output, in the page and in the saved notebook."""
+    model_server.reset()
+    model_server.enqueue(
+        {"tool_calls": [{"name": "run_python", "arguments": {"code": PLOT_CODE}, "id": "call_plot"}]},
+        write_call("after-plot.txt", "call_after"),  # keeps the turn live while the card is checked
+        {"text": "Plotted."},
+    )
+    write_notebook(workspace / "figure.ipynb", ["%load_ext blitz_kernel", "%%blitz -s browser-figure\nPlot it."])
+    open_notebook(page, lab, "figure.ipynb", reset=True)
+    page.evaluate(RUN_ALL)
+
+    turn = output_of(page, 1)
+    turn.get_by_role("button", name="Allow once", exact=True).click()  # run_python
+    expect(turn.get_by_role("group", name="write_file call", exact=True)).to_be_visible()
+    card = turn.locator('details.blitz-tool[data-tool-id="call_plot"]')
+    image = card.locator("img.blitz-tool-image")
+    expect(image).to_have_count(1)
+    expect(image).to_be_visible()  # a card with images opens by itself
+    expect(image).to_have_attribute("alt", "image 1 of 1 from run_python")
+    sizes = image.evaluate(
+        "img => ({natural: img.naturalWidth, shown: img.getBoundingClientRect().width,"
+        " card: img.closest('details').getBoundingClientRect().width})"
+    )
+    assert sizes["natural"] > 0 and 0 < sizes["shown"] <= sizes["card"]
+    expect(turn.locator(".jp-RenderedImage")).to_have_count(0)  # no separate image output meanwhile
+    turn.screenshot(path=str(ARTIFACTS / "lab-figure-card.png"))
+
+    turn.get_by_role("button", name="Allow once", exact=True).click()  # write_file
+    expect(turn).to_contain_text("Plotted.")
+    expect(turn.locator(".blitz-turn")).to_have_count(0)
+    expect(turn.locator(".jp-RenderedImage img")).to_have_count(1)  # the static rendering's image
+    page.wait_for_function(KERNEL_IDLE)
+    page.evaluate(SAVE)
+    saved = json.loads((workspace / "figure.ipynb").read_text())
+    outputs = saved["cells"][1]["outputs"]
+    assert [o["output_type"] for o in outputs] == ["display_data", "display_data"]
+    assert "blitz" in outputs[0]["metadata"] and "image/png" in outputs[1]["data"]

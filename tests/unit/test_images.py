@@ -27,6 +27,12 @@ from blitz_kernel.core.history import (
     UserMessage,
     check_history,
 )
+from blitz_kernel.engine.events import (
+    MAX_SHOWN_IMAGE_BYTES,
+    MAX_SHOWN_IMAGES,
+    ToolResultEvent,
+    shown_images,
+)
 from blitz_kernel.engine.loop import blind_model_text
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.base import supports_vision
@@ -98,9 +104,16 @@ def ctx(tmp_path: Path, kernel: DisplayKernel) -> ToolContext:
     return ToolContext(workspace=tmp_path, kernel=kernel)
 
 
+async def run_output(ctx: ToolContext, code: str) -> str | ToolOutput:
+    return await run_python.func(run_python.parse_arguments(json.dumps({"code": code})), ctx)
+
+
 async def run(ctx: ToolContext, code: str) -> str:
-    output = await run_python.func(run_python.parse_arguments(json.dumps({"code": code})), ctx)
-    assert isinstance(output, str)
+    """The text the model reads; run_python never sends the model images itself."""
+    output = await run_output(ctx, code)
+    if isinstance(output, ToolOutput):
+        assert output.images == [] and output.display_images
+        return output.text
     return output
 
 
@@ -163,6 +176,17 @@ async def test_a_failing_run_still_reports_its_figure(ctx: ToolContext) -> None:
     with pytest.raises(ToolError) as caught:
         await run(ctx, PLOT + "1 / 0")
     assert "ZeroDivisionError" in str(caught.value) and "fig-1:" in str(caught.value)
+    [shown] = caught.value.display_images  # its card still shows the figure
+    assert base64.b64decode(shown.data_base64).startswith(b"\x89PNG")
+
+
+async def test_run_python_gives_its_figures_to_the_user_not_the_model(ctx: ToolContext, kernel: DisplayKernel) -> None:
+    output = await run_output(ctx, PLOT + "plt.figure()\nplt.bar([1], [2])\n")
+    assert isinstance(output, ToolOutput)
+    assert output.images == []  # the model reads the "figures:" lines; view_image shows pixels
+    assert [base64.b64decode(part.data_base64) for part in output.display_images] == [png for png, _, _ in kernel.shown]
+    assert all(part.media_type == "image/png" for part in output.display_images)
+    assert await run_output(ctx, "x = 2") == "(no output)"  # no figures: text alone, as before
 
 
 async def test_without_a_display_figures_are_still_captured(tmp_path: Path) -> None:
@@ -257,6 +281,45 @@ async def test_a_blind_model_gets_a_clear_error_and_no_image(tmp_path: Path, ker
     assert isinstance(viewed, ToolResultMessage)
     assert viewed.error == blind_model_text("blind") and viewed.images == []
     assert "cannot see images" in viewed.error
+
+
+async def test_run_pythons_figures_ride_on_its_result_event_not_in_the_history(tmp_path: Path, kernel: DisplayKernel) -> None:
+    steps = [
+        tool_step(call("run_python", code=PLOT)),
+        tool_step(call("run_python", code=PLOT + "1 / 0")),
+        {"text": "Two plots."},
+    ]
+    model = ScriptedModel(steps)
+    result = await workspace(tmp_path, model, kernel).run("plot it", approve="allow")
+    first, failed = [event for event in result.events if isinstance(event, ToolResultEvent)]
+    assert first.ok and not failed.ok and "ZeroDivisionError" in (failed.error or "")
+    shown = [png for png, _, _ in kernel.shown]
+    assert [base64.b64decode(image.data_base64) for image in first.images + failed.images] == shown
+    assert first.images_omitted == failed.images_omitted == 0
+    # what the model receives is unchanged: text (with the "figures:" note), no pixels
+    results = [m for m in model.requests[2].messages if isinstance(m, ToolResultMessage)]
+    assert [bool(r.images) for r in results] == [False, False]
+    assert "figures:\nfig-1:" in (results[0].output or "") and "fig-2:" in (results[1].error or "")
+    assert all("data_base64" not in json.dumps(m.model_dump()) for m in model.requests[2].messages[1:])
+
+
+def test_a_result_event_carries_at_most_four_images_of_at_most_2_mb() -> None:
+    small = ImagePart(data_base64=base64.b64encode(tiny_png()).decode())
+    big = ImagePart(data_base64=base64.b64encode(b"\0" * (MAX_SHOWN_IMAGE_BYTES + 1)).decode())
+    just_fits = ImagePart(data_base64=base64.b64encode(b"\0" * MAX_SHOWN_IMAGE_BYTES).decode())
+    assert shown_images([]) == ([], 0)
+    assert shown_images([small, big, just_fits]) == ([small, just_fits], 1)
+    kept, omitted = shown_images([small] * 6)
+    assert (len(kept), omitted) == (MAX_SHOWN_IMAGES, 2) and MAX_SHOWN_IMAGES == 4
+
+
+async def test_a_result_event_counts_the_figures_it_leaves_out(tmp_path: Path, kernel: DisplayKernel) -> None:
+    six = "import matplotlib.pyplot as plt\nfor i in range(6):\n    plt.figure(); plt.plot([i, 1])\n"
+    model = ScriptedModel([tool_step(call("run_python", code=six)), {"text": "six"}])
+    result = await workspace(tmp_path, model, kernel).run("plot", approve="allow")
+    [event] = [e for e in result.events if isinstance(e, ToolResultEvent)]
+    assert (len(event.images), event.images_omitted) == (4, 2)
+    assert len(kernel.shown) == 6  # the cell (plain mode) still shows all six
 
 
 def test_models_that_do_not_say_are_taken_to_be_blind() -> None:

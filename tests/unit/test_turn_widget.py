@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from blitz_kernel.core.history import ImagePart
 from blitz_kernel.core.usage import TokenUsage, UsageTotals
 from blitz_kernel.engine.events import (
     PendingCall,
@@ -22,7 +23,12 @@ from blitz_kernel.engine.events import (
 )
 from blitz_kernel.notebook.widgets.controller import TurnController
 from blitz_kernel.notebook.widgets.state import TurnState
-from blitz_kernel.notebook.widgets.static import code_span, static_bundle, turn_record
+from blitz_kernel.notebook.widgets.static import (
+    code_span,
+    static_bundle,
+    static_images,
+    turn_record,
+)
 from blitz_kernel.notebook.widgets.sync import WidgetSync
 from blitz_kernel.notebook.widgets.view import AsideMessage, DecideMessage, TurnView, parse_message
 
@@ -135,6 +141,25 @@ def test_static_rendering_and_record():
     assert record["prompt"] == "Write it." and record["text"] == "Wrote `a`." and record["stop_reason"] == "end_turn"
     assert len(record["tool_calls"][0]["args"]["content"]) == 2000  # shortened, not the whole file
     assert record["tool_calls"][0]["result"] == "created a"
+
+
+def test_a_tools_images_go_in_its_card_apart_from_items_and_into_the_static_rendering():
+    png = ImagePart(data_base64="iVBORw0KGgo=")
+    state = played(START, ToolCallEvent(id="c1", name="run_python", args={"code": "plot()"}))
+    state.take_dirty()
+    state.apply(ToolResultEvent(id="c1", name="run_python", ok=True, preview="figures: fig-1",
+                                images=[png], images_omitted=2))
+    changed = state.take_dirty()
+    assert changed["images"] == {"c1": [{"media_type": "image/png", "data": "iVBORw0KGgo="}]}
+    [tool] = changed["items"]
+    assert (tool["images"], tool["images_omitted"]) == (1, 2) and "iVBOR" not in str(tool)
+    state.apply(TextEvent(text="A plot.", repeat=True))
+    assert "images" not in state.take_dirty()  # images are sent once, not with every card change
+    state.apply(TurnDone(stop_reason="end_turn", usage=UsageTotals()))
+    data, metadata = static_bundle(state, "A plot.")
+    assert "→ ✓ [1 image below, 2 more not shown] figures: fig-1" in data["text/markdown"]
+    assert metadata["blitz"]["tool_calls"][0]["images"] == 1
+    assert static_images(state) == [{"image/png": "iVBORw0KGgo=", "text/plain": "<image 1 of 1 from run_python>"}]
 
 
 def test_code_span_survives_backticks():

@@ -35,6 +35,7 @@ Phase = Literal["running", "finishing", "done"]
 
 SYNCED = (
     "header", "items", "live", "pending", "review", "steers", "asides", "footer", "phase", "stopping", "notice",
+    "images",
 )
 """The fields the widget mirrors as traits (same names)."""
 
@@ -70,6 +71,9 @@ class TurnState:
     """The plan waiting for Approve plan / Reject ({} when none): review_id and the plan."""
     steers: list[dict[str, Any]] = field(default_factory=list)
     asides: list[dict[str, Any]] = field(default_factory=list)
+    images: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    """Images tools showed, by call id: [{media_type, data (base64)}]. Apart from `items` on
+    purpose: `items` is sent whole whenever a card changes, images only when one arrives."""
     usage: UsageTotals = field(default_factory=UsageTotals)
     phase: Phase = "running"
     stopping: str = ""
@@ -126,7 +130,7 @@ class TurnState:
         item = {
             "kind": "tool", "id": event.id, "name": event.name, "args": event.args,
             "status": "running", "started_ms": _now_ms(), "ended_ms": None,
-            "preview": "", "error": None, "decision": None,
+            "preview": "", "error": None, "decision": None, "images": 0, "images_omitted": 0,
         }
         self._tools[event.id] = item
         self._batch.append(event.id)
@@ -180,6 +184,10 @@ class TurnState:
         else:
             tool["status"] = "error"
         tool["preview"], tool["error"], tool["ended_ms"] = event.preview, event.error, _now_ms()
+        tool["images"], tool["images_omitted"] = len(event.images), event.images_omitted
+        if event.images:
+            self.images[event.id] = [{"media_type": i.media_type, "data": i.data_base64} for i in event.images]
+            self.dirty.add("images")
         self.dirty.add("items")
 
     def _on_steer(self, event: SteerEvent) -> None:
@@ -302,6 +310,8 @@ class TurnState:
             return [dict(entry) for entry in getattr(self, name)]
         if name == "footer":
             return self.footer()
+        if name == "images":
+            return {call_id: [dict(image) for image in images] for call_id, images in self.images.items()}
         return getattr(self, name)
 
     def footer(self) -> dict[str, Any]:

@@ -4,7 +4,9 @@ A saved notebook must show the answer without any widget state (GitHub, nbviewer
 JupyterLab), so the live widget is replaced at the end by a Markdown + text/plain output made
 from the same TurnState. The output's metadata carries the turn record under `blitz`: prompt,
 final text, tool calls with their arguments and short results, usage, stop reason. Nothing from
-the configuration or the environment goes in, so no secret can.
+the configuration or the environment goes in, so no secret can. Images the tools showed follow
+as image outputs of their own (`static_images`): JupyterLab, nbviewer and GitHub all show an
+`image/png` output, while a data-URL image inside Markdown is at each renderer's discretion.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ def turn_record(state: TurnState, final_text: str) -> dict[str, Any]:
                 "id": tool["id"], "name": tool["name"], "args": _short_value(tool["args"]),
                 "status": tool["status"], "decision": tool["decision"],
                 "result": shorten(tool["error"] or tool["preview"] or "", RESULT_CHARS),
+                "images": tool.get("images", 0),
             }
             for tool in state.tool_items()
         ],
@@ -82,8 +85,30 @@ def tool_line(tool: dict[str, Any]) -> str:
     """`⚙ name(args) → ✓ result`, one line, plain text."""
     result = tool["error"] or tool["preview"] or ""
     mark = STATUS_MARK.get(tool["status"], tool["status"])
-    tail = f" → {mark}" + (f" {one_line(result, LINE_RESULT_CHARS)}" if result else "")
+    tail = f" → {mark}{images_note(tool)}" + (f" {one_line(result, LINE_RESULT_CHARS)}" if result else "")
     return f"⚙ {tool['name']}({args_line(tool['args'])}){tail}"
+
+
+def images_note(tool: dict[str, Any]) -> str:
+    """` [2 images below]`, ` [4 images below, 1 more not shown]` or nothing."""
+    shown, omitted = tool.get("images", 0), tool.get("images_omitted", 0)
+    if not shown and not omitted:
+        return ""
+    words = [f"{shown} image{'s' if shown != 1 else ''} below"] if shown else []
+    if omitted:
+        words.append(f"{omitted} more not shown")
+    return f" [{', '.join(words)}]"
+
+
+def static_images(state: TurnState) -> list[dict[str, str]]:
+    """One MIME bundle per image the tools showed, in the order of their cards."""
+    bundles = []
+    for tool in state.tool_items():
+        images = state.images.get(tool["id"], [])
+        for number, image in enumerate(images, start=1):
+            label = f"image {number} of {len(images)} from {tool['name']}"
+            bundles.append({image["media_type"]: image["data"], "text/plain": f"<{label}>"})
+    return bundles
 
 
 def usage_line(state: TurnState) -> str:

@@ -104,6 +104,7 @@ class TurnView(anywidget.AnyWidget):  # type: ignore[misc]
     phase = traitlets.Unicode("running").tag(sync=True)
     stopping = traitlets.Unicode("").tag(sync=True)
     notice = traitlets.Unicode("").tag(sync=True)
+    images = traitlets.Dict().tag(sync=True)
 
     def __init__(self, turn_id: str, on_message: Callable[[FrontEndMessage], None], **state: Any) -> None:
         super().__init__(turn_id=turn_id, **state)

@@ -158,7 +158,31 @@ function toolMark(tool) {
   return TOOL_MARK[tool.status] || tool.status;
 }
 
-function toolCard(tool, openCards) {
+// Images a tool showed (run_python's figures), scaled to the card. Built once per call and
+// reused on every redraw: decoding a large data URL again at each card change would be waste.
+// Only image/* data URLs of what the kernel sent (never model text) are ever set as src.
+function toolImages(tool, cards) {
+  const images = cards.images[tool.id] || [];
+  const omitted = tool.images_omitted || 0;
+  if (!images.length && !omitted) return null;
+  let node = cards.imageNodes.get(tool.id);
+  if (!node || node.blitzCount !== images.length) {
+    node = h("div", { class: "blitz-tool-images" },
+      images.filter((image) => /^image\/(png|jpeg|gif|webp)$/.test(image.media_type)).map((image, index) => h("img", {
+        class: "blitz-tool-image", src: `data:${image.media_type};base64,${image.data}`,
+        alt: `image ${index + 1} of ${images.length} from ${tool.name}`,
+      })),
+      omitted ? h("div", { class: "blitz-note", text: `${omitted} more image${omitted === 1 ? "" : "s"} not shown` }) : null);
+    node.blitzCount = images.length;
+    cards.imageNodes.set(tool.id, node);
+    if (images.length) cards.open.add(tool.id); // shown inline: a card with images opens once
+  }
+  return node;
+}
+
+function toolCard(tool, cards) {
+  const openCards = cards.open;
+  const images = toolImages(tool, cards);
   const details = h("details", { class: `blitz-tool blitz-tool-${tool.status}`, "data-tool-id": tool.id });
   if (openCards.has(tool.id)) details.open = true;
   details.addEventListener("toggle", () => {
@@ -184,11 +208,12 @@ function toolCard(tool, openCards) {
       tool.error || tool.preview
         ? [h("div", { class: "blitz-label", text: tool.error ? "error" : "result" }),
            h("pre", { class: "blitz-code blitz-result" }, h("code", { text: tool.error || tool.preview }))]
-        : null));
+        : null,
+      images));
   return details;
 }
 
-function itemNode(item, openCards) {
+function itemNode(item, cards) {
   switch (item.kind) {
     case "text":
       return renderMarkdown(item.text);
@@ -197,7 +222,7 @@ function itemNode(item, openCards) {
     case "tool":
       // a plan that was answered shows as the plan item that follows
       if (item.name === "exit_plan_mode" && item.status === "done") return null;
-      return toolCard(item, openCards);
+      return toolCard(item, cards);
     case "plan":
       return h("div", { class: `blitz-plan blitz-plan-${item.status}` },
         h("div", { class: "blitz-label", text: planHeading(item) }),
@@ -288,7 +313,8 @@ function footerText(footer, header, phase) {
 function render({ model, el }) {
   const turnId = () => model.get("turn_id");
   const send = (message) => model.send({ ...message, turn_id: turnId() });
-  const openCards = new Set();
+  // Cards keep their open/closed state and their image nodes across redraws.
+  const cards = { open: new Set(), imageNodes: new Map(), images: {} };
 
   const prompt = h("div", { class: "blitz-prompt" });
   const body = h("div", { class: "blitz-body", "aria-live": "polite" });
@@ -334,7 +360,8 @@ function render({ model, el }) {
       : [h("span", { class: "blitz-label", text: "Prompt" }), h("span", { text: header.prompt || "" })]));
   };
   const drawItems = () => {
-    body.replaceChildren(...(model.get("items") || []).map((item) => itemNode(item, openCards)).filter(Boolean));
+    cards.images = model.get("images") || {};
+    body.replaceChildren(...(model.get("items") || []).map((item) => itemNode(item, cards)).filter(Boolean));
   };
   const drawLive = () => {
     const state = model.get("live") || {};
@@ -381,7 +408,7 @@ function render({ model, el }) {
   const draws = {
     header: drawHeader, items: drawItems, live: drawLive, pending: drawPermission, review: drawReview, steers: drawSteers,
     asides: drawAsides, phase: () => { drawControls(); drawFooter(); }, stopping: drawControls,
-    footer: drawFooter, notice: drawNotice,
+    footer: drawFooter, notice: drawNotice, images: drawItems,
   };
   const handlers = [];
   for (const [name, draw] of Object.entries(draws)) {

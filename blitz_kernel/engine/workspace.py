@@ -26,6 +26,7 @@ from .compaction import CompactionResult, Compactor, manual_window
 from .loop import EventHandler, TurnLimits, TurnPlan, TurnResult, TurnRunner
 from .modes import ASIDE_INSTRUCTIONS, ASIDE_MODE, PLAN_INSTRUCTIONS, PLAN_MODE, PlanReviewer
 from .session import Session
+from .sessions import SessionBook
 from .steering import TurnControl
 from .tracing import Telemetry
 
@@ -55,7 +56,7 @@ class Workspace:
         self.model: Model = model or self._build(self.config.model)
         self.telemetry = self._telemetry(self.config)
         self._thresholds: dict[tuple[str, int | None], int | None] = {}
-        self.sessions: dict[str, Session] = {}
+        self.sessions = SessionBook()
 
     @classmethod
     def open(
@@ -121,9 +122,7 @@ class Workspace:
     # -- sessions -----------------------------------------------------------------------------
 
     def session(self, name: str = "default") -> Session:
-        if name not in self.sessions:
-            self.sessions[name] = Session(name=name)
-        return self.sessions[name]
+        return self.sessions.get(name)
 
     def usage(self, session: str = "default") -> UsageLedger:
         return self.session(session).ledger

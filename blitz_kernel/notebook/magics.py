@@ -41,6 +41,8 @@ blitz_kernel — an agent in your kernel. Magics:
   %blitz_config [key=value]  show or set configuration, e.g. %blitz_config limits.max_turns=10
   %blitz_usage [--session NAME]   tokens and cost of a session, per model
   %blitz_agent [NAME]        show or set the active agent; %blitz_agents lists them
+  %blitz_session [list | new NAME | use NAME | show | snapshot NAME | load SNAPSHOT |
+                  search TEXT | delete NAME]   this kernel's sessions (in memory)
   %blitz_help                this text
 
 Set a model with BLITZ_MODEL (and BLITZ_API_BASE for an OpenAI-compatible server), with
@@ -100,6 +102,11 @@ class BlitzMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self._workspace: Workspace | None = None
+        self._session_in_use: str | None = None
+        """Set by `%blitz_session use/new/load`; else the notebook's own session."""
+
+    def _current_session(self) -> str:
+        return self._session_in_use or default_session_name(self._user_ns)
 
     @property
     def _user_ns(self) -> dict[str, Any]:
@@ -158,7 +165,7 @@ class BlitzMagics(Magics):
             "model": args.model,
         }
         workspace = self.workspace()
-        session = args.session or default_session_name(self._user_ns)
+        session = args.session or self._current_session()
         return self._run_turn(workspace, prompt, session, options, args.out)
 
     async def _run_turn(
@@ -256,7 +263,7 @@ class BlitzMagics(Magics):
     def blitz_usage(self, line: str) -> None:
         """Tokens and cost of a session, per model."""
         args = self._parse(self.blitz_usage, line)
-        session = args.session or default_session_name(self._user_ns)
+        session = args.session or self._current_session()
         ledger = self.workspace().usage(session)
         if not ledger.total.calls:
             print(f"session {session!r}: no model calls yet")
@@ -274,7 +281,7 @@ class BlitzMagics(Magics):
         if not question:
             raise UsageError("ask a question: %blitz_btw what did we decide about the outliers?")
         workspace = self.workspace()
-        return self._aside(workspace, default_session_name(self._user_ns), question)
+        return self._aside(workspace, self._current_session(), question)
 
     async def _aside(self, workspace: Workspace, session: str, question: str) -> None:
         from .live import tick_forever
@@ -298,7 +305,7 @@ class BlitzMagics(Magics):
         """Summarise the session's older turns to make room (ENG-61..64)."""
         args = self._parse(self.blitz_compact, line)
         keep = _positive(int, args.keep, "--keep")
-        session = args.session or default_session_name(self._user_ns)
+        session = args.session or self._current_session()
         focus = " ".join(args.focus) or None
         return self._compact(self.workspace(), session, focus, keep)
 
@@ -317,6 +324,64 @@ class BlitzMagics(Magics):
             f"compacted {outcome.covered_turns} turn(s), {outcome.covered_events} event(s) of session "
             f"{session!r} into a summary: prompt ≈{outcome.tokens_before:,} → ≈{outcome.tokens_after:,} tokens"
         )
+
+    @magic_arguments()
+    @argument("action", nargs="?", default="show", choices=["list", "new", "use", "show", "snapshot", "load", "search", "delete"])
+    @argument("name", nargs="*", help="session or snapshot name; for search, the text")
+    @line_magic
+    def blitz_session(self, line: str) -> None:
+        """Sessions of this kernel: list, new NAME, use NAME, show, snapshot NAME, load SNAPSHOT,
+        search TEXT, delete NAME. Kept in memory (a kernel restart starts afresh)."""
+        from ..errors import BlitzError
+
+        args = self._parse(self.blitz_session, line)
+        words = " ".join(args.name)
+        needs_name = {"new", "use", "snapshot", "load", "search", "delete"}
+        if args.action in needs_name and not words:
+            raise UsageError(f"%blitz_session {args.action} needs a name\n{usage_line(self.blitz_session)}")
+        try:
+            self._session_action(args.action, words)
+        except BlitzError as exc:
+            raise UsageError(str(exc)) from None
+
+    def _session_action(self, action: str, name: str) -> None:
+        book = self.workspace().sessions
+        current = self._current_session()
+        if action == "list":
+            for session in book.names():
+                state = book.get(session)
+                marker = "*" if session == current else " "
+                print(f"{marker} {session}: {state.turns} turn(s), {state.ledger.total.describe()}")
+            if not book.names():
+                print(f"no sessions yet; the next %%blitz uses {current!r}")
+        elif action in ("new", "use", "load"):
+            state = book.create(name) if action == "new" else book.load(name) if action == "load" else book.get(name)
+            self._session_in_use = state.name
+            print(f"using session {state.name!r}" + (f" (from snapshot {name!r})" if action == "load" else ""))
+        elif action == "snapshot":
+            book.snapshot(current, name)
+            print(f"snapshot {name!r} of session {current!r}: load it with %blitz_session load {name}")
+        elif action == "search":
+            hits = book.search(name)
+            print(f"{len(hits)} match(es) for {name!r}")
+            for hit in hits:
+                print(f"  {hit.session} #{hit.index} {hit.role}: {hit.excerpt}")
+        elif action == "delete":
+            book.delete(name)
+            if self._session_in_use == name:
+                self._session_in_use = None
+            print(f"deleted session {name!r}")
+        else:
+            self._show_session(current)
+
+    def _show_session(self, name: str) -> None:
+        state = self.workspace().session(name)
+        kinds = [m.kind for m in state.history]
+        print(f"session {name!r}: {state.turns} turn(s), {len(kinds)} message(s) in the history"
+              f" ({kinds.count('summary')} summary), {len(state.archive)} compacted away")
+        print(f"usage: {state.ledger.total.describe()}")
+        for item in state.todos:
+            print(f"  [{'x' if item.get('status') == 'done' else ' '}] {item.get('content')}")
 
     @line_magic
     def blitz_help(self, line: str) -> None:

@@ -196,3 +196,28 @@ def test_agent_magics_switch_the_active_agent(kernel: KernelDriver, server: Fake
     assert kernel.run("%%blitz -s agents\nAre you there?").status == "ok"
     assert server.requests[-1].body["messages"][0] == {"role": "system", "content": "Answer in one word."}
     assert kernel.run("%blitz_agent blitz").stdout == "agent: blitz\n"
+
+
+def test_session_magic_lists_switches_snapshots_and_searches(kernel: KernelDriver, server: FakeOpenAIServer):
+    server.enqueue({"text": "The median is 42."}, {"text": "Branch answer."})
+    assert kernel.run("%blitz_session new analysis").stdout == "using session 'analysis'\n"
+    assert kernel.run("%%blitz\nWhat is the median?").status == "ok"  # no -s: the session in use
+    assert "analysis: 1 turn(s)" in kernel.run("%blitz_session list").stdout
+    shown = kernel.run("%blitz_session show").stdout
+    assert shown.startswith("session 'analysis': 1 turn(s), 2 message(s) in the history")
+    kernel.run("%blitz_session snapshot median-known")
+    assert kernel.run("%blitz_session load median-known").stdout == "using session 'median-known-2' (from snapshot 'median-known')\n"
+    assert kernel.run("%%blitz\nAnd the mean?").status == "ok"
+    sent = [m["content"] for m in server.requests[-1].body["messages"] if m["role"] != "system"]
+    assert sent == ["What is the median?", "The median is 42.", "And the mean?"]
+    found = kernel.run("%blitz_session search MEDIAN is").stdout
+    assert found.splitlines() == [
+        "2 match(es) for 'MEDIAN is'",
+        "  analysis #1 assistant: The median is 42.",
+        "  median-known-2 #1 assistant: The median is 42.",
+    ]
+    missing = kernel.run("%blitz_session use")
+    assert missing.ename == "UsageError" and "needs a name" in missing.evalue
+    bad = kernel.run("%blitz_session rename x")
+    assert bad.ename == "UsageError" and "invalid choice" in bad.evalue
+    assert kernel.run("%blitz_session delete median-known-2").stdout == "deleted session 'median-known-2'\n"

@@ -61,6 +61,20 @@ class ScriptedApprover:
         return [PermissionDecision(call_id=c.id, decision=self._answer, reason=self._reason) for c in request.calls]
 
 
+class NeverAnswers:
+    """A person who sees the permission request and never clicks (for expiry and Stop)."""
+
+    interactive = True
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+
+    async def decide(self, request: PermissionRequest) -> list[PermissionDecision]:
+        self.asked.set()
+        await asyncio.Event().wait()
+        return []
+
+
 def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
 

@@ -28,7 +28,7 @@ from blitz_kernel.errors import SessionBusyError, SteerTooLateError, UnknownAgen
 from blitz_kernel.models.scripted import ScriptedModel
 from blitz_kernel.tools.registry import ToolKind
 
-from .conftest import ConcurrencyProbe, ScriptedApprover, call, tool_step
+from .conftest import ConcurrencyProbe, NeverAnswers, ScriptedApprover, call, tool_step
 
 
 async def test_ENG10_prompt_is_the_last_user_message_and_answer_is_returned(make_workspace):
@@ -291,12 +291,6 @@ async def test_ENG24_missing_decision_is_a_denial(make_workspace, tmp_path):
 
 
 async def test_ENG26_pending_request_expires_as_denial(make_workspace, tmp_path):
-    class NeverAnswers:
-        interactive = True
-
-        async def decide(self, request):
-            await asyncio.Event().wait()
-
     ws, model = make_workspace(
         [tool_step(call("write_file", path="a.txt", content="a")), {"text": "ok"}], **{"approval.timeout_s": 0.05}
     )
@@ -456,16 +450,6 @@ async def test_ENG14_turn_timeout_stops_blocking_python(make_workspace):
 
 
 async def test_stop_ends_a_pending_permission_request_as_denied(make_workspace, tmp_path):
-    class NeverAnswers:
-        interactive = True
-
-        def __init__(self):
-            self.asked = asyncio.Event()
-
-        async def decide(self, request):
-            self.asked.set()
-            await asyncio.Event().wait()
-
     approver = NeverAnswers()
     ws, _ = make_workspace([tool_step(call("write_file", path="a.txt", content="a")), {"text": "unused"}])
     turn = asyncio.ensure_future(ws.run("write", approver=approver, session="s"))

@@ -33,11 +33,10 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from .core.terms import HeadlessPolicy, Policy
 from .core.usage import Price
 from .errors import ConfigError
 
-ToolPolicy = Literal["allow", "ask", "deny"]
-HeadlessPolicy = Literal["deny", "allow"]
 TelemetryExporter = Literal["console", "otlp", "memory"]
 
 OVERRIDE_SOURCE = "%blitz_config"
@@ -66,7 +65,7 @@ class ApprovalConfig(_Section):
 
     headless: HeadlessPolicy = "deny"
     """What `ask` becomes when nobody can answer; deny by default so nothing runs unseen."""
-    tools: dict[str, ToolPolicy] = {}
+    tools: dict[str, Policy] = {}
     """Policy per tool name; tools not listed get their kind's default (read-only allow,
     mutating ask), which the tool registry knows and the config does not."""
     max_pending: int = Field(default=4, ge=1)

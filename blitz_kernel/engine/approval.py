@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from ..core.terms import HeadlessPolicy, Policy
 from ..errors import ApprovalOverflowError
 from .events import PendingCall, PermissionDecision, PermissionRequest
-
-Policy = Literal["allow", "ask", "deny"]
 
 HEADLESS_REASON = "approval needed but nobody can answer (headless)"
 NO_DECISION_REASON = "no decision was given (denied: approvals fail closed)"
@@ -77,27 +76,29 @@ class ApprovalGate:
         self,
         approver: Approver,
         *,
-        headless_policy: Literal["allow", "deny"] = "deny",
+        headless_policy: HeadlessPolicy = "deny",
         max_pending: int = 4,
         timeout_s: float | None = None,
+        waiting: PendingApprovals | None = None,
     ) -> None:
         self.approver = approver
         self.headless_policy = headless_policy
         self.max_pending = max_pending
         self.timeout_s = timeout_s
+        self.waiting = waiting or PendingApprovals()
+        """Shared by every gate of a workspace: the limit spans the kernel's turns, asides and
+        API turns (one session only ever has one request open at a time)."""
 
     def new_request(self, calls: list[PendingCall]) -> PermissionRequest:
         return PermissionRequest(request_id=f"perm-{next(self._request_ids)}", calls=calls)
 
-    async def decide(
-        self, request: PermissionRequest, control: StopSignal | None = None, counter: PendingCounter | None = None
-    ) -> dict[str, PermissionDecision]:
+    async def decide(self, request: PermissionRequest, control: StopSignal | None = None) -> dict[str, PermissionDecision]:
         """A decision for every call of the request, keyed by call id. `control` ends the wait
-        when the turn is stopped; `counter` (the session) counts requests waiting (ENG-26)."""
+        when the turn is stopped; at most `max_pending` requests wait at once (ENG-26)."""
         if not self.approver.interactive:
-            verdict: Literal["allow", "deny"] = self.headless_policy
+            verdict: HeadlessPolicy = self.headless_policy
             return _uniform(request, verdict, None if verdict == "allow" else HEADLESS_REASON)
-        counter = counter or _LocalCounter()
+        counter = self.waiting
         if counter.pending_approvals >= self.max_pending:
             raise ApprovalOverflowError(
                 f"more than {self.max_pending} permission requests are waiting (approval.max_pending)"
@@ -138,15 +139,12 @@ class StopSignal(Protocol):
     async def wait_for_stop(self) -> None: ...
 
 
-class PendingCounter(Protocol):
-    """Where waiting requests are counted: the session, so the limit spans its turns."""
+class PendingApprovals:
+    """How many permission requests wait for an answer now, across a workspace (ENG-26)."""
 
-    pending_approvals: int
-
-
-class _LocalCounter:
-    pending_approvals = 0
+    def __init__(self) -> None:
+        self.pending_approvals = 0
 
 
-def _uniform(request: PermissionRequest, verdict: Literal["allow", "deny"], reason: str | None) -> dict[str, PermissionDecision]:
+def _uniform(request: PermissionRequest, verdict: HeadlessPolicy, reason: str | None) -> dict[str, PermissionDecision]:
     return {c.id: PermissionDecision(call_id=c.id, decision=verdict, reason=reason) for c in request.calls}

@@ -22,13 +22,13 @@ from ..core.history import (
     ToolResultMessage,
     UserMessage,
 )
+from ..core.terms import SUMMARY_HEADER
 from ..core.usage import TokenUsage
 from ..errors import CompactionError, ModelError, NothingToCompactError
 from ..models.base import Model, ModelRequest, ModelResponse
 
 SUMMARY_TIMEOUT_S = 180.0
 RESULT_CHARS = 2000
-SUMMARY_HEADER = "[Summary of earlier conversation]"
 
 SUMMARISER_INSTRUCTIONS = """\
 You summarise the earlier part of a working session between a user and an assistant that works

@@ -11,10 +11,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, TypeAdapter
 
 from ..core.history import ImagePart
+from ..core.terms import PlanStatus, StopReason, ToolOutcome, Verdict
 from ..core.usage import TokenUsage, UsageTotals
-
-StopReason = Literal["end_turn", "max_turns", "max_cost", "timeout", "cancelled", "blocked", "error"]
-Verdict = Literal["allow", "always", "deny"]
 
 
 class TurnStarted(BaseModel):
@@ -78,6 +76,8 @@ class ToolResultEvent(BaseModel):
     id: str
     name: str
     ok: bool
+    status: ToolOutcome = "ok"
+    """How the call ended; front ends show this rather than reading the error's wording."""
     error: str | None = None
     preview: str = ""
     images: list[ImagePart] = Field(default_factory=list)
@@ -134,7 +134,7 @@ class PlanEvent(BaseModel):
 
     type: Literal["plan"] = "plan"
     plan: str
-    status: Literal["approved", "rejected", "unreviewed"]
+    status: PlanStatus
     reason: str | None = None
 
 

@@ -7,14 +7,28 @@ Sub-agents inherit the caller's mode (the check takes the mode, not the agent).
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from enum import Enum
+from typing import Protocol
 
 from pydantic import BaseModel
 
+from ..core.terms import PlanStatus
 from ..tools.registry import Tool, ToolKind
 
-PLAN_MODE = "plan"
-ASIDE_MODE = "btw"
+
+class TurnMode(Enum):
+    """What a turn may do: everything (subject to approval), plan only, or the read-only
+    mode of side questions. The value is the name the refusal texts use (ENG-31)."""
+
+    NORMAL = "normal"
+    PLAN = "plan"
+    BTW = "btw"
+
+    @property
+    def read_only(self) -> bool:
+        """Only read-only and workflow tools run (ENG-30)."""
+        return self is not TurnMode.NORMAL
+
 
 ASIDE_INSTRUCTIONS = """
 
@@ -24,16 +38,16 @@ so far and read-only tools. Do not change anything; this exchange is not recorde
 """
 
 
-def refusal(mode: str | None, tool: Tool) -> str | None:
+def refusal(mode: TurnMode, tool: Tool) -> str | None:
     """The refusal text for `tool` in `mode`, or None when it may run."""
-    if mode is None or tool.kind is not ToolKind.MUTATING:
+    if not mode.read_only or tool.kind is not ToolKind.MUTATING:
         return None
-    if mode == PLAN_MODE:
+    if mode is TurnMode.PLAN:
         return (
             f"plan mode: {tool.name} is disabled because it could change something. "
             "Describe this step in the plan instead."
         )
-    return f"{mode} is read-only: {tool.name} is disabled because it could change something."
+    return f"{mode.value} is read-only: {tool.name} is disabled because it could change something."
 
 
 PLAN_INSTRUCTIONS = """
@@ -48,7 +62,6 @@ exit_plan_mode with a plan in Markdown that has:
 5. **Questions** — only those that block the plan.
 """
 
-PlanStatus = Literal["approved", "rejected", "unreviewed"]
 
 
 class PlanReview(BaseModel):
@@ -80,3 +93,7 @@ def plan_feedback(status: PlanStatus, reason: str | None = None) -> str:
         return "Nobody can review the plan here (headless): it is this turn's answer. Stop now."
     because = f": {reason}" if reason else ""
     return f"The user rejected the plan{because}. Revise it (still in plan mode) and call exit_plan_mode again."
+
+
+MODE_INSTRUCTIONS = {TurnMode.PLAN: PLAN_INSTRUCTIONS, TurnMode.BTW: ASIDE_INSTRUCTIONS}
+"""What the system prompt gains in each mode."""

@@ -8,16 +8,23 @@ from __future__ import annotations
 
 import asyncio
 
+from ..errors import SteerTooLateError
+
 
 class TurnControl:
     """Shared between a running turn and whoever may steer or stop it."""
 
     def __init__(self) -> None:
         self._queue: list[str] = []
+        self._closed = False
         self.stop_requested = False
         self._stopped: asyncio.Event | None = None
 
     def steer(self, text: str) -> None:
+        """Queue `text`; once the turn has collected its leftovers nothing would carry it, so
+        it is refused (SteerTooLateError) and the front end sends it as a prompt (ENG-42)."""
+        if self._closed:
+            raise SteerTooLateError("the turn is ending; send it as the next prompt")
         self._queue.append(text)
 
     def take_messages(self) -> list[str]:
@@ -26,7 +33,9 @@ class TurnControl:
         return messages
 
     def take_leftovers(self) -> list[str]:
-        """Messages no tool result carried (ENG-41): the front end sends them as the next prompt."""
+        """Messages no tool result carried (ENG-41): the front end sends them as the next
+        prompt. Closes the queue, so a steer that arrives later is refused, not lost."""
+        self._closed = True
         return self.take_messages()
 
     def request_stop(self) -> None:

@@ -3,7 +3,7 @@
 Opening a directory loads the configuration, the agent registry, the tool registry and the
 model; it never fails because of the model (a placeholder model explains what is wrong on
 every call). `run` resolves one turn's agent, model, tools, limits and approval into a
-TurnPlan and hands it to the TurnRunner.
+TurnSetup and hands it to the TurnRunner.
 """
 
 from __future__ import annotations
@@ -21,14 +21,16 @@ from ..models.factory import build_model
 from ..tools import builtin_tools
 from ..tools.registry import KernelContext, Tool, ToolContext, ToolKind, ToolRegistry
 from .agents import AgentDefinition, AgentRegistry
-from .approval import ApprovalGate, Approver, HeadlessApprover, Policy
+from .approval import ApprovalGate, Approver, HeadlessApprover, PendingApprovals, Policy
 from .compaction import CompactionResult, Compactor, manual_window
-from .loop import EventHandler, TurnLimits, TurnPlan, TurnResult, TurnRunner
-from .modes import ASIDE_INSTRUCTIONS, ASIDE_MODE, PLAN_INSTRUCTIONS, PLAN_MODE, PlanReviewer
+from .loop import TurnRunner
+from .modes import MODE_INSTRUCTIONS, PlanReviewer, TurnMode
+from .options import EventHandler, FrontEnd, RunOptions
 from .session import Session
 from .sessions import SessionBook
 from .steering import TurnControl
 from .tracing import Telemetry
+from .turn import ASIDE_SPAN, TURN_SPAN, TurnLimits, TurnResult, TurnSetup
 
 
 class Workspace:
@@ -57,6 +59,8 @@ class Workspace:
         self.telemetry = self._telemetry(self.config)
         self._thresholds: dict[tuple[str, int | None], int | None] = {}
         self.sessions = SessionBook()
+        self.waiting_approvals = PendingApprovals()
+        """Permission requests waiting now, over every turn and aside (ENG-26)."""
 
     @classmethod
     def open(
@@ -163,25 +167,27 @@ class Workspace:
         plan_reviewer: PlanReviewer | None = None,
     ) -> TurnResult:
         """Run one turn (ENG-10) in `session`; per-run options override the configuration for
-        this turn only (ENG-16). `plan=True` is a plan-only turn (ENG-30..32)."""
+        this turn only (ENG-16). `plan=True` is a plan-only turn (ENG-30..32). The keyword
+        arguments are the public contract; they build a RunOptions and a FrontEnd."""
+        options = RunOptions(
+            agent=agent, model=model, mode=TurnMode.PLAN if plan else TurnMode.NORMAL,
+            max_turns=max_turns, max_cost_usd=max_cost_usd, timeout_s=timeout,
+            tools=tuple(tools) if tools is not None else None, approve=approve,
+        )
+        front_end = FrontEnd(approver=approver, plan_reviewer=plan_reviewer, on_event=on_event, kernel=kernel)
+        return await self.run_turn(prompt, session, options, front_end)
+
+    async def run_turn(
+        self, prompt: str, session: str, options: RunOptions, front_end: FrontEnd | None = None
+    ) -> TurnResult:
+        """`run` for callers that hold typed options already (the notebook front end)."""
         state = self.session(session)
         self._claim(state)
         control = TurnControl()
         state.running = control  # at once: a second run or a steer meanwhile sees this turn
         try:
-            turn_plan = self._plan(
-                state, agent=agent, model=model, tools=tools, approve=approve, approver=approver,
-                on_event=on_event, kernel=kernel,
-                limits=self._limits(max_turns, max_cost_usd, timeout),
-            )
-            if plan:
-                turn_plan.mode = PLAN_MODE
-                turn_plan.system += PLAN_INSTRUCTIONS
-            turn_plan.plan_reviewer = plan_reviewer
-            # The model's context window may need its provider library loaded (litellm: seconds
-            # on first use): look it up off the event loop so a widget stays responsive.
-            turn_plan.token_threshold = await self._threshold_for(turn_plan.model)
-            return await TurnRunner(turn_plan, control).run(prompt)
+            setup = await self._setup(state, options, front_end or FrontEnd())
+            return await TurnRunner(setup, control).run(prompt)
         finally:
             state.running = None
 
@@ -205,66 +211,60 @@ class Workspace:
             history=[message.model_copy(deep=True) for message in source.history],
             turns=source.turns,
         )
-        aside_plan = self._plan(
-            throwaway, agent=None, model=None, tools=None, approve=None, approver=None,
-            on_event=on_event, kernel=kernel, limits=self._limits(None, None, None),
+        setup = await self._setup(
+            throwaway, RunOptions(mode=TurnMode.BTW), FrontEnd(on_event=on_event, kernel=kernel)
         )
-        aside_plan.mode = ASIDE_MODE
-        aside_plan.span_name = "blitz.aside"
-        aside_plan.system += ASIDE_INSTRUCTIONS
-        aside_plan.compaction = False
-        result = await TurnRunner(aside_plan, TurnControl()).run(question)
+        result = await TurnRunner(setup, TurnControl()).run(question)
         source.ledger.merge(throwaway.ledger)
         return result
 
-    def _limits(self, max_turns: int | None, max_cost_usd: float | None, timeout: float | None) -> TurnLimits:
+    def _limits(self, options: RunOptions) -> TurnLimits:
         defaults = self.config.limits
         return TurnLimits(
-            max_turns=max_turns if max_turns is not None else defaults.max_turns,
-            max_cost_usd=max_cost_usd if max_cost_usd is not None else defaults.max_cost_usd,
-            timeout_s=timeout if timeout is not None else defaults.timeout_s,
+            max_turns=options.max_turns if options.max_turns is not None else defaults.max_turns,
+            max_cost_usd=options.max_cost_usd if options.max_cost_usd is not None else defaults.max_cost_usd,
+            timeout_s=options.timeout_s if options.timeout_s is not None else defaults.timeout_s,
         )
 
-    def _plan(
-        self,
-        state: Session,
-        *,
-        agent: str | None,
-        model: str | Model | None,
-        tools: list[str] | None,
-        approve: Policy | None,
-        approver: Approver | None,
-        on_event: EventHandler | None,
-        kernel: KernelContext | None,
-        limits: TurnLimits,
-    ) -> TurnPlan:
+    async def _setup(self, state: Session, options: RunOptions, front_end: FrontEnd) -> TurnSetup:
+        """Everything the turn needs, resolved once; nothing patches it afterwards."""
         config = self.config
-        definition = self._agent(agent)
-        turn_model = self._turn_model(model, definition)
-        return TurnPlan(
+        definition = self._agent(options.agent)
+        turn_model = self._turn_model(options.model, definition)
+        mode = options.mode
+        aside = mode is TurnMode.BTW
+        return TurnSetup(
             session=state,
             model=turn_model,
             agent=definition.name,
-            system=definition.instructions,
+            system=definition.instructions + MODE_INSTRUCTIONS.get(mode, ""),
             tools=self._agent_tools(definition),
-            tool_context=ToolContext(workspace=self.root, kernel=kernel or self.kernel, session=state.name),
+            tool_context=ToolContext(workspace=self.root, kernel=front_end.kernel or self.kernel, session=state.name),
             gate=ApprovalGate(
-                approver or HeadlessApprover(),
+                front_end.approver or HeadlessApprover(),
                 headless_policy=config.approval.headless,
                 max_pending=config.approval.max_pending,
                 timeout_s=config.approval.timeout_s,
+                waiting=self.waiting_approvals,
             ),
             prices=PriceBook(dict(config.prices), turn_model.price),
-            limits=limits,
-            allowed_tools=self._check_tool_names(tools),
+            limits=self._limits(options),
+            allowed_tools=self._check_tool_names(options.tools),
             policies=dict(config.approval.tools),
-            approve_override=approve,
+            approve_override=options.approve,
             max_parallel=config.tools.max_parallel,
+            mode=mode,
+            compaction=not aside,  # asides never compact (ENG-51)
+            # The model's context window may need its provider library loaded (litellm: seconds
+            # on first use): looked up off the event loop so a widget stays responsive.
+            token_threshold=await self._threshold_for(turn_model),
             retain_events=config.context.retain_events,
+            plan_reviewer=front_end.plan_reviewer,
+            telemetry=self.telemetry,
+            span_name=ASIDE_SPAN if aside else TURN_SPAN,
             temperature=config.temperature,
             max_tokens=config.max_tokens,
-            on_event=on_event,
-            telemetry=self.telemetry,
+            on_event=front_end.on_event,
         )
 
     async def _threshold_for(self, model: Model) -> int | None:
@@ -342,7 +342,7 @@ class Workspace:
             chosen[name] = tool
         return chosen
 
-    def _check_tool_names(self, tools: list[str] | None) -> list[str] | None:
+    def _check_tool_names(self, tools: tuple[str, ...] | None) -> tuple[str, ...] | None:
         if tools is None:
             return None
         unknown = [name for name in tools if name not in self.tools]

@@ -29,20 +29,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..engine.events import PermissionRequest, ToolCallEvent, TurnDone, TurnStarted
-from ..engine.modes import go_ahead_prompt
+from ..engine.modes import TurnMode, go_ahead_prompt
+from ..engine.options import FrontEnd, RunOptions
 from .render import PlainRenderer
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
 
-    from ..engine.loop import TurnResult
     from ..engine.modes import PlanReviewer
+    from ..engine.turn import TurnResult
     from ..engine.workspace import Workspace
     from .widgets.controller import TurnController
     from .widgets.state import TurnState
@@ -89,22 +91,23 @@ async def run_turn_in_cell(
     prompt: str,
     *,
     session: str,
-    options: dict[str, Any],
+    options: RunOptions,
     plain: bool = False,
     shell: Any = None,
 ) -> TurnResult:
     """Run `prompt` and its follow-ups (an approved plan's carry-out, leftover steer messages)
     in the current cell; returns the last turn's result. BlitzErrors raised before a turn
-    starts propagate. `options["plan"]` makes the first turn a plan turn."""
+    starts propagate. A plan-mode `options` makes the first turn a plan turn."""
     widget_capable = not plain and getattr(shell, "kernel", None) is not None
     ticker = asyncio.ensure_future(tick_forever())
     try:
-        queue = [NextTurn(prompt, plan=bool(options.get("plan")))]
+        queue = [NextTurn(prompt, plan=options.plan)]
         result: TurnResult | None = None
         while queue:
             planned = queue.pop(0)
             turn = CellTurn(workspace, session, planned.prompt, widget_capable=widget_capable, label=planned.label)
-            result = await turn.run({**options, "plan": planned.plan})
+            mode = TurnMode.PLAN if planned.plan else TurnMode.NORMAL
+            result = await turn.run(dataclasses.replace(options, mode=mode))
             queue[:0] = follow_ups(planned, result, turn.follow_up)
         assert result is not None
         return result
@@ -162,15 +165,16 @@ class CellTurn:
 
     # -- the turn -------------------------------------------------------------------------
 
-    async def run(self, options: dict[str, Any]) -> TurnResult:
-        extra: dict[str, Any] = {}
+    async def run(self, options: RunOptions) -> TurnResult:
         try:
+            front_end = FrontEnd(on_event=self.on_event)
             if self.controller is not None:
-                extra["approver"] = self.controller.approver
-                extra["plan_reviewer"] = await self._plan_reviewer(bool(options.get("plan")))
-            result = await self.workspace.run(
-                self.prompt, session=self.session, on_event=self.on_event, **extra, **options
-            )
+                front_end = FrontEnd(
+                    on_event=self.on_event,
+                    approver=self.controller.approver,
+                    plan_reviewer=await self._plan_reviewer(options.plan),
+                )
+            result = await self.workspace.run_turn(self.prompt, self.session, options, front_end)
         except BaseException:
             self._abandon()
             raise

@@ -8,8 +8,9 @@ the cell await, so the turn runs on the kernel's own loop (KERNEL.md).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +18,12 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from ..engine.modes import TurnMode
+from ..engine.options import RunOptions
+from ..errors import BlitzError
+
 if TYPE_CHECKING:
-    from ..engine.loop import TurnResult
+    from ..engine.turn import TurnResult
     from ..engine.workspace import Workspace
 
 FAILING_STOPS = {"error", "max_turns", "max_cost", "timeout", "blocked"}
@@ -69,6 +74,16 @@ class TurnFailedError(BlitzCellError):
         super().__init__(result.error)
 
 
+@contextlib.contextmanager
+def usage_errors() -> Iterator[None]:
+    """Our errors (bad config, unknown agent, bad option values) and ValueErrors from parsing
+    become a one-line UsageError: the user made a choice we cannot take, no traceback helps."""
+    try:
+        yield
+    except (BlitzError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _positive(kind: type, value: str, option: str) -> Any:
     try:
         number = kind(value)
@@ -117,13 +132,10 @@ class BlitzMagics(Magics):
     def workspace(self) -> Workspace:
         if self._workspace is None:
             from ..engine.workspace import Workspace
-            from ..errors import ConfigError
             from .kernel_context import IPythonKernelContext
 
-            try:
+            with usage_errors():
                 self._workspace = Workspace.open(os.getcwd(), kernel=IPythonKernelContext(self.shell))
-            except ConfigError as exc:
-                raise UsageError(str(exc)) from None
         return self._workspace
 
     def _parse(self, magic: Any, line: str) -> Any:
@@ -153,34 +165,30 @@ class BlitzMagics(Magics):
         prompt = cell.strip()
         if not prompt:
             raise UsageError("the cell body is the prompt, and it is empty")
-        options = {
-            "plan": args.plan,
-            "max_turns": _positive(int, args.max_turns, "--max-turns") if args.max_turns else None,
-            "max_cost_usd": _positive(float, args.max_cost, "--max-cost") if args.max_cost else None,
-            "timeout": _positive(float, args.timeout, "--timeout") if args.timeout else None,
-            "tools": [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None,
-            "approve": args.approve,
-            "plain": args.plain,
-            "agent": args.agent,
-            "model": args.model,
-        }
+        with usage_errors():
+            options = RunOptions(
+                agent=args.agent,
+                model=args.model,
+                mode=TurnMode.PLAN if args.plan else TurnMode.NORMAL,
+                max_turns=_positive(int, args.max_turns, "--max-turns") if args.max_turns else None,
+                max_cost_usd=_positive(float, args.max_cost, "--max-cost") if args.max_cost else None,
+                timeout_s=_positive(float, args.timeout, "--timeout") if args.timeout else None,
+                tools=tuple(t.strip() for t in args.tools.split(",") if t.strip()) if args.tools is not None else None,
+                approve=args.approve,
+            )
         workspace = self.workspace()
         session = args.session or self._current_session()
-        return self._run_turn(workspace, prompt, session, options, args.out)
+        return self._run_turn(workspace, prompt, session, options, args.out, plain=args.plain)
 
     async def _run_turn(
-        self, workspace: Workspace, prompt: str, session: str, options: dict[str, Any], out: str | None
+        self, workspace: Workspace, prompt: str, session: str, options: RunOptions, out: str | None, *, plain: bool
     ) -> None:
-        from ..errors import BlitzError
         from .live import run_turn_in_cell
 
-        plain = bool(options.pop("plain", False))
-        try:
+        with usage_errors():  # raised before the turn started: nothing was recorded
             result = await run_turn_in_cell(
                 workspace, prompt, session=session, options=options, plain=plain, shell=self.shell
             )
-        except BlitzError as exc:  # raised before the turn started: nothing was recorded
-            raise UsageError(str(exc)) from None
         if out:
             self._user_ns[out] = result
         elif result.stop_reason in FAILING_STOPS:
@@ -206,16 +214,13 @@ class BlitzMagics(Magics):
     def blitz_config(self, line: str) -> None:
         """Show the configuration, or set keys for this kernel: `%blitz_config limits.max_turns=10`."""
         from ..config import config_sources, describe_config, parse_assignment
-        from ..errors import ConfigError
 
         args = self._parse(self.blitz_config, line)
         workspace = self.workspace()
         if args.assignments:
-            try:
+            with usage_errors():
                 values = dict(parse_assignment(text) for text in args.assignments)
                 workspace.configure(**values)
-            except (ConfigError, ValueError) as exc:
-                raise UsageError(str(exc)) from None
             for key, value in values.items():
                 print(f"set {key} = {value!r}")
             return
@@ -228,28 +233,22 @@ class BlitzMagics(Magics):
     @line_magic
     def blitz_agent(self, line: str) -> None:
         """Show the active agent, or make another one active from the next turn (ENG-06)."""
-        from ..errors import ConfigError, UnknownAgentError
 
         args = self._parse(self.blitz_agent, line)
         workspace = self.workspace()
         if args.agent:
-            try:
+            with usage_errors():
                 workspace.reload_agents().get(args.agent)  # an unknown name changes nothing
-            except (UnknownAgentError, ConfigError) as exc:
-                raise UsageError(str(exc)) from None
             workspace.configure(agent=args.agent)
         print(f"agent: {workspace.config.agent}")
 
     @line_magic
     def blitz_agents(self, line: str) -> None:
         """List the agents: the built-in one and those in .blitz/agents/*.md."""
-        from ..errors import ConfigError
 
         workspace = self.workspace()
-        try:
+        with usage_errors():
             workspace.reload_agents()
-        except ConfigError as exc:
-            raise UsageError(str(exc)) from None
         active = workspace.config.agent
         for name in workspace.agents.names():
             agent = workspace.agents.get(name)
@@ -332,17 +331,14 @@ class BlitzMagics(Magics):
     def blitz_session(self, line: str) -> None:
         """Sessions of this kernel: list, new NAME, use NAME, show, snapshot NAME, load SNAPSHOT,
         search TEXT, delete NAME. Kept in memory (a kernel restart starts afresh)."""
-        from ..errors import BlitzError
 
         args = self._parse(self.blitz_session, line)
         words = " ".join(args.name)
         needs_name = {"new", "use", "snapshot", "load", "search", "delete"}
         if args.action in needs_name and not words:
             raise UsageError(f"%blitz_session {args.action} needs a name\n{usage_line(self.blitz_session)}")
-        try:
+        with usage_errors():
             self._session_action(args.action, words)
-        except BlitzError as exc:
-            raise UsageError(str(exc)) from None
 
     def _session_action(self, action: str, name: str) -> None:
         book = self.workspace().sessions

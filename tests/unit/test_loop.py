@@ -24,6 +24,7 @@ from blitz_kernel.engine.events import (
     TurnDone,
     UsageEvent,
 )
+from blitz_kernel.engine.options import FrontEnd, RunOptions
 from blitz_kernel.errors import SessionBusyError, SteerTooLateError, UnknownAgentError
 from blitz_kernel.models.scripted import ScriptedModel
 from blitz_kernel.tools.registry import ToolKind
@@ -462,10 +463,10 @@ async def test_stop_ends_a_pending_permission_request_as_denied(make_workspace, 
     assert "stopped before a decision" in denied.error
 
 
-async def test_ENG26_max_pending_requests_per_session():
-    from blitz_kernel.engine.approval import ApprovalGate
+async def test_ENG26_max_pending_counts_every_session_of_the_kernel():
+    """One session only ever has one request open, so the limit spans the workspace's gates."""
+    from blitz_kernel.engine.approval import ApprovalGate, PendingApprovals
     from blitz_kernel.engine.events import PendingCall
-    from blitz_kernel.engine.session import Session
     from blitz_kernel.errors import ApprovalOverflowError
 
     release = asyncio.Event()
@@ -477,15 +478,22 @@ async def test_ENG26_max_pending_requests_per_session():
             await release.wait()
             return [PermissionDecision(call_id=c.id, decision="allow") for c in request.calls]
 
-    session = Session(name="s")
-    gate = ApprovalGate(SlowApprover(), max_pending=1)
-    first = asyncio.ensure_future(gate.decide(gate.new_request([PendingCall(id="a", name="write_file")]), None, session))
+    waiting = PendingApprovals()
+    first_session = ApprovalGate(SlowApprover(), max_pending=1, waiting=waiting)
+    other_session = ApprovalGate(SlowApprover(), max_pending=1, waiting=waiting)
+    first = asyncio.ensure_future(first_session.decide(first_session.new_request([PendingCall(id="a", name="write_file")])))
     await asyncio.sleep(0)
     with pytest.raises(ApprovalOverflowError):
-        await gate.decide(gate.new_request([PendingCall(id="b", name="write_file")]), None, session)
+        await other_session.decide(other_session.new_request([PendingCall(id="b", name="write_file")]))
     release.set()
     assert (await first)["a"].decision == "allow"
-    assert session.pending_approvals == 0
+    assert waiting.pending_approvals == 0
+
+
+async def test_ENG26_workspace_gates_share_one_counter(make_workspace):
+    ws, _ = make_workspace([{"text": "ok"}])
+    setups = [await ws._setup(ws.session(name), RunOptions(), FrontEnd()) for name in ("a", "b")]
+    assert setups[0].gate.waiting is setups[1].gate.waiting is ws.waiting_approvals
 
 
 async def test_ENG34_enter_plan_mode_restricts_later_calls_of_its_own_batch(make_workspace, tmp_path):
@@ -516,3 +524,20 @@ async def test_ENG06_configuring_a_limit_keeps_the_model(make_workspace):
 
 def results_of_last(model):
     return [m for m in model.requests[-1].messages if isinstance(m, ToolResultMessage)]
+
+
+async def test_ENG42_steer_while_the_turn_ends_is_refused_not_lost(make_workspace):
+    """Regression: a steer sent while the end-of-turn handler runs was accepted and lost."""
+    ws, _ = make_workspace([{"text": "done"}])
+    refused: list[str] = []
+
+    def on_event(event):
+        if isinstance(event, TurnDone):
+            try:
+                ws.steer("s", "late")
+            except SteerTooLateError as exc:
+                refused.append(str(exc))
+
+    result = await ws.run("go", session="s", on_event=on_event)
+    assert result.leftovers == [] and result.dropped == []
+    assert refused and "next prompt" in refused[0]

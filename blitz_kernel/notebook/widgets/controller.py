@@ -31,7 +31,7 @@ from .view import (
 )
 
 if TYPE_CHECKING:
-    from ...engine.loop import TurnResult
+    from ...engine.turn import TurnResult
     from ...engine.workspace import Workspace
 
 RENDER_TIMEOUT_S = 10.0

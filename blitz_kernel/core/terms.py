@@ -1,0 +1,28 @@
+"""The closed vocabularies that cross layer boundaries, each defined once.
+
+Config, engine, events and widgets all speak of policies, verdicts, plan statuses, stop
+reasons and tool outcomes; a second copy of one of these literals would drift (a new stop
+reason added in one place and rejected in another), so every layer imports them from here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Policy = Literal["allow", "ask", "deny"]
+"""What a tool call needs before it runs (ENG-23)."""
+HeadlessPolicy = Literal["deny", "allow"]
+"""What `ask` means when nobody can answer (ENG-25)."""
+Verdict = Literal["allow", "always", "deny"]
+"""A person's answer to one call of a permission request (ENG-24)."""
+PlanStatus = Literal["approved", "rejected", "unreviewed"]
+"""What became of a plan proposed with exit_plan_mode (ENG-32)."""
+StopReason = Literal["end_turn", "max_turns", "max_cost", "timeout", "cancelled", "blocked", "error"]
+"""Why a turn ended (INTERFACE.md, TurnResult)."""
+ToolOutcome = Literal["ok", "error", "denied", "cancelled", "blocked"]
+"""How one tool call ended: ran fine, failed (or was refused by a rule), denied by a person or
+policy, cut short by a stop, or blocked by a hook. Front ends show it as is; nobody has to
+guess it from an error's wording."""
+
+SUMMARY_HEADER = "[Summary of earlier conversation]"
+"""How a compaction summary introduces itself, to the summariser and to the model."""

@@ -1,0 +1,235 @@
+"""One model response's tool calls, run as a batch (ENGINE.md §3: ENG-12, ENG-17, ENG-20..26).
+
+For each call, in order: announce it, screen it (unknown tool, not allowed this run, refused by
+the mode, bad arguments, denied by policy), then ask once for every call that needs approval,
+then run what may run at most `max_parallel` at once. The batch owns its results: every call
+ends with exactly one, in call order, a cancelled one if the turn stopped first, so the history
+the loop commits stays valid whatever happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from ..core.history import ImagePart, ToolCall, ToolResultMessage
+from ..core.terms import Policy, ToolOutcome
+from ..core.text import shorten
+from ..models.base import supports_vision
+from ..tools.registry import Tool, ToolError, ToolKind, ToolOutput
+from .approval import resolve_policy
+from .events import (
+    Event,
+    PendingCall,
+    PermissionDecision,
+    ToolCallEvent,
+    ToolResultEvent,
+    shown_images,
+)
+from .modes import TurnMode, refusal
+from .steering import TurnControl
+from .tracing import mark_error
+from .turn import TurnSetup
+
+CANCELLED_RESULT = "cancelled: the turn was stopped before this call finished"
+PREVIEW_CHARS = 300
+
+Emit = Callable[[Event], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Screened:
+    """A call that passed screening: the tool, its parsed arguments and its policy."""
+
+    call: ToolCall
+    tool: Tool
+    args: BaseModel
+    policy: Policy
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A call that screening refused; the model reads `result` as the call's result."""
+
+    result: ToolResultMessage
+    status: ToolOutcome
+
+
+class ToolBatch:
+    """The calls of one response; `run` once, then `in_call_order` has a result per call."""
+
+    def __init__(self, setup: TurnSetup, control: TurnControl, emit: Emit, calls: list[ToolCall]) -> None:
+        self.setup = setup
+        self.control = control
+        self.emit = emit
+        self.calls = calls
+        self.results: dict[str, ToolResultMessage] = {}
+        self._shown_images: dict[str, list[ImagePart]] = {}
+        """Images a call showed the user, until its result event carries them: they are no
+        part of the history the model reads."""
+
+    async def run(self, mode: TurnMode) -> list[ToolResultMessage]:
+        """ENG-12/20: screen every call, ask once for those that need it, run the rest, and
+        return one result per call in call order. On cancellation every call still open gets
+        its cancelled result event before the cancellation goes on."""
+        runnable: list[Screened] = []
+        asking: list[Screened] = []
+        for call in self.calls:
+            await self.emit(ToolCallEvent(id=call.id, name=call.name, args=call.parsed_arguments()))
+            screened = self._screen(call, mode)
+            if call.name == "enter_plan_mode":
+                mode = TurnMode.PLAN  # ENG-34: from the next call on, this batch's later ones included
+            if isinstance(screened, Refused):
+                await self._record(screened.result, screened.status)
+            elif screened.policy == "ask":
+                asking.append(screened)
+            else:
+                runnable.append(screened)
+        try:
+            if asking:
+                runnable += await self._ask(asking)
+            await self._run_concurrently(runnable)
+        except asyncio.CancelledError:
+            for result in self.in_call_order():
+                if result.call_id not in self.results:
+                    await self._emit_result(result, "cancelled")
+            raise
+        return self.in_call_order()
+
+    def in_call_order(self) -> list[ToolResultMessage]:
+        """A result per call, in call order; a cancelled one where none came."""
+        return [self.results.get(c.id) or error_result(c, CANCELLED_RESULT) for c in self.calls]
+
+    # -- screening and approval ---------------------------------------------------------------
+
+    def _screen(self, call: ToolCall, mode: TurnMode) -> Screened | Refused:
+        """Refusals the model should read (ENG-17, ENG-20, ENG-30) or the call with its policy."""
+        setup = self.setup
+        tool = setup.tools.get(call.name)
+        if tool is None:
+            return _refused(call, f"unknown tool {call.name!r}; available: {', '.join(setup.tools)}")
+        if setup.allowed_tools is not None and call.name not in setup.allowed_tools:
+            allowed = ", ".join(setup.allowed_tools)
+            return _refused(call, f"{call.name} isn't among the tools this command allows ({allowed})")
+        refused = refusal(mode, tool)
+        if refused is not None:
+            return _refused(call, refused)
+        try:
+            args = tool.parse_arguments(call.arguments)
+        except ToolError as exc:
+            return _refused(call, str(exc))
+        policy = resolve_policy(
+            call.name, tool.kind is ToolKind.MUTATING, setup.policies, setup.approve_override,
+            setup.session.always_allowed,
+        )
+        if policy == "deny":
+            return _refused(call, f"{call.name} is denied by the approval policy", "denied")
+        return Screened(call, tool, args, policy)
+
+    async def _ask(self, asking: list[Screened]) -> list[Screened]:
+        """ENG-24: one permission request for the batch; returns the calls that may run."""
+        gate = self.setup.gate
+        request = gate.new_request(
+            [PendingCall(id=s.call.id, name=s.call.name, args=s.call.parsed_arguments()) for s in asking]
+        )
+        await self.emit(request)
+        decisions = await gate.decide(request, self.control)
+        allowed = []
+        for screened in asking:
+            call = screened.call
+            decision = decisions[call.id]
+            await self.emit(decision)
+            if decision.decision == "deny":
+                await self._record(error_result(call, _denial_text(call.name, decision)), "denied")
+                continue
+            if decision.decision == "always":
+                self.setup.session.always_allowed.add(call.name)
+            allowed.append(screened)
+        return allowed
+
+    # -- running ------------------------------------------------------------------------------
+
+    async def _run_concurrently(self, runnable: list[Screened]) -> None:
+        if not runnable:
+            return
+        limit = asyncio.Semaphore(self.setup.max_parallel)
+
+        async def run_one(screened: Screened) -> None:
+            async with limit:
+                result = await self._invoke(screened)
+            await self._record(result, "ok" if result.ok else "error")
+
+        tasks = [asyncio.ensure_future(run_one(item)) for item in runnable]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    async def _invoke(self, screened: Screened) -> ToolResultMessage:
+        call = screened.call
+        telemetry = self.setup.telemetry
+        attributes = {"blitz.tool": call.name, "blitz.call_id": call.id, "blitz.arguments": telemetry.content(call.arguments)}
+        with telemetry.child_span("blitz.tool_call", attributes) as span:
+            result = await self._invoke_tool(screened)
+            span.set_attribute("blitz.ok", result.ok)
+            if not result.ok:
+                mark_error(span, result.error or "")
+            return result
+
+    async def _invoke_tool(self, screened: Screened) -> ToolResultMessage:
+        call, tool, setup = screened.call, screened.tool, self.setup
+        try:
+            output = await tool.func(screened.args, setup.tool_context)
+        except ToolError as exc:
+            self._shown_images[call.id] = exc.display_images
+            return error_result(call, str(exc))
+        except Exception as exc:  # a tool bug must not end the turn: the model reads it
+            return error_result(call, f"{call.name} failed: {type(exc).__name__}: {exc}")
+        if not isinstance(output, ToolOutput):
+            return ToolResultMessage(call_id=call.id, name=call.name, output=output)
+        self._shown_images[call.id] = output.display_images
+        if output.images and not supports_vision(setup.model):
+            return error_result(call, blind_model_text(setup.model.name))
+        return ToolResultMessage(call_id=call.id, name=call.name, output=output.text, images=output.images)
+
+    # -- results ------------------------------------------------------------------------------
+
+    async def _record(self, result: ToolResultMessage, status: ToolOutcome) -> None:
+        self.results[result.call_id] = result
+        await self._emit_result(result, status)
+
+    async def _emit_result(self, result: ToolResultMessage, status: ToolOutcome) -> None:
+        preview = (result.output if result.ok else result.error) or ""
+        images, omitted = shown_images(self._shown_images.pop(result.call_id, []))
+        await self.emit(
+            ToolResultEvent(
+                id=result.call_id, name=result.name, ok=result.ok, status=status, error=result.error,
+                preview=shorten(preview, PREVIEW_CHARS), images=images, images_omitted=omitted,
+            )
+        )
+
+
+def error_result(call: ToolCall, message: str) -> ToolResultMessage:
+    return ToolResultMessage(call_id=call.id, name=call.name, error=message)
+
+
+def _refused(call: ToolCall, message: str, status: ToolOutcome = "error") -> Refused:
+    return Refused(error_result(call, message), status)
+
+
+def blind_model_text(model: str) -> str:
+    """The error a tool's images become when the model cannot see them."""
+    return (
+        f"this model ({model}) cannot see images (litellm does not list it as a vision model); "
+        "work from the data instead, or ask the user to switch to a vision model"
+    )
+
+
+def _denial_text(tool_name: str, decision: PermissionDecision) -> str:
+    return f"{tool_name} was denied: {decision.reason or 'the user said no'}"

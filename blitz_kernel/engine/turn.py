@@ -1,0 +1,91 @@
+"""What a turn is given and what it gives back: `TurnSetup` in, `TurnResult` out.
+
+The workspace resolves every choice of a turn (agent, model, tools, limits, approval, mode)
+into one frozen `TurnSetup` before the turn starts; the loop only reads it. The mode a turn
+*runs* in may still change (`enter_plan_mode`, ENG-34): that is the runner's state, not the
+setup's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, Field
+
+from ..core.terms import PlanStatus, Policy, StopReason
+from ..core.usage import PriceBook, UsageTotals
+from ..models.base import Model
+from ..tools.registry import Tool, ToolContext
+from .approval import ApprovalGate
+from .events import Event
+from .modes import PlanReviewer, TurnMode
+from .options import EventHandler
+from .session import Session
+from .tracing import Telemetry
+
+TURN_SPAN = "blitz.turn"
+"""Span of a turn; linked to the session's previous turn (ENG-91)."""
+ASIDE_SPAN = "blitz.aside"
+
+
+class TurnResult(BaseModel):
+    """What a turn returns (INTERFACE.md), and what `--out NAME` stores."""
+
+    text: str
+    stop_reason: StopReason
+    error: str | None = None
+    usage: UsageTotals
+    events: list[Event] = Field(default_factory=list, repr=False)
+    leftovers: list[str] = Field(default_factory=list)
+    """Steer messages no tool result carried; the front end sends them as the next prompt."""
+    dropped: list[str] = Field(default_factory=list)
+    """Steer messages dropped because the turn did not end normally (ENG-41)."""
+    session: str
+    turn_index: int
+    plan: str | None = None
+    """The plan proposed with exit_plan_mode, if any."""
+    plan_status: PlanStatus | None = None
+    """"approved": the front end starts the carry-out turn (`go_ahead_prompt`)."""
+
+
+@dataclass(frozen=True)
+class TurnLimits:
+    max_turns: int = 50
+    max_cost_usd: float | None = None
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
+class TurnSetup:
+    """Everything one turn needs, resolved by the workspace before it starts."""
+
+    session: Session
+    model: Model
+    agent: str
+    system: str
+    """The agent's instructions plus the mode's (ENG-02, ENG-32)."""
+    tools: dict[str, Tool]
+    """The agent's tools (ENG-04)."""
+    tool_context: ToolContext
+    gate: ApprovalGate
+    prices: PriceBook
+    limits: TurnLimits = field(default_factory=TurnLimits)
+    allowed_tools: tuple[str, ...] | None = None
+    """ENG-17: when set, every other tool is refused."""
+    policies: dict[str, Policy] = field(default_factory=dict)
+    approve_override: Policy | None = None
+    max_parallel: int = 8
+    mode: TurnMode = TurnMode.NORMAL
+    """The mode the turn starts in (ENG-30)."""
+    compaction: bool = True
+    """Automatic compaction allowed (asides never compact, ENG-51)."""
+    token_threshold: int | None = None
+    """Compact before a step whose prompt would pass this (ENG-60); None: never."""
+    retain_events: int = 20
+    plan_reviewer: PlanReviewer | None = None
+    """Who reviews a proposed plan; None means nobody can (the plan is the answer)."""
+    telemetry: Telemetry = field(default_factory=lambda: Telemetry(enabled=False))
+    span_name: str = TURN_SPAN
+    temperature: float | None = None
+    max_tokens: int | None = None
+    on_event: EventHandler | None = None

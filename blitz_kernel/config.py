@@ -106,6 +106,14 @@ class TelemetryConfig(_Section):
     """Put prompts, replies and tool content in spans; off because they may be private."""
 
 
+class NotebookConfig(_Section):
+    """The notebook front end (the live turn widget)."""
+
+    render_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    """Seconds a permission request or a plan waits for a displayed widget to render before
+    nobody is taken to be there (fail-closed: the headless policy answers)."""
+
+
 def _no_unknown_price_keys(value: Any) -> Any:
     """`Price` ignores unknown keys, so a typo (`inptu`) would vanish silently; refuse it here."""
     if isinstance(value, Mapping):
@@ -156,6 +164,8 @@ class BlitzConfig(_Section):
     """USD per 1M tokens by model name or prefix; checked before litellm's map (ENG-81)."""
     telemetry: TelemetryConfig = TelemetryConfig()
     """OpenTelemetry settings."""
+    notebook: NotebookConfig = NotebookConfig()
+    """Notebook front end settings."""
 
     @field_validator("api_key_env")
     @classmethod

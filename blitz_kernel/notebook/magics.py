@@ -284,12 +284,14 @@ class BlitzMagics(Magics):
 
     async def _aside(self, workspace: Workspace, session: str, question: str) -> None:
         from .live import tick_forever
-        from .render import PlainRenderer
+        from .render import plain_event_handler
+        from .widgets.state import TurnState
 
-        renderer = PlainRenderer(header="💬 aside — not recorded in the session")
+        state = TurnState(turn_id="", prompt=question, session=session)
+        show = plain_event_handler(state, header="💬 aside — not recorded in the session")
         ticker = asyncio.ensure_future(tick_forever())
         try:
-            result = await workspace.aside(session, question, on_event=renderer.handle)
+            result = await workspace.aside(session, question, on_event=show)
         finally:
             ticker.cancel()
         if result.stop_reason in FAILING_STOPS:

@@ -63,7 +63,7 @@ def test_a_turn_folds_into_items_with_live_statuses():
     for event in (
         PermissionDecision(call_id="c1", decision="allow"),
         ToolResultEvent(id="c1", name="write_file", ok=True, preview="wrote a"),
-        ToolResultEvent(id="c2", name="read_file", ok=False, error="no such file"),
+        ToolResultEvent(id="c2", name="read_file", ok=False, status="error", error="no such file"),
         SteerEvent(count=1, call_id="c2"),
         UsageEvent(model="m", usage=TokenUsage(input_tokens=5, output_tokens=2), cost_usd=None),
         TextEvent(text="Done.", repeat=True),
@@ -81,7 +81,7 @@ def test_denied_and_cancelled_calls_and_leftover_steers():
     state.add_steer("first")
     state.add_steer("second")
     state.apply(PermissionDecision(call_id="c1", decision="deny", reason="no"))
-    state.apply(ToolResultEvent(id="c1", name="write_file", ok=False, error="write_file was denied: no"))
+    state.apply(ToolResultEvent(id="c1", name="write_file", ok=False, status="denied", error="write_file was denied: no"))
     state.apply(ToolCallEvent(id="c2", name="run_python", args={}))
     state.apply(TurnDone(stop_reason="end_turn", usage=UsageTotals(), leftovers=["second"]))
     assert [t["status"] for t in state.tool_items()] == ["denied", "cancelled"]

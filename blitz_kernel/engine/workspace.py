@@ -13,11 +13,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import BlitzConfig, load_config
+from ..config import OVERRIDE_SOURCE, BlitzConfig, load_config
 from ..core.usage import PriceBook, UsageLedger
-from ..errors import BlitzError, SessionBusyError, SteerTooLateError, UnknownAgentError
+from ..errors import BlitzError, ConfigError, SessionBusyError, SteerTooLateError, UnknownAgentError
 from ..models.base import Model
 from ..models.factory import build_model
+from ..models.placeholder import PlaceholderModel
 from ..tools import builtin_tools
 from ..tools.registry import KernelContext, Tool, ToolContext, ToolKind, ToolRegistry
 from .agents import AgentDefinition, AgentRegistry
@@ -92,8 +93,8 @@ class Workspace:
         settings = config.telemetry
         return Telemetry(enabled=settings.enabled, exporter=settings.exporter, include_content=settings.include_content)
 
-    def _build(self, name: str | None) -> Model:
-        config = self.config
+    def _build(self, name: str | None, config: BlitzConfig | None = None) -> Model:
+        config = config or self.config
         return build_model(
             name, workspace=self.root, api_base=config.api_base, api_key_env=config.api_key_env,
             retries=config.model_retries,
@@ -101,17 +102,22 @@ class Workspace:
 
     def configure(self, **dotted: Any) -> BlitzConfig:
         """Set configuration keys for this workspace (`%blitz_config`). A value that fails to
-        validate raises ConfigError and changes nothing (ENG-06)."""
+        validate raises ConfigError and changes nothing (ENG-06); so does a model that cannot
+        be built (a scripted file that is not there, an unset `api_key_env` variable)."""
         candidate = {**self._overrides, **dotted}
         config = self._load(candidate)
-        telemetry = self._telemetry(config) if config.telemetry != self.config.telemetry else self.telemetry
-        previous, self._overrides, self.config, self.telemetry = self.config, candidate, config, telemetry
         model_settings = ("model", "api_base", "api_key_env", "model_retries")
-        changed = any(getattr(previous, key) != getattr(config, key) for key in model_settings)
-        if "model" in dotted or (changed and self._explicit_model is None):
-            # only when it matters: a rebuilt scripted model restarts its script (ENG-06)
-            self._explicit_model = None
-            self.model = self._build(config.model)
+        changed = [key for key in model_settings if getattr(self.config, key) != getattr(config, key)]
+        rebuild = "model" in dotted or (bool(changed) and self._explicit_model is None)
+        # only when it matters: a rebuilt scripted model restarts its script (ENG-06)
+        model = self._build(config.model, config) if rebuild else self.model
+        if rebuild and config.model and isinstance(model, PlaceholderModel):
+            key = "model" if "model" in dotted else changed[0]
+            raise ConfigError(key, OVERRIDE_SOURCE, model.reason)
+        telemetry = self._telemetry(config) if config.telemetry != self.config.telemetry else self.telemetry
+        self._overrides, self.config, self.telemetry = candidate, config, telemetry
+        if rebuild:
+            self._explicit_model, self.model = None, model
         return config
 
     def set_model(self, name: str) -> Model:

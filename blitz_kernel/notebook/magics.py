@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import keyword
 import os
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
@@ -94,6 +95,32 @@ def _positive(kind: type, value: str, option: str) -> Any:
     return number
 
 
+@contextlib.contextmanager
+def interrupt_is_one_line(what: str) -> Iterator[None]:
+    """■ (a kernel interrupt, or a second Stop) arriving as a cancellation outside a turn (the
+    engine turns one inside a turn into the stop reason `cancelled`) ends the cell with one
+    line saying what did not happen, not with a CancelledError traceback."""
+    try:
+        yield
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        raise BlitzCellError(f"interrupted: {what}") from None
+
+
+def _name(value: str | None, option: str, magic: Any) -> str | None:
+    """An option that names something, without the quotes IPython's argument splitting keeps
+    (`-s 'my session'` names `my session`); never empty (None: not given)."""
+    if value is None:
+        return None
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    if not value.strip():
+        raise UsageError(f"{option} needs a name, got an empty one\n{usage_line(magic)}")
+    return value
+
+
 def usage_line(magic: Any) -> str:
     """The magic's usage as one readable line (magic_arguments formats it as reST)."""
     words = magic.parser.format_usage().replace("::", " ").split()
@@ -141,7 +168,7 @@ class BlitzMagics(Magics):
     def _parse(self, magic: Any, line: str) -> Any:
         try:
             return parse_argstring(magic, line)
-        except UsageError as exc:
+        except (UsageError, ValueError) as exc:  # ValueError: shlex's "No closing quotation"
             raise UsageError(f"{exc}\n{usage_line(magic)}") from None
 
     # -- %%blitz ----------------------------------------------------------------------------
@@ -165,6 +192,12 @@ class BlitzMagics(Magics):
         prompt = cell.strip()
         if not prompt:
             raise UsageError("the cell body is the prompt, and it is empty")
+        args.session = _name(args.session, "--session", self.blitz)
+        args.agent = _name(args.agent, "--agent", self.blitz)
+        args.model = _name(args.model, "--model", self.blitz)
+        args.out = _name(args.out, "--out", self.blitz)
+        if args.out is not None and (not args.out.isidentifier() or keyword.iskeyword(args.out)):
+            raise UsageError(f"--out needs a Python variable name, got {args.out!r}\n{usage_line(self.blitz)}")
         with usage_errors():
             options = RunOptions(
                 agent=args.agent,
@@ -185,7 +218,9 @@ class BlitzMagics(Magics):
     ) -> None:
         from .live import run_turn_in_cell
 
-        with usage_errors():  # raised before the turn started: nothing was recorded
+        # raised before the turn started (a bad choice, or ■ while the model is looked up):
+        # nothing was recorded
+        with usage_errors(), interrupt_is_one_line("the turn was cancelled before it started"):
             result = await run_turn_in_cell(
                 workspace, prompt, session=session, options=options, plain=plain, shell=self.shell
             )
@@ -200,13 +235,32 @@ class BlitzMagics(Magics):
     @argument("model", nargs="?", help="litellm model name or scripted:PATH")
     @line_magic
     def blitz_model(self, line: str) -> None:
-        """Show the model, or set it for this kernel's turns."""
+        """Show the model, or set it for this kernel's turns. A model that cannot be built
+        (ENG-06) is a one-line error and the previous model stays."""
         args = self._parse(self.blitz_model, line)
         workspace = self.workspace()
-        if args.model:
-            workspace.set_model(args.model)
+        model = _name(args.model, "MODEL", self.blitz_model)
+        if model is not None:
+            with usage_errors():
+                workspace.set_model(model)
         api_base = workspace.config.api_base
         print(f"model: {workspace.model.name}" + (f" (api_base {api_base})" if api_base else ""))
+        pin = self._active_agent_pin(workspace)
+        if pin is not None:
+            agent, pinned = pin
+            print(f"agent {agent!r} pins model {pinned}; {workspace.model.name} applies to agents without a pin")
+
+    @staticmethod
+    def _active_agent_pin(workspace: Workspace) -> tuple[str, str] | None:
+        """(agent, model) when the active agent pins a model: its turns run on the pin."""
+        from ..errors import UnknownAgentError
+
+        name = workspace.config.agent
+        try:
+            agent = workspace.agents.get(name)
+        except UnknownAgentError:
+            return None
+        return (name, agent.model) if agent.model else None
 
     @magic_arguments()
     @argument("assignments", nargs="*", help="key=value pairs, dotted keys")
@@ -220,6 +274,8 @@ class BlitzMagics(Magics):
         if args.assignments:
             with usage_errors():
                 values = dict(parse_assignment(text) for text in args.assignments)
+                if "agent" in values:  # an unknown name changes nothing, as with %blitz_agent
+                    workspace.reload_agents().get(str(values["agent"]))
                 workspace.configure(**values)
             for key, value in values.items():
                 print(f"set {key} = {value!r}")
@@ -262,8 +318,12 @@ class BlitzMagics(Magics):
     def blitz_usage(self, line: str) -> None:
         """Tokens and cost of a session, per model."""
         args = self._parse(self.blitz_usage, line)
-        session = args.session or self._current_session()
-        ledger = self.workspace().usage(session)
+        session = _name(args.session, "--session", self.blitz_usage) or self._current_session()
+        workspace = self.workspace()
+        if session not in workspace.sessions.names():  # asking must not create it
+            print(f"session {session!r}: no model calls yet")
+            return
+        ledger = workspace.usage(session)
         if not ledger.total.calls:
             print(f"session {session!r}: no model calls yet")
             return
@@ -306,9 +366,12 @@ class BlitzMagics(Magics):
         """Summarise the session's older turns to make room (ENG-61..64)."""
         args = self._parse(self.blitz_compact, line)
         keep = _positive(int, args.keep, "--keep")
-        session = args.session or self._current_session()
+        session = _name(args.session, "--session", self.blitz_compact) or self._current_session()
         focus = " ".join(args.focus) or None
-        return self._compact(self.workspace(), session, focus, keep)
+        workspace = self.workspace()
+        if session not in workspace.sessions.names():  # compacting must not create it
+            raise BlitzCellError(f"session {session!r} has no history yet: nothing to compact")
+        return self._compact(workspace, session, focus, keep)
 
     async def _compact(self, workspace: Workspace, session: str, focus: str | None, keep: int) -> None:
         from ..errors import CompactionError, NothingToCompactError, SessionBusyError
@@ -316,7 +379,8 @@ class BlitzMagics(Magics):
 
         ticker = asyncio.ensure_future(tick_forever())
         try:
-            outcome = await workspace.compact(session, focus=focus, keep_turns=keep)
+            with interrupt_is_one_line(f"nothing of session {session!r} was compacted"):
+                outcome = await workspace.compact(session, focus=focus, keep_turns=keep)
         except (NothingToCompactError, CompactionError, SessionBusyError) as exc:
             raise BlitzCellError(str(exc)) from None
         finally:

@@ -11,13 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..engine.events import Event, PermissionRequest
 
 if TYPE_CHECKING:
-    from IPython.display import DisplayHandle
-
     from ..engine.turn import TurnResult
     from ..tools.registry import KernelContext
     from .widgets.controller import TurnController
@@ -46,20 +44,51 @@ class Presenter(Protocol):
         """The turn raised: leave what was shown as it is best kept."""
 
 
+class WidgetOutput(Protocol):
+    """Where the widget goes: the cell (IPython's display), or a test's record."""
+
+    def show(self, view: Any) -> Any:
+        """Display the widget; returns a handle that can replace it."""
+
+    def replace(self, handle: Any, data: dict[str, str], metadata: dict[str, Any] | None = None) -> None:
+        """Replace what `handle` shows by a raw MIME bundle."""
+
+    def append(self, data: dict[str, str]) -> None:
+        """One more output after it (a raw MIME bundle)."""
+
+
+class IPythonWidgetOutput:
+    """The cell's own outputs."""
+
+    def show(self, view: Any) -> Any:
+        from IPython.display import display
+
+        return display(view, display_id=True)
+
+    def replace(self, handle: Any, data: dict[str, str], metadata: dict[str, Any] | None = None) -> None:
+        handle.update(data, raw=True, metadata=metadata)
+
+    def append(self, data: dict[str, str]) -> None:
+        from IPython.display import display
+
+        display(data, raw=True)
+
+
 class WidgetPresenter:
     """The live TurnView, replaced by the static rendering when the turn ends."""
 
-    def __init__(self, controller: TurnController, kernel: KernelContext | None = None) -> None:
+    def __init__(
+        self, controller: TurnController, kernel: KernelContext | None = None, output: WidgetOutput | None = None
+    ) -> None:
         self.controller = controller
         self.state = controller.state
         self._kernel = kernel
-        self._handle: DisplayHandle | None = None
+        self._output: WidgetOutput = output or IPythonWidgetOutput()
+        self._handle: Any = None
 
     def catch_up(self) -> None:
         """Display the widget with the state so far (its comm opens now)."""
-        from IPython.display import display
-
-        self._handle = display(self.controller.create_view(), display_id=True)
+        self._handle = self._output.show(self.controller.create_view())
         self._images_in_cards(True)
 
     def on_event(self, event: Event) -> Awaitable[None] | None:
@@ -96,23 +125,21 @@ class WidgetPresenter:
             if self.state.model:
                 self._replace_widget("")
             elif self._handle is not None:  # shown before a turn that never started
-                self._handle.update({"text/plain": ""}, raw=True)
+                self._output.replace(self._handle, {"text/plain": ""})
         self.controller.close()
 
     def _replace_widget(self, final_text: str) -> None:
         """The widget's output becomes the static rendering (and keeps no widget state)."""
-        from IPython.display import display
-
         from .widgets.static import static_bundle, static_images
 
         data, metadata = static_bundle(self.state, final_text)
         if self._handle is None:
             return
-        self._handle.update(data, raw=True, metadata=metadata)
+        self._output.replace(self._handle, data, metadata)
         # The cards' images, as image outputs right after: every renderer shows those (a
         # data-URL <img> in the Markdown would depend on each one's sanitizer).
         for bundle in static_images(self.state):
-            display(bundle, raw=True)
+            self._output.append(bundle)
 
     def _images_in_cards(self, on: bool) -> None:
         """While the widget shows the turn, tools' images go in their cards only, not also in

@@ -122,9 +122,12 @@ class CellTurn:
         self.session = session
         self.prompt = prompt
         self.probe = probe
-        self.controller: TurnController | None = TurnController(workspace, session, prompt) if probe else None
-        self.state = self.controller.state if self.controller else TurnState(turn_id="", prompt=prompt, session=session)
-        self.state.label = label
+        self.controller: TurnController | None = (
+            TurnController(workspace, session, prompt, label=label) if probe else None
+        )
+        self.state = (
+            self.controller.state if self.controller else TurnState(turn_id="", prompt=prompt, session=session, label=label)
+        )
         self.presenter: Presenter | None = None if probe else PlainPresenter(self.state)
         self.follow_up: list[str] = []
         self._over = False

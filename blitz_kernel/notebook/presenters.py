@@ -121,7 +121,7 @@ class WidgetPresenter:
         """Leave what was shown as a static rendering, and close the widget."""
         self._images_in_cards(False)
         with contextlib.suppress(Exception):
-            self.state.phase = "done"
+            self.state.set_phase("done")
             if self.state.model:
                 self._replace_widget("")
             elif self._handle is not None:  # shown before a turn that never started

@@ -16,9 +16,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, assert_never
 
-from ..engine.events import ErrorEvent, Event, ToolResultEvent, TurnDone, TurnStarted
+from ..engine.events import (
+    CompactionEvent,
+    ErrorEvent,
+    Event,
+    PermissionDecision,
+    PermissionRequest,
+    PlanEvent,
+    SteerEvent,
+    TextEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnDone,
+    TurnStarted,
+    UsageEvent,
+)
 from .lines import call_line, compaction_detail, result_text, usage_line
 from .markdown import escape_html
 
@@ -108,14 +122,20 @@ class PlainPresenter:
             case ToolResultEvent():
                 self._new_items()
                 self._show_result(event.id)
-            case ErrorEvent(kind="unpriced"):
-                self._output.line(f"⚠ {event.message}")
+            case ErrorEvent():
+                if event.kind == "unpriced":
+                    self._output.line(f"⚠ {event.message}")
             case TurnDone():
                 self._new_items()
                 self._output.line(usage_line(self.state))
-            case _:
+            case (
+                TextEvent() | ToolCallEvent() | PlanEvent() | CompactionEvent() | PermissionRequest()
+                | PermissionDecision() | SteerEvent() | UsageEvent()
+            ):
                 self._new_items()
                 self._show_live(force=False)
+            case _:
+                assert_never(event)
 
     def hold(self, event: Event) -> None:
         """Nothing to wait for: nobody can click plain output."""

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, assert_never
 
 from ...engine.events import Event, PermissionDecision, PermissionRequest, TextEvent, TurnDone
 from ...engine.modes import PlanReview
@@ -24,6 +24,7 @@ from .view import (
     AsideMessage,
     DecideMessage,
     FrontEndMessage,
+    ReadyMessage,
     ReviewMessage,
     SteerMessage,
     StopMessage,
@@ -116,10 +117,11 @@ class TurnController:
         prompt: str,
         *,
         render_timeout: float | None = None,
+        label: str = "",
     ) -> None:
         self.workspace = workspace
         self.turn_id = uuid.uuid4().hex
-        self.state = TurnState(turn_id=self.turn_id, prompt=prompt, session=session)
+        self.state = TurnState(turn_id=self.turn_id, prompt=prompt, session=session, label=label)
         self.render_timeout = (
             workspace.config.notebook.render_timeout_s if render_timeout is None else render_timeout
         )
@@ -145,8 +147,7 @@ class TurnController:
 
     def create_view(self) -> TurnView:
         """The widget, with the state so far (its comm opens now)."""
-        values = {name: self.state.synced_value(name) for name in self.state.dirty}
-        self.state.dirty.clear()
+        values = self.state.take_dirty()
         self.view = TurnView(self.turn_id, self.receive, **values)
         self.sync = WidgetSync(self.view, self.state)
         return self.view
@@ -189,16 +190,21 @@ class TurnController:
     def receive(self, message: FrontEndMessage) -> None:
         """A message for this turn (view.py already dropped stale and malformed ones)."""
         self.rendered.set()  # any message proves that a view of this turn is on screen
-        if isinstance(message, DecideMessage):
-            self._on_decide(message)
-        elif isinstance(message, ReviewMessage):
-            self._on_review(message)
-        elif isinstance(message, SteerMessage):
-            self._on_steer(message.text)
-        elif isinstance(message, AsideMessage):
-            self._on_aside(message.question)
-        elif isinstance(message, StopMessage):
-            self._on_stop()
+        match message:
+            case DecideMessage():
+                self._on_decide(message)
+            case ReviewMessage():
+                self._on_review(message)
+            case SteerMessage():
+                self._on_steer(message.text)
+            case AsideMessage():
+                self._on_aside(message.question)
+            case StopMessage():
+                self._on_stop()
+            case ReadyMessage():
+                pass  # rendered, and nothing more to do
+            case _:
+                assert_never(message)
         self.changed(urgent=not isinstance(message, SteerMessage | AsideMessage))
 
     def _on_decide(self, message: DecideMessage) -> None:

@@ -2,9 +2,10 @@
 //
 // State comes from the kernel as synced traits (see widgets/state.py); user actions go back as
 // custom messages {kind, turn_id, ...} (see widgets/view.py). Wordings the static rendering
-// shares (a plan's heading, the compaction note) arrive in the items, written by Python. Model text is never inserted as
-// HTML: the small Markdown renderer below builds DOM nodes and sets only textContent, so no tag
-// or script in model output can reach the page.
+// shares (a plan's heading, the compaction note) arrive in the items, written by Python
+// (notebook/lines.py), so they are defined once. Model text is never inserted as HTML: the
+// small Markdown renderer below builds DOM nodes and sets only textContent, so no tag or
+// script in model output can reach the page.
 
 const TOOL_MARK = {
   queued: "queued", waiting: "waiting for approval", running: "running", done: "done",

@@ -111,7 +111,9 @@ class Workspace:
         rebuild = "model" in dotted or (bool(changed) and self._explicit_model is None)
         # only when it matters: a rebuilt scripted model restarts its script (ENG-06)
         model = self._build(config.model, config) if rebuild else self.model
-        if rebuild and config.model and isinstance(model, PlaceholderModel):
+        # a model named here must build; another setting must not break a model that worked
+        must_build = "model" in dotted or not isinstance(self.model, PlaceholderModel)
+        if rebuild and config.model and isinstance(model, PlaceholderModel) and must_build:
             key = "model" if "model" in dotted else changed[0]
             raise ConfigError(key, OVERRIDE_SOURCE, model.reason)
         telemetry = self._telemetry(config) if config.telemetry != self.config.telemetry else self.telemetry

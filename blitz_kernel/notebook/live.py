@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from ..engine.modes import PlanReviewer
     from ..engine.turn import TurnResult
     from ..engine.workspace import Workspace
-    from .presenters import Presenter
+    from .presenters import Presenter, WidgetOutput
+    from .render import CellOutput
     from .widgets.controller import TurnController
 
 TICK_S = 0.1
@@ -113,8 +114,17 @@ class CellTurn:
     static rendering. Without a probe the turn is plain from the start."""
 
     def __init__(
-        self, workspace: Workspace, session: str, prompt: str, *, probe: FrontEndProbe | None, label: str = ""
+        self,
+        workspace: Workspace,
+        session: str,
+        prompt: str,
+        *,
+        probe: FrontEndProbe | None,
+        label: str = "",
+        plain_output: CellOutput | None = None,
+        widget_output: WidgetOutput | None = None,
     ) -> None:
+        """`plain_output` and `widget_output` default to the cell's own (IPython's display)."""
         from .widgets.controller import TurnController
         from .widgets.state import TurnState
 
@@ -128,7 +138,9 @@ class CellTurn:
         self.state = (
             self.controller.state if self.controller else TurnState(turn_id="", prompt=prompt, session=session, label=label)
         )
-        self.presenter: Presenter | None = None if probe else PlainPresenter(self.state)
+        self._plain_output = plain_output
+        self._widget_output = widget_output
+        self.presenter: Presenter | None = None if probe else PlainPresenter(self.state, output=plain_output)
         self.follow_up: list[str] = []
         self._over = False
         """The turn raised: a late answer shows nothing any more."""
@@ -218,9 +230,9 @@ class CellTurn:
         if probe.mode == "widget":
             from .presenters import WidgetPresenter
 
-            presenter = WidgetPresenter(controller, self.workspace.kernel)
+            presenter = WidgetPresenter(controller, self.workspace.kernel, output=self._widget_output)
         else:
-            presenter = PlainPresenter(self.state)
+            presenter = PlainPresenter(self.state, output=self._plain_output)
         self.presenter = presenter
         presenter.catch_up()
         return presenter

@@ -114,6 +114,9 @@ class FrontEndProbe:
         except Exception:
             self.decide("plain")
             return
+        if self.decided:  # answered at once
+            self.close()
+            return
         self._timer = self._call_later(self.memory.probe_timeout(), lambda: self.decide("plain"))
 
     def decide(self, mode: Mode) -> None:

@@ -66,9 +66,11 @@ class FakeProbeComm:
 
 @dataclass
 class CommOpener:
-    """Opens FakeProbeComms (or fails, like a shell without comm machinery)."""
+    """Opens FakeProbeComms (or fails, like a shell without comm machinery); `answer` makes
+    the front end close each one at once, as JupyterLab does within milliseconds."""
 
     fail: bool = False
+    answer: bool = False
     opened: list[FakeProbeComm] = field(default_factory=list)
 
     def __call__(self, data: dict[str, Any], on_closed: Callable[[], None]) -> FakeProbeComm:
@@ -76,6 +78,8 @@ class CommOpener:
             raise RuntimeError("no comm machinery")
         comm = FakeProbeComm(data, on_closed)
         self.opened.append(comm)
+        if self.answer:
+            comm.front_end_closes()
         return comm
 
 

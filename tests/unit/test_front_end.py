@@ -5,7 +5,10 @@ and the cell's outputs are the boundary, handed in as fakes."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel
 
 from blitz_kernel.core.usage import TokenUsage, UsageTotals
 from blitz_kernel.engine.events import (
@@ -23,7 +26,9 @@ from blitz_kernel.engine.events import (
     TurnStarted,
     UsageEvent,
 )
+from blitz_kernel.engine.options import RunOptions
 from blitz_kernel.engine.turn import TurnResult
+from blitz_kernel.notebook.live import CellTurn
 from blitz_kernel.notebook.presenters import WidgetPresenter
 from blitz_kernel.notebook.probe import (
     PROBE_TARGET,
@@ -36,7 +41,9 @@ from blitz_kernel.notebook.render import PlainPresenter
 from blitz_kernel.notebook.widgets.controller import TurnController
 from blitz_kernel.notebook.widgets.state import TurnState
 from blitz_kernel.notebook.widgets.view import ReadyMessage, SteerMessage
+from blitz_kernel.tools.registry import Tool, ToolContext, ToolKind
 
+from .conftest import call, tool_step
 from .front_end_fakes import CommOpener, FakeClock, RecordingOutput
 
 START = TurnStarted(session="s", turn_index=0, prompt="Write it.", agent="blitz", model="m")
@@ -306,3 +313,93 @@ def test_an_abandoned_widget_that_never_started_leaves_nothing(make_workspace: A
         assert output.replaced == [({"text/plain": ""}, None)]
 
     widget_turn(make_workspace, scenario)
+
+
+# -- the cell turn: probe, then one presenter --------------------------------------------------
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+@dataclass
+class Ran:
+    turn: CellTurn
+    plain: RecordingOutput
+    widget: RecordingWidgetOutput
+    result: TurnResult
+    seen_by_tool: list[list[str]]
+
+
+def cell_turn(make_workspace: Any, steps: list[Any], opener: CommOpener, clock: FakeClock, memory: FrontEndMemory,
+              during: Any = None) -> Ran:
+    """Run one real turn (scripted model) through a CellTurn whose probe talks to fakes;
+    `during(turn, plain_output)` runs beside the turn once it started. The read-only tool
+    `look` records what the cell showed at the moment it ran."""
+    workspace, model = make_workspace(steps)
+    plain_output, widget_output = RecordingOutput(), RecordingWidgetOutput()
+    seen_by_tool: list[list[str]] = []
+
+    async def look(args: NoArgs, ctx: ToolContext) -> str:
+        seen_by_tool.append(plain_output.rendered())
+        return "looked"
+
+    workspace.tools.register(Tool(name="look", description="Look.", args_model=NoArgs, kind=ToolKind.READ_ONLY, func=look))
+
+    async def main() -> tuple[CellTurn, TurnResult]:
+        probe = FrontEndProbe(open_comm=opener, call_later=clock.call_later, memory=memory)
+        turn = CellTurn(workspace, "s", "Do it.", probe=probe, plain_output=plain_output, widget_output=widget_output)
+        running = asyncio.ensure_future(turn.run(RunOptions()))
+        if during is not None:
+            await during(turn, plain_output)
+        return turn, await asyncio.wait_for(running, 10)
+
+    turn, outcome = asyncio.run(main())
+    model.assert_complete()
+    return Ran(turn, plain_output, widget_output, outcome, seen_by_tool)
+
+
+def test_a_kernel_that_never_saw_a_front_end_does_not_wait_at_the_end(make_workspace: Any):
+    """Nothing answers the probe and the turn ends first: plain at once, no timeout waited."""
+    opener, clock, memory = CommOpener(), FakeClock(), FrontEndMemory()
+    ran = cell_turn(make_workspace, [{"text": "Hello <b>."}], opener, clock, memory)
+    shown = ran.plain.rendered()
+    assert shown[0] == "Hello &lt;b>." and shown[1].endswith("· end_turn") and len(shown) == 2
+    assert ran.plain.entries[0][1].metadata["blitz"]["text"] == "Hello <b>."
+    assert ran.widget.shown == [] and opener.opened[0].closed and clock.armed == []
+    assert memory.headless_seen and not memory.front_end_seen and ran.result.stop_reason == "end_turn"
+
+
+async def until(condition: Any) -> None:
+    """Let the loop run until `condition()` holds (5 s at most). Nothing in the code under
+    test marks the moment with an event, so this yields to the loop and looks again."""
+    async with asyncio.timeout(5):
+        while not condition():  # noqa: ASYNC110 - a zero-length yield, bounded by the timeout
+            await asyncio.sleep(0)
+
+
+def test_a_tool_call_waits_for_the_answer_then_shows_in_order(make_workspace: Any):
+    """Nothing runs unseen: the first tool call waits for the probe's answer (here its
+    timeout, so plain), and its line is shown before the tool runs."""
+    opener, clock, memory = CommOpener(), FakeClock(), FrontEndMemory()
+
+    async def nobody_answers(turn: CellTurn, plain_output: RecordingOutput) -> None:
+        await until(lambda: bool(turn.state.tool_items()))  # the call came; the probe is unanswered
+        assert turn.probe is not None and not turn.probe.decided
+        clock.fire()
+
+    steps = [tool_step(call("look")), {"text": "Done."}]
+    ran = cell_turn(make_workspace, steps, opener, clock, memory, nobody_answers)
+    assert ran.seen_by_tool == [["⚙ look()"]]
+    assert ran.plain.rendered()[:3] == ["⚙ look()", "  ↳ look: looked", "Done."]
+
+
+def test_a_front_end_that_answers_gets_the_widget_and_then_the_static_rendering(make_workspace: Any):
+    opener, clock, memory = CommOpener(answer=True), FakeClock(), FrontEndMemory()
+    ran = cell_turn(make_workspace, [{"text": "Hi <b>."}], opener, clock, memory)
+    [view] = ran.widget.shown
+    [(data, metadata)] = ran.widget.replaced
+    assert data["text/markdown"].startswith("Hi &lt;b>.") and metadata is not None
+    assert metadata["blitz"]["text"] == "Hi <b>."
+    assert ran.plain.entries == [] and memory.front_end_seen and clock.armed == []
+    assert view.comm is None  # the widget was closed

@@ -79,7 +79,20 @@ def test_bad_option_is_a_usage_error_and_calls_no_model(kernel: KernelDriver, se
     assert "usage: %%blitz [-s SESSION]" in cell.evalue
     bad_value = kernel.run("%%blitz --max-turns zero\nhello")
     assert bad_value.ename == "UsageError" and "--max-turns expects a number" in bad_value.evalue
+    unclosed = kernel.run('%%blitz -s "unclosed\nhello')
+    assert unclosed.ename == "UsageError" and "No closing quotation" in unclosed.evalue
+    assert "Traceback" not in json.dumps(unclosed.outputs)
+    bad_out = kernel.run("%%blitz --out 1bad\nhello")
+    assert bad_out.ename == "UsageError" and "--out needs a Python variable name" in bad_out.evalue
     assert server.requests == []
+
+
+def test_a_model_that_cannot_be_built_keeps_the_previous_one(kernel: KernelDriver, server: FakeOpenAIServer):
+    """ENG-06: one line, no traceback, and the turns still run on the previous model."""
+    cell = kernel.run("%blitz_model scripted:/nonexistent/steps.json")
+    assert cell.ename == "UsageError" and "cannot load the scripted model" in cell.evalue
+    assert "Traceback" not in json.dumps(cell.outputs)
+    assert kernel.run("%blitz_model").stdout.startswith("model: openai/fake-model")
 
 
 def test_failed_turn_raises_a_short_error_unless_out_is_given(kernel: KernelDriver, server: FakeOpenAIServer):

@@ -33,7 +33,7 @@ from ..engine.events import (
     TurnStarted,
     UsageEvent,
 )
-from .lines import call_line, compaction_detail, result_text, usage_line
+from .lines import call_line, compaction_detail, plan_heading_with_reason, result_text, usage_line
 from .markdown import escape_html
 
 if TYPE_CHECKING:
@@ -189,13 +189,13 @@ class PlainPresenter:
 
     def _show_plan(self, item: PlanItem) -> None:
         """ENG-32 in plain mode: the plan as Markdown (it is the turn's answer, so the record
-        goes on it), and how to go ahead."""
-        if item["status"] == "approved":
-            note = "*Approved — carrying it out next.*"
-        elif item["status"] == "rejected":
-            note = f"*Not approved: {escape_html(item['reason'] or 'no reason given')}.* {GO_AHEAD}"
-        else:
+        goes on it), and how to go ahead. Nobody reviews a plan here, so it is unreviewed;
+        a reviewed one says what became of it in the static rendering's words."""
+        if item["status"] == "unreviewed":
             note = GO_AHEAD
+        else:
+            heading = escape_html(plan_heading_with_reason(item["status"], item["reason"]))
+            note = f"*{heading}.*" + (f" {GO_AHEAD}" if item["status"] == "rejected" else "")
         text = f"### Proposed plan\n\n{escape_html(item['plan'])}\n\n{note}"
         handle = self._output.markdown(text)
         if handle is not None:

@@ -214,7 +214,10 @@ def test_a_plan_is_the_plain_answer_with_what_became_of_it():
     feed(state, presenter, START, ToolCallEvent(id="p1", name="exit_plan_mode", args={"plan": "1. <do> it"}),
          PlanEvent(plan="1. <do> it", status="rejected", reason="too <big>"))
     shown = output.rendered()[-1]
-    assert shown.startswith("### Proposed plan\n\n1. &lt;do> it\n\n*Not approved: too &lt;big>.*")
+    assert shown.startswith("### Proposed plan\n\n1. &lt;do> it\n\n*Proposed plan — rejected: too &lt;big>.*")
+    state, presenter, output = plain()
+    feed(state, presenter, START, PlanEvent(plan="1. it", status="unreviewed"))
+    assert output.rendered() == ["### Proposed plan\n\n1. it\n\n*To carry it out, run a `%%blitz` cell such as “Carry out the plan.”*"]
 
 
 # -- the widget presenter ---------------------------------------------------------------------

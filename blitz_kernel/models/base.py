@@ -9,20 +9,13 @@ provider's wire format; adapters translate.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
 from ..core.history import AssistantMessage, Message, ToolCall
+from ..core.tools import ToolSpec
 from ..core.usage import Price, TokenUsage
-
-
-class ToolSpec(BaseModel):
-    """A tool as the model sees it: name, description and JSON schema of its arguments."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
 
 
 class ModelRequest(BaseModel):

@@ -46,6 +46,7 @@ from ..core.history import (
     ToolResultMessage,
     UserMessage,
 )
+from ..core.tools import ToolSpec
 from ..core.usage import Price, TokenUsage
 from ..errors import (
     ContextWindowError,
@@ -57,7 +58,7 @@ from ..errors import (
     ModelTimeoutError,
     ModelUnavailableError,
 )
-from .base import ModelRequest, ModelResponse, StreamItem, TextDelta, ToolSpec
+from .base import ModelRequest, ModelResponse, StreamItem, TextDelta
 
 SUMMARY_PREFIX = "[Summary of earlier conversation]\n"
 

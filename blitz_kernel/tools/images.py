@@ -19,7 +19,6 @@ import base64
 import contextlib
 import io
 import re
-import struct
 import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -29,7 +28,9 @@ from typing import Any, Protocol, cast, runtime_checkable
 from pydantic import BaseModel, Field, model_validator
 
 from ..core.history import ImagePart
-from .files import resolve_in_workspace
+from .media import image_dimensions, sniff_media_type
+from .notebook import cell_image
+from .paths import resolve_in_workspace
 from .registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput, tool
 
 __all__ = ["IMAGE_TOOLS", "CapturedImage", "FigureCapture", "ImageDisplay", "turn_images", "view_image"]
@@ -38,12 +39,6 @@ MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """The smallest per-image limit among the big providers (Anthropic: 5 MB)."""
 FIGURE_PREFIX = "fig-"
 _EXTRAS_KEY = "blitz.images"
-_MAGIC: list[tuple[bytes, str]] = [
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-]
 
 
 @runtime_checkable
@@ -84,27 +79,6 @@ def turn_images(ctx: ToolContext) -> dict[str, CapturedImage]:
     """The images of this turn by name (the ToolContext lives exactly one turn)."""
     store = ctx.extras.setdefault(_EXTRAS_KEY, {})
     return cast(dict[str, CapturedImage], store)
-
-
-def sniff_media_type(data: bytes) -> str | None:
-    """The image type from the first bytes (never from a file name), or None."""
-    for magic, media_type in _MAGIC:
-        if data.startswith(magic):
-            return media_type
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
-
-
-def image_dimensions(data: bytes) -> tuple[int, int] | None:
-    """Width and height of a PNG or GIF from its header; None for other types."""
-    if data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) >= 24 and data[12:16] == b"IHDR":
-        width, height = struct.unpack(">II", data[16:24])
-        return int(width), int(height)
-    if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
-        width, height = struct.unpack("<HH", data[6:10])
-        return int(width), int(height)
-    return None
 
 
 # -- capturing what run_python drew ---------------------------------------------------------
@@ -278,8 +252,6 @@ async def _named_output(ctx: ToolContext, name: str) -> CapturedImage:
         return store[name]
     cell = _CELL_OUTPUT.match(name)
     if cell is not None:
-        from .notebook import cell_image
-
         index, number = int(cell.group(1)), int(cell.group(2) or 1)
         data, media_type = await cell_image(ctx, index, number)
         return CapturedImage(name=f"cell:{index}:{number}", data=data, media_type=media_type, origin=f"output of notebook cell {index}")

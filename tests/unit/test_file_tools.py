@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 
-from blitz_kernel.tools import files
-from blitz_kernel.tools.files import FILE_TOOLS, resolve_in_workspace
+from blitz_kernel.tools import files, search
+from blitz_kernel.tools.files import FILE_TOOLS
+from blitz_kernel.tools.paths import resolve_in_workspace
 from blitz_kernel.tools.registry import ToolContext, ToolError, ToolKind
+from blitz_kernel.tools.search import SEARCH_TOOLS
 
-TOOLS = {t.name: t for t in FILE_TOOLS}
+TOOLS = {t.name: t for t in [*FILE_TOOLS, *SEARCH_TOOLS]}
 
 
 async def call(workspace: Path, name: str, **arguments: Any) -> str:
@@ -59,7 +61,7 @@ def test_names_kinds_and_arguments_match_the_interface() -> None:
 
 
 def test_every_argument_has_a_description_for_the_model() -> None:
-    for tool in FILE_TOOLS:
+    for tool in TOOLS.values():
         spec = tool.spec()
         assert spec.description and spec.description != tool.name
         for name, prop in spec.parameters["properties"].items():
@@ -290,7 +292,7 @@ async def test_glob_no_match_hints_and_refusals(tree: Path) -> None:
 
 
 async def test_glob_is_capped(ws: Path) -> None:
-    for n in range(files.MAX_GLOB_RESULTS + 2):
+    for n in range(search.MAX_GLOB_RESULTS + 2):
         (ws / f"f{n:04}.txt").write_text("")
     lines = (await call(ws, "glob", pattern="*.txt")).splitlines()
     assert lines[-1] == "[... 2 more matches not shown; narrow the pattern]"
@@ -330,9 +332,9 @@ async def test_grep_no_match_and_invalid_regex(tree: Path) -> None:
 
 
 async def test_grep_is_capped(ws: Path) -> None:
-    (ws / "many.txt").write_text("hit\n" * (files.MAX_GREP_MATCHES + 7))
+    (ws / "many.txt").write_text("hit\n" * (search.MAX_GREP_MATCHES + 7))
     lines = (await call(ws, "grep", pattern="hit")).splitlines()
-    assert len(lines) == files.MAX_GREP_MATCHES + 1
+    assert len(lines) == search.MAX_GREP_MATCHES + 1
     assert lines[-1].startswith("[... 7 more matches not shown")
 
 

@@ -22,11 +22,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from blitz_kernel.tools import kernel
-from blitz_kernel.tools.kernel import KERNEL_TOOLS
+from blitz_kernel.tools import run_python, signals, variables
 from blitz_kernel.tools.registry import ToolContext, ToolError, ToolKind
+from blitz_kernel.tools.run_python import RUN_PYTHON_TOOLS
+from blitz_kernel.tools.variables import VARIABLE_TOOLS
 
-TOOLS = {t.name: t for t in KERNEL_TOOLS}
+TOOLS = {t.name: t for t in [*RUN_PYTHON_TOOLS, *VARIABLE_TOOLS]}
 
 
 @dataclass
@@ -84,7 +85,7 @@ def test_names_kinds_and_arguments_match_the_interface() -> None:
         name: (t.kind, set(t.spec().parameters.get("properties", {}))) for name, t in TOOLS.items()
     }
     assert actual == expected
-    for tool in KERNEL_TOOLS:
+    for tool in TOOLS.values():
         for name, prop in tool.spec().parameters.get("properties", {}).items():
             assert prop.get("description"), f"{tool.name}.{name} has no description"
 
@@ -100,9 +101,10 @@ async def test_without_a_kernel_every_tool_says_it_needs_one(
         await call(ToolContext(workspace=tmp_path), tool_name, **arguments)
 
 
-def test_tools_package_does_not_import_ipython() -> None:
-    assert not any(name.split(".")[0] in {"IPython", "ipywidgets"} for name in vars(kernel))
-    source = Path(kernel.__file__).read_text()
+@pytest.mark.parametrize("module", [run_python, signals, variables], ids=lambda m: m.__name__)
+def test_tools_package_does_not_import_ipython(module: types.ModuleType) -> None:
+    assert not any(name.split(".")[0] in {"IPython", "ipywidgets"} for name in vars(module))
+    source = Path(str(module.__file__)).read_text()
     assert "import IPython" not in source and "from IPython" not in source
 
 
@@ -135,7 +137,7 @@ async def test_exception_shows_the_users_lines_not_ours(ctx: ToolContext) -> Non
     assert text.startswith("stdout:\nbefore\nerror:\nTraceback (most recent call last):\n")
     assert "divide(1, 0)" in text and "return a / b" in text
     assert text.rstrip().endswith("ZeroDivisionError: division by zero")
-    assert "kernel.py" not in text
+    assert "run_python.py" not in text and "signals.py" not in text
     assert "divide" in ns(ctx)
 
 
@@ -168,14 +170,14 @@ async def test_system_exit_is_an_error_not_the_end_of_the_kernel(ctx: ToolContex
 async def test_output_is_capped_keeping_head_and_tail(ctx: ToolContext) -> None:
     code = "print('START')\nfor i in range(100_000): print('x' * 50)\nprint('END')"
     text = await call(ctx, "run_python", code=code)
-    assert len(text) < kernel.MAX_SECTION_CHARS + 200
+    assert len(text) < run_python.MAX_SECTION_CHARS + 200
     assert "START" in text and "END" in text
     assert "more characters cut]" in text
 
 
 async def test_result_repr_is_capped_and_repr_failures_reported(ctx: ToolContext) -> None:
     text = await call(ctx, "run_python", code="'y' * 50_000")
-    assert len(text) < kernel.MAX_SECTION_CHARS + 200 and "more characters cut]" in text
+    assert len(text) < run_python.MAX_SECTION_CHARS + 200 and "more characters cut]" in text
     code = "class Odd:\n    def __repr__(self):\n        raise RuntimeError('no')\nOdd()"
     assert "<repr of Odd failed: RuntimeError: no>" in await call(ctx, "run_python", code=code)
 
@@ -185,7 +187,7 @@ async def test_timeout_stops_a_busy_loop(ctx: ToolContext) -> None:
     text = await error_of(ctx, "run_python", code="n = 0\nwhile True:\n    n += 1", timeout_s=0.2)
     elapsed = time.monotonic() - started
     assert "TimeoutError: stopped after timeout_s=0.2 s" in text
-    assert "<run_python-" in text and "kernel.py" not in text
+    assert "<run_python-" in text and "run_python.py" not in text and "signals.py" not in text
     assert ns(ctx)["n"] > 0
     assert elapsed < 10  # a generous bound: only proves the loop was stopped at all
 
@@ -298,14 +300,14 @@ async def test_list_variables_shows_users_variables_only(ctx: ToolContext) -> No
     assert lines[3] == "df (DataFrame, shape (2, 2)): columns: a, b"
     assert lines[4] == "items (list, len 3): [1, 2, 3]"
     assert lines[5].startswith("name (str, len 200): 'xxx")
-    assert all(len(line.split(": ", 1)[1]) <= kernel.SHORT_REPR_CHARS for line in lines)
+    assert all(len(line.split(": ", 1)[1]) <= variables.SHORT_REPR_CHARS for line in lines)
 
 
 async def test_list_variables_empty_and_capped(ctx: ToolContext) -> None:
     assert await call(ctx, "list_variables") == "no user variables yet"
-    ns(ctx).update({f"v{n:04}": n for n in range(kernel.MAX_LISTED_VARIABLES + 4)})
+    ns(ctx).update({f"v{n:04}": n for n in range(variables.MAX_LISTED_VARIABLES + 4)})
     lines = (await call(ctx, "list_variables")).splitlines()
-    assert len(lines) == kernel.MAX_LISTED_VARIABLES + 1
+    assert len(lines) == variables.MAX_LISTED_VARIABLES + 1
     assert lines[-1].startswith("[... 4 more variables not shown")
 
 

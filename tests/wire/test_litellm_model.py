@@ -29,6 +29,7 @@ from blitz_kernel.core.history import (
     UserMessage,
     user_prompt,
 )
+from blitz_kernel.core.tools import ToolSpec
 from blitz_kernel.core.usage import TokenUsage
 from blitz_kernel.errors import (
     ContextWindowError,
@@ -46,7 +47,6 @@ from blitz_kernel.models.base import (
     ModelResponse,
     StreamItem,
     TextDelta,
-    ToolSpec,
 )
 from blitz_kernel.models.litellm_model import (
     LiteLLMModel,

@@ -1,30 +1,42 @@
 """File tools: read, write, edit and list files inside the workspace.
 
-Every path goes through `paths.resolve_in_workspace`. Outputs are capped and say how to get
-the rest, because a model that receives a 2 GB log in one tool result learns nothing and
-pays for all of it.
+Every path goes through `paths.open_in_workspace`, which checks it and then opens exactly what
+it checked, through directory descriptors, and only if it is a regular file (paths.py says
+why). Outputs are capped and say how to get the rest, because a model that receives a 2 GB
+log in one tool result learns nothing and pays for all of it; reading is streamed in bounded
+pieces, so even a 100 MB file with no newline costs kilobytes of memory, not the whole line.
 
-The read-only tools read in a worker thread, so a large file does not stall the kernel's
-event loop (widget clicks, the interrupt ticker). The two writing tools run inline: they are
-quick, and a write should not land after its turn was cancelled.
+The read-only tools run on the tool I/O pool (io.py) under a time budget, so a large file
+does not stall the kernel's event loop (widget clicks, the interrupt ticker). The two writing
+tools run inline: they are quick, and a write should not land after its turn was cancelled.
 """
 
 from __future__ import annotations
 
-import asyncio
+import codecs
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import BaseModel, Field
 
+from .io import Budget, run_io
 from .media import describe_binary_kind
-from .paths import SKIPPED_DIRS, missing_file_error, relative_name, resolve_in_workspace
+from .paths import (
+    SKIPPED_DIRS,
+    open_in_workspace,
+    relative_name,
+    resolve_in_workspace,
+    special_kind,
+)
 from .registry import Tool, ToolContext, ToolError, ToolKind, tool
 
 __all__ = [
     "FILE_TOOLS",
     "edit_file",
+    "is_binary",
     "list_files",
     "read_file",
     "write_file",
@@ -35,6 +47,11 @@ MAX_OUTPUT_CHARS = 100_000
 MAX_LINE_CHARS = 2000
 MAX_LIST_ENTRIES = 500
 SNIFF_BYTES = 8192
+READ_PIECE_BYTES = 64 * 1024
+"""The most bytes held at once while streaming a file: a line longer than this is read in
+pieces, its first MAX_LINE_CHARS characters kept and the rest only counted."""
+READ_BUDGET_S = 30.0
+"""How long one read_file may stream (a huge file on a slow disk) before it answers."""
 
 
 # -- shared helpers ------------------------------------------------------------------------
@@ -52,28 +69,22 @@ def _format_size(size: int) -> str:
     return f"{value:.1f} {units[index]}"
 
 
-def read_head(path: Path) -> bytes:
-    with path.open("rb") as handle:
-        return handle.read(SNIFF_BYTES)
-
-
 def is_binary(head: bytes) -> bool:
+    """NUL bytes in the first kilobytes: not text, whatever the extension says."""
     return b"\x00" in head
 
 
-def _describe_binary(path: Path, root: Path, head: bytes, reason: str) -> str:
-    kind = describe_binary_kind(path.name, head)
-    size = path.stat().st_size
+def _describe_binary(name: str, size: int, head: bytes, reason: str) -> str:
+    kind = describe_binary_kind(name, head)
     hint = (
         "use view_image to look at it"
         if kind.endswith("image") or kind.startswith("image/")
         else "load it with a suitable library in run_python"
     )
     return (
-        f"{relative_name(path, root)} is a binary file ({size:,} bytes, {kind}; {reason}); "
+        f"{name} is a binary file ({size:,} bytes, {kind}; {reason}); "
         f"its bytes are not shown: {hint}."
     )
-
 
 
 # -- read_file -----------------------------------------------------------------------------
@@ -93,43 +104,98 @@ class ReadFileArgs(BaseModel):
     )
 
 
+class _NotTextError(Exception):
+    """The file is not UTF-8 text; `position` is the first bad byte."""
+
+    def __init__(self, position: int) -> None:
+        super().__init__(position)
+        self.position = position
+
+
+@dataclass
+class _Line:
+    number: int
+    text: str
+    """At most MAX_LINE_CHARS characters, without the line break."""
+    chars: int
+    """The whole line's length in characters (without the line break)."""
+
+
+def _scan_lines(handle: BinaryIO) -> Iterator[_Line]:
+    """Every line of a UTF-8 file, in pieces of at most READ_PIECE_BYTES: memory stays bounded
+    however long a line is. Raises _NotTextError at the first byte that is not UTF-8."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    position = number = chars = 0
+    kept: list[str] = []
+    kept_chars = 0
+    previous = ""  # the last character decoded before this piece, to spot a "\r\n" split
+    while True:
+        piece = handle.readline(READ_PIECE_BYTES)
+        buffered = len(decoder.getstate()[0])
+        try:
+            text = decoder.decode(piece, final=not piece)
+        except UnicodeDecodeError as error:
+            raise _NotTextError(position - buffered + error.start) from None
+        position += len(piece)
+        if kept_chars < MAX_LINE_CHARS + 2 and text:
+            kept.append(text[: MAX_LINE_CHARS + 2 - kept_chars])
+            kept_chars += len(kept[-1])
+        chars += len(text)
+        ends = text.endswith("\n")
+        if ends or (not piece and chars):
+            number += 1
+            ending = 0
+            if ends:
+                before = text[-2] if len(text) >= 2 else previous
+                ending = 2 if before == "\r" else 1
+            length = chars - ending
+            yield _Line(number, "".join(kept)[: min(length, MAX_LINE_CHARS)], length)
+            kept, kept_chars, chars, previous = [], 0, 0, ""
+        elif text:
+            previous = text[-1]
+        if not piece:
+            return
+
+
 @dataclass
 class _Page:
     """The lines of a text file that fit one read_file answer, and where they stopped."""
 
     lines: list[str]
     first: int
-    total: int
+    total: int | None
+    """None when counting stopped at the time budget."""
     cut_by_size: bool
 
 
-def _read_page(path: Path, offset: int, limit: int) -> _Page:
-    """Stream the file once: keep the requested lines, count the rest.
-
-    Raises UnicodeDecodeError for files that are not UTF-8 text.
-    """
+def _read_page(handle: BinaryIO, offset: int, limit: int, budget: Budget) -> _Page:
+    """Stream the file once: keep the requested lines, count the rest."""
     kept: list[str] = []
     size = 0
     total = 0
     cut_by_size = False
-    with path.open(encoding="utf-8") as handle:
-        for total, line in enumerate(handle, start=1):  # noqa: B007 - total counts lines
-            if total <= offset or len(kept) >= limit or cut_by_size:
-                continue
-            text = _cap_line(line.rstrip("\n"))
-            numbered = f"{total:>6}\t{text}"
-            if kept and size + len(numbered) > MAX_OUTPUT_CHARS:
-                cut_by_size = True
-                continue
-            kept.append(numbered)
-            size += len(numbered) + 1
+    for line in _scan_lines(handle):
+        total = line.number
+        if budget.exhausted() and (len(kept) >= limit or cut_by_size):
+            return _Page(lines=kept, first=offset + 1, total=None, cut_by_size=cut_by_size)
+        if total <= offset or len(kept) >= limit or cut_by_size:
+            continue
+        numbered = f"{total:>6}\t{_cap_line(line.text, line.chars)}"
+        if kept and size + len(numbered) > MAX_OUTPUT_CHARS:
+            cut_by_size = True
+            continue
+        kept.append(numbered)
+        size += len(numbered) + 1
+        if budget.exhausted():
+            raise ToolError(f"reading took longer than {budget.seconds:g} s; read a smaller part")
     return _Page(lines=kept, first=offset + 1, total=total, cut_by_size=cut_by_size)
 
 
-def _cap_line(line: str) -> str:
-    if len(line) <= MAX_LINE_CHARS:
+def _cap_line(line: str, chars: int | None = None) -> str:
+    chars = len(line) if chars is None else chars
+    if chars <= MAX_LINE_CHARS:
         return line
-    return f"{line[:MAX_LINE_CHARS]} [... {len(line) - MAX_LINE_CHARS} more characters cut]"
+    return f"{line[:MAX_LINE_CHARS]} [... {chars - MAX_LINE_CHARS} more characters cut]"
 
 
 def _render_page(page: _Page, offset: int, name: str) -> str:
@@ -141,36 +207,45 @@ def _render_page(page: _Page, offset: int, name: str) -> str:
     body = "\n".join(page.lines)
     if page.first == 1 and last == page.total:
         return body
-    note = f"[lines {page.first}–{last} of {page.total}"
-    if last < page.total:
-        reason = "; output size cap reached" if page.cut_by_size else ""
+    of = f"of {page.total}" if page.total is not None else "of more (counting stopped at the time budget)"
+    note = f"[lines {page.first}–{last} {of}"
+    if page.total is None or last < page.total:
+        reason = (
+            f" (truncated at {MAX_OUTPUT_CHARS:,} characters); output size cap reached"
+            if page.cut_by_size
+            else ""
+        )
         note += f"{reason}; call again with offset={last} to continue"
     return f"{body}\n{note}]"
 
 
-def _read_file_sync(workspace: Path, args: ReadFileArgs) -> str:
+def _read_file_sync(workspace: Path, args: ReadFileArgs, budget: Budget) -> str:
     root = workspace.resolve()
-    path = resolve_in_workspace(root, args.path)
-    if path.is_dir():
+    if resolve_in_workspace(root, args.path).is_dir():  # the checked open below decides; this words it
         raise ToolError(f"{args.path} is a directory; use list_files to see what it holds")
-    if not path.exists():
-        raise missing_file_error(path, args.path)
-    head = read_head(path)
-    if is_binary(head):
-        return _describe_binary(path, root, head, "it contains NUL bytes")
-    try:
-        page = _read_page(path, args.offset, args.limit or DEFAULT_LINE_LIMIT)
-    except UnicodeDecodeError as error:
-        return _describe_binary(path, root, head, f"not UTF-8 text at byte {error.start}")
-    return _render_page(page, args.offset, relative_name(path, root))
+    fd, path = open_in_workspace(root, args.path)
+    name = relative_name(path, root)
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(fd).st_size
+        head = handle.read(SNIFF_BYTES)
+        if is_binary(head):
+            return _describe_binary(name, size, head, "it contains NUL bytes")
+        handle.seek(0)
+        try:
+            page = _read_page(handle, args.offset, args.limit or DEFAULT_LINE_LIMIT, budget)
+        except _NotTextError as error:
+            return _describe_binary(name, size, head, f"not UTF-8 text at byte {error.position}")
+    return _render_page(page, args.offset, name)
 
 
 @tool("read_file", ToolKind.READ_ONLY, ReadFileArgs)
 async def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
     """Read a UTF-8 text file from the workspace, with line numbers (a tab follows each).
     Long files come in pages of `limit` lines: the answer ends with "lines X–Y of N; call again
-    with offset=..." when there is more. Binary files are described (size, type), not shown."""
-    return await asyncio.to_thread(_read_file_sync, ctx.workspace, args)
+    with offset=..." when there is more. Lines over 2000 characters are cut. Binary files are
+    described (size, type), not shown; only regular files are read (not pipes or devices)."""
+    budget = Budget(READ_BUDGET_S, ctx.deadline)
+    return await run_io(_read_file_sync, ctx.workspace, args, budget, budget=budget)
 
 
 # -- list_files ----------------------------------------------------------------------------
@@ -180,32 +255,40 @@ class ListFilesArgs(BaseModel):
     path: str = Field(default=".", description="Directory to list, relative to the workspace root.")
 
 
-def _list_entry(entry: os.DirEntry[str]) -> str:
-    if entry.is_symlink():
-        return f"{entry.name} -> {os.readlink(entry.path)}"
-    if entry.is_dir():
-        return f"{entry.name}/"
+def _list_entry(entry: os.DirEntry[str], folder: int) -> str:
     try:
-        size = entry.stat().st_size
+        info = entry.stat(follow_symlinks=False)
     except OSError:
         return f"{entry.name}  (unreadable)"
-    return f"{entry.name}  {_format_size(size)}"
+    if entry.is_symlink():
+        try:
+            return f"{entry.name} -> {os.readlink(entry.name, dir_fd=folder)}"
+        except OSError:
+            return f"{entry.name} -> (unreadable link)"
+    if entry.is_dir(follow_symlinks=False):
+        return f"{entry.name}/"
+    kind = special_kind(info.st_mode)
+    if kind is not None:
+        return f"{entry.name}  ({kind}; not read by file tools)"
+    return f"{entry.name}  {_format_size(info.st_size)}"
 
 
 def _list_files_sync(workspace: Path, args: ListFilesArgs) -> str:
     root = workspace.resolve()
     path = resolve_in_workspace(root, args.path)
-    if not path.exists():
-        raise missing_file_error(path, args.path)
-    if not path.is_dir():
+    if path.exists() and not path.is_dir():
         raise ToolError(f"{args.path} is a file, not a directory; use read_file to read it")
-    with os.scandir(path) as scan:
-        entries = list(scan)
-    skipped = sorted(e.name for e in entries if e.name in SKIPPED_DIRS)
-    shown = [e for e in entries if e.name not in SKIPPED_DIRS]
-    # Directories first, then files; each group by name, ignoring case.
-    shown.sort(key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower(), e.name))
-    lines = [_list_entry(e) for e in shown[:MAX_LIST_ENTRIES]]
+    folder, path = open_in_workspace(root, args.path, directory=True)
+    try:
+        with os.scandir(folder) as scan:
+            entries = list(scan)
+        skipped = sorted(e.name for e in entries if e.name in SKIPPED_DIRS)
+        shown = [e for e in entries if e.name not in SKIPPED_DIRS]
+        # Directories first, then files; each group by name, ignoring case.
+        shown.sort(key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower(), e.name))
+        lines = [_list_entry(e, folder) for e in shown[:MAX_LIST_ENTRIES]]
+    finally:
+        os.close(folder)
     header = f"{relative_name(path, root)}/ ({len(shown)} entries)"
     if not shown:
         header = f"{relative_name(path, root)}/ is empty"
@@ -220,9 +303,9 @@ def _list_files_sync(workspace: Path, args: ListFilesArgs) -> str:
 @tool("list_files", ToolKind.READ_ONLY, ListFilesArgs)
 async def list_files(args: ListFilesArgs, ctx: ToolContext) -> str:
     """List one directory of the workspace: sub-directories (marked with "/") first, then files
-    with their sizes, sorted by name. Skips .git, .venv, __pycache__, node_modules and .blitz.
-    Use glob to search deeper."""
-    return await asyncio.to_thread(_list_files_sync, ctx.workspace, args)
+    with their sizes, sorted by name. Skips .git, .venv, __pycache__, node_modules,
+    .ipynb_checkpoints and .blitz. Use glob to search deeper."""
+    return await run_io(_list_files_sync, ctx.workspace, args)
 
 
 # -- write_file and edit_file --------------------------------------------------------------
@@ -235,14 +318,13 @@ class WriteFileArgs(BaseModel):
 
 def _write_file_sync(workspace: Path, args: WriteFileArgs) -> str:
     root = workspace.resolve()
-    path = resolve_in_workspace(root, args.path)
-    if path.is_dir():
-        raise ToolError(f"{args.path} is a directory; give a file path")
-    existed = path.exists()
-    old_size = path.stat().st_size if existed else 0
     data = args.content.encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+    existed = resolve_in_workspace(root, args.path).exists()  # for the message only
+    fd, path = open_in_workspace(root, args.path, os.O_WRONLY, create=True)
+    with os.fdopen(fd, "wb") as handle:
+        old_size = os.fstat(fd).st_size
+        handle.truncate(0)
+        handle.write(data)
     name = relative_name(path, root)
     if existed:
         return f"overwrote {name} ({len(data):,} bytes written; it had {old_size:,} bytes)"
@@ -274,14 +356,10 @@ def _line_of(text: str, index: int) -> int:
     return text.count("\n", 0, index) + 1
 
 
-def _read_text_for_edit(path: Path, given: str) -> str:
-    if path.is_dir():
-        raise ToolError(f"{given} is a directory; give a file path")
-    if not path.exists():
-        raise missing_file_error(path, given)
+def _read_text_for_edit(handle: BinaryIO, given: str) -> str:
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            return handle.read()
+        # newline="" semantics: the text keeps its "\r\n", so edits keep the file's endings.
+        return handle.read().decode("utf-8")
     except UnicodeDecodeError:
         raise ToolError(f"{given} is not UTF-8 text; edit_file only edits text files") from None
 
@@ -328,15 +406,19 @@ def _edit_file_sync(workspace: Path, args: EditFileArgs) -> str:
         raise ToolError("old is empty; use write_file to create or replace a whole file")
     if args.old == args.new:
         raise ToolError("old and new are the same; nothing to change")
-    path = resolve_in_workspace(root, args.path)
-    text = _read_text_for_edit(path, args.path)
-    old, new = _match_line_endings(text, args)
-    count = text.count(old)
-    if count == 0 or (count > 1 and not args.replace_all):
-        raise _count_error(text, old, count, args.path)
-    first_line = _line_of(text, text.index(old))
-    edited = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
-    path.write_bytes(edited.encode("utf-8"))
+    fd, path = open_in_workspace(root, args.path, os.O_RDWR)
+    # One descriptor for the read and the write: the file edited is the file that was read.
+    with os.fdopen(fd, "r+b") as handle:
+        text = _read_text_for_edit(handle, args.path)
+        old, new = _match_line_endings(text, args)
+        count = text.count(old)
+        if count == 0 or (count > 1 and not args.replace_all):
+            raise _count_error(text, old, count, args.path)
+        first_line = _line_of(text, text.index(old))
+        edited = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+        handle.seek(0)
+        handle.truncate(0)
+        handle.write(edited.encode("utf-8"))
     replaced = f"{count} occurrences" if count > 1 else "1 occurrence"
     return (
         f"edited {relative_name(path, root)}: replaced {replaced} (first at line {first_line})\n"

@@ -1,37 +1,59 @@
 """Search tools: glob (files by name) and grep (lines by content) inside the workspace.
 
-Both walk the workspace below a folder, skipping `paths.SKIPPED_DIRS`, and cap their answers:
-a model that asks for every line matching `.` should learn to narrow the search, not receive
-the whole workspace. They run in a worker thread so a long walk does not stall the kernel's
-event loop.
+Both walk the workspace below a folder through directory descriptors (paths.walk: never
+following a symlinked folder, skipping `SKIPPED_DIRS`, noting what they skip) and cap their
+answers: a model that asks for every line matching `.` should learn to narrow the search,
+not receive the whole workspace.
+
+Patterns run on the `regex` package, not `re`, for two reasons measured on the pattern
+`^(\\w+\\s?)*$` against prose (issue 15, finding 1): `re` backtracks for seconds to minutes and
+holds the GIL the whole time, so the kernel's event loop, ■ and --timeout all freeze with it;
+`regex` releases the GIL while matching and takes a `timeout=`, so a catastrophic pattern ends
+with a clear error when the call's budget (the sooner of SEARCH_BUDGET_S and the turn's
+deadline) runs out, and the loop keeps ticking meanwhile. It accepts Python's `re` syntax.
 """
 
 from __future__ import annotations
 
-import asyncio
-import re
+import os
+import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import regex
 from pydantic import BaseModel, Field
 
-from .files import is_binary, read_head
-from .paths import is_within, missing_file_error, relative_name, resolve_in_workspace, walk
+from .files import SNIFF_BYTES, is_binary
+from .io import Budget, run_io
+from .paths import (
+    Folder,
+    WalkNotes,
+    open_in_workspace,
+    relative_name,
+    resolve_in_workspace,
+    walk,
+)
 from .registry import Tool, ToolContext, ToolError, ToolKind, tool
 
-__all__ = ["SEARCH_TOOLS", "glob_files", "grep"]
+__all__ = ["SEARCH_BUDGET_S", "SEARCH_TOOLS", "glob_files", "grep"]
 
 MAX_GLOB_RESULTS = 500
 MAX_GREP_MATCHES = 200
 MAX_GREP_LINE_CHARS = 300
 MAX_GREP_FILE_BYTES = 20 * 1024 * 1024
+SEARCH_BUDGET_S = 20.0
+"""How long one glob or grep may run before it answers with what it found so far."""
 
 
-# -- walking and glob patterns -------------------------------------------------------------
+class _PatternTimeoutError(Exception):
+    """One match took the rest of the budget: the pattern backtracks catastrophically."""
 
 
-def _glob_to_regex(pattern: str) -> re.Pattern[str]:
+# -- glob patterns ---------------------------------------------------------------------------
+
+
+def _glob_to_regex(pattern: str) -> regex.Pattern[str]:
     """Translate a glob with `**` into a regex over slash-separated relative paths.
 
     `*` and `?` stay within one path segment; `**/` matches any number of directories
@@ -49,7 +71,10 @@ def _glob_to_regex(pattern: str) -> re.Pattern[str]:
         else:
             token, index = _glob_token(pattern, index)
             out.append(token)
-    return re.compile("".join(out), re.DOTALL)
+    try:
+        return regex.compile("".join(out), regex.DOTALL)
+    except regex.error as error:
+        raise ToolError(f"invalid glob pattern {pattern!r}: {error}") from None
 
 
 def _glob_token(pattern: str, index: int) -> tuple[str, int]:
@@ -65,7 +90,15 @@ def _glob_token(pattern: str, index: int) -> tuple[str, int]:
             if body.startswith("!"):
                 body = "^" + body[1:]
             return f"[{body.replace(chr(92), chr(92) * 2)}]", end + 1
-    return re.escape(char), index + 1
+    return regex.escape(char), index + 1
+
+
+def _full_match(matcher: regex.Pattern[str], subject: str, budget: Budget) -> bool:
+    """`matcher.fullmatch` within the budget (a glob like `*a*a*a*a*b` backtracks too)."""
+    try:
+        return matcher.fullmatch(subject, timeout=max(budget.remaining(), 0.001)) is not None
+    except TimeoutError:
+        raise _PatternTimeoutError(subject) from None
 
 
 def _literal_prefix(pattern: str) -> tuple[str, str]:
@@ -79,6 +112,15 @@ def _literal_prefix(pattern: str) -> tuple[str, str]:
     return "/".join(fixed) or ".", "/".join(parts[len(fixed) :])
 
 
+def _budget_note(budget: Budget) -> str:
+    if budget.stopped:
+        return "[stopped: the turn was cancelled]"
+    return f"[search stopped after {budget.seconds:g} s (its time budget); narrow the path or pattern]"
+
+
+# -- glob ------------------------------------------------------------------------------------
+
+
 class GlobArgs(BaseModel):
     pattern: str = Field(
         description=(
@@ -88,7 +130,7 @@ class GlobArgs(BaseModel):
     )
 
 
-def _glob_sync(workspace: Path, args: GlobArgs) -> str:
+def _glob_sync(workspace: Path, args: GlobArgs, budget: Budget) -> str:
     root = workspace.resolve()
     pattern = args.pattern.strip().removeprefix("./")
     if not pattern:
@@ -101,33 +143,46 @@ def _glob_sync(workspace: Path, args: GlobArgs) -> str:
         return f"no matches for {args.pattern} ({base_name} is not a folder)"
     # Without '**' a pattern has a fixed depth: `*.csv` need not walk the whole tree.
     depth = None if "**" in rest else rest.count("/")
-    matches = sorted(_glob_matches(base, _glob_to_regex(rest), depth))
-    return _render_glob(args.pattern, matches, root)
+    notes = WalkNotes()
+    matcher = _glob_to_regex(rest)
+    try:
+        matches = sorted(_glob_matches(root, base, matcher, depth, notes, budget))
+    except _PatternTimeoutError:
+        raise ToolError(
+            f"glob pattern {args.pattern!r} took longer than {budget.seconds:g} s to match a "
+            "single path; use fewer '*' in one segment"
+        ) from None
+    text = _render_glob(args.pattern, matches, root)
+    extra = [note for note in (notes.render(), _budget_note(budget) if budget.exhausted() else "") if note]
+    return "\n".join([text, *extra])
 
 
-def _glob_matches(base: Path, matcher: re.Pattern[str], depth: int | None) -> Iterator[Path]:
-    for folder, dirs, files in walk(base):
-        if depth is not None and len(folder.relative_to(base).parts) >= depth:
-            dirs_to_match = list(dirs)
-            dirs.clear()  # os.walk descends no further
-        else:
-            dirs_to_match = dirs
-        for name in dirs_to_match:
-            if matcher.fullmatch(relative_name(folder / name, base)):
-                yield folder / name
-        for name in files:
-            if matcher.fullmatch(relative_name(folder / name, base)):
-                yield folder / name
+def _glob_matches(
+    root: Path, base: Path, matcher: regex.Pattern[str], depth: int | None, notes: WalkNotes, budget: Budget
+) -> Iterator[tuple[Path, bool]]:
+    """(path, is a real folder) for each match."""
+    for folder in walk(root, base, notes, budget):
+        candidates = _listed(folder)  # before pruning: this folder's sub-folders may match
+        if depth is not None and len(folder.path.relative_to(base).parts) >= depth:
+            folder.dirs[:] = []  # the walk descends no further
+        for name, is_dir in candidates:
+            if budget.exhausted():
+                return
+            if _full_match(matcher, relative_name(folder.path / name, base), budget):
+                yield folder.path / name, is_dir
 
 
-def _render_glob(pattern: str, matches: list[Path], root: Path) -> str:
+def _listed(folder: Folder) -> list[tuple[str, bool]]:
+    """Sub-folders (real ones count as folders) then files; captured before any pruning."""
+    dirs = [(name, name not in folder.links) for name in folder.dirs]
+    return [*dirs, *((name, False) for name in folder.files)]
+
+
+def _render_glob(pattern: str, matches: list[tuple[Path, bool]], root: Path) -> str:
     if not matches:
         hint = "" if "/" in pattern else f"; '**/{pattern}' searches sub-folders too"
         return f"no matches for {pattern}{hint}"
-    shown = [
-        relative_name(p, root) + ("/" if p.is_dir() and not p.is_symlink() else "")
-        for p in matches[:MAX_GLOB_RESULTS]
-    ]
+    shown = [relative_name(p, root) + ("/" if is_dir else "") for p, is_dir in matches[:MAX_GLOB_RESULTS]]
     lines = [f"{len(matches)} matches for {pattern}:", *shown]
     if len(matches) > MAX_GLOB_RESULTS:
         lines.append(
@@ -139,12 +194,14 @@ def _render_glob(pattern: str, matches: list[Path], root: Path) -> str:
 @tool("glob", ToolKind.READ_ONLY, GlobArgs)
 async def glob_files(args: GlobArgs, ctx: ToolContext) -> str:
     """Find files and folders in the workspace by glob pattern ('**' for any depth), sorted by
-    path. Skips .git, .venv, __pycache__, node_modules and .blitz unless the pattern starts
-    inside one of them."""
-    return await asyncio.to_thread(_glob_sync, ctx.workspace, args)
+    path. Skips .git, .venv, __pycache__, node_modules, .ipynb_checkpoints and .blitz unless
+    the pattern starts inside one of them; symlink loops, dangling links and pipes are skipped
+    with a note."""
+    budget = Budget(SEARCH_BUDGET_S, ctx.deadline)
+    return await run_io(_glob_sync, ctx.workspace, args, budget, budget=budget)
 
 
-# -- grep ----------------------------------------------------------------------------------
+# -- grep ------------------------------------------------------------------------------------
 
 
 class GrepArgs(BaseModel):
@@ -164,46 +221,78 @@ class GrepArgs(BaseModel):
 
 @dataclass
 class _GrepResult:
-    lines: list[str]
+    lines: list[str] = field(default_factory=list)
     matches: int = 0
     files_with_matches: int = 0
     files_searched: int = 0
     files_skipped: int = 0
 
 
-def _grep_files(root: Path, start: Path, glob: str | None) -> Iterator[Path]:
-    if start.is_file():
-        yield start
-        return
+@dataclass
+class _Search:
+    """One grep call's fixed inputs."""
+
+    root: Path
+    pattern: regex.Pattern[str]
+    budget: Budget
+    result: _GrepResult = field(default_factory=_GrepResult)
+    notes: WalkNotes = field(default_factory=WalkNotes)
+
+
+def _grep_files(search: _Search, start: Path, glob: str | None) -> Iterator[tuple[Path, int | None]]:
+    """(path, descriptor of its folder or None for a symlink) for each file to search."""
     glob = (glob or "").removeprefix("./")
     matcher = _glob_to_regex(glob) if glob else None
     by_path = "/" in glob
-    for folder, _dirs, files in walk(start):
-        for name in files:
-            path = folder / name
-            subject = relative_name(path, root) if by_path else name
-            if matcher is None or matcher.fullmatch(subject):
-                yield path
+    for folder in walk(search.root, start, search.notes, search.budget):
+        for name in folder.files:
+            path = folder.path / name
+            subject = relative_name(path, search.root) if by_path else name
+            if matcher is None or _full_match(matcher, subject, search.budget):
+                yield path, None if name in folder.links else folder.fd
 
 
-def _grep_file(path: Path, root: Path, regex: re.Pattern[str], result: _GrepResult) -> None:
+def _open_for_grep(search: _Search, path: Path, folder: int | None) -> int | None:
+    """A descriptor for a regular file, or None (counted as skipped). Files listed by the walk
+    are opened relative to their folder without following links; a symlinked file goes
+    through the full check, so a link swapped to point outside is refused."""
     try:
-        if path.is_symlink() and not is_within(path.resolve(), root):
-            result.files_skipped += 1
-            return
-        if path.stat().st_size > MAX_GREP_FILE_BYTES or is_binary(read_head(path)):
-            result.files_skipped += 1
-            return
-        handle = path.open(encoding="utf-8", errors="replace")
-    except OSError:
+        if folder is None:
+            fd, _ = open_in_workspace(search.root, relative_name(path, search.root))
+            return fd
+        fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+    except (OSError, ToolError):
+        return None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # swapped for a pipe after the walk listed it
+        os.close(fd)
+        return None
+    return fd
+
+
+def _grep_file(search: _Search, path: Path, folder: int | None) -> None:
+    result = search.result
+    fd = _open_for_grep(search, path, folder)
+    if fd is None:
         result.files_skipped += 1
         return
-    result.files_searched += 1
-    found = False
-    name = relative_name(path, root)
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not regex.search(line):
+    with os.fdopen(fd, "rb") as handle:
+        if os.fstat(fd).st_size > MAX_GREP_FILE_BYTES or is_binary(handle.read(SNIFF_BYTES)):
+            result.files_skipped += 1
+            return
+        handle.seek(0)
+        result.files_searched += 1
+        name = relative_name(path, search.root)
+        found = False
+        for number, raw in enumerate(handle, start=1):
+            if search.budget.exhausted():
+                return
+            line = raw.decode("utf-8", errors="replace")
+            try:
+                hit = search.pattern.search(line, timeout=max(search.budget.remaining(), 0.001))
+            except TimeoutError:
+                raise _PatternTimeoutError(f"{name}:{number}") from None
+            if hit is None:
                 continue
             found = True
             result.matches += 1
@@ -212,35 +301,50 @@ def _grep_file(path: Path, root: Path, regex: re.Pattern[str], result: _GrepResu
                 if len(text) > MAX_GREP_LINE_CHARS:
                     text = text[:MAX_GREP_LINE_CHARS] + " [...]"
                 result.lines.append(f"{name}:{number}: {text}")
-    result.files_with_matches += found
+        result.files_with_matches += found
 
 
-def _grep_sync(workspace: Path, args: GrepArgs) -> str:
+def _grep_sync(workspace: Path, args: GrepArgs, budget: Budget) -> str:
     root = workspace.resolve()
     try:
-        regex = re.compile(args.pattern)
-    except re.error as error:
+        pattern = regex.compile(args.pattern)
+    except (regex.error, OverflowError, ValueError) as error:
         raise ToolError(f"invalid regular expression {args.pattern!r}: {error}") from None
+    search = _Search(root=root, pattern=pattern, budget=budget)
     start = resolve_in_workspace(root, args.path)
-    if not start.exists():
-        raise missing_file_error(start, args.path)
-    result = _GrepResult(lines=[])
-    for path in _grep_files(root, start, args.glob):
-        _grep_file(path, root, regex, result)
-    return _render_grep(args, result)
+    try:
+        if start.is_dir():
+            for path, folder in _grep_files(search, start, args.glob):
+                if budget.exhausted():
+                    break
+                _grep_file(search, path, folder)
+        else:
+            fd, _ = open_in_workspace(root, args.path)  # the clear error for a missing or odd file
+            os.close(fd)
+            _grep_file(search, start, None)
+    except _PatternTimeoutError as error:
+        raise ToolError(
+            f"the pattern /{args.pattern}/ took longer than {budget.seconds:g} s on one line "
+            f"({error}) and was stopped: it backtracks catastrophically (nested repetition "
+            "like (\\w+\\s?)* or (a|a)*); simplify it"
+        ) from None
+    return _render_grep(args, search, budget)
 
 
-def _render_grep(args: GrepArgs, result: _GrepResult) -> str:
+def _render_grep(args: GrepArgs, search: _Search, budget: Budget) -> str:
+    result = search.result
     skipped = (
         f"; {result.files_skipped} binary, large or unreadable files skipped"
         if result.files_skipped
         else ""
     )
+    extra = [note for note in (search.notes.render(), _budget_note(budget) if budget.exhausted() else "") if note]
     if not result.matches:
-        return (
+        text = (
             f"no matches for /{args.pattern}/ in {args.path} "
             f"({result.files_searched} files searched{skipped})"
         )
+        return "\n".join([text, *extra])
     lines = list(result.lines)
     if result.matches > len(result.lines):
         lines.append(
@@ -250,15 +354,18 @@ def _render_grep(args: GrepArgs, result: _GrepResult) -> str:
         )
     elif skipped:
         lines.append(f"[{skipped.removeprefix('; ')}]")
-    return "\n".join(lines)
+    return "\n".join([*lines, *extra])
 
 
 @tool("grep", ToolKind.READ_ONLY, GrepArgs)
 async def grep(args: GrepArgs, ctx: ToolContext) -> str:
-    """Search file contents with a regular expression; prints `path:line: text` per matching
-    line. Searches the whole workspace by default (skipping .git, .venv, __pycache__,
-    node_modules, .blitz and binary files); narrow it with `path` and `glob`."""
-    return await asyncio.to_thread(_grep_sync, ctx.workspace, args)
+    """Search file contents with a regular expression (Python syntax); prints
+    `path:line: text` per matching line. Searches the whole workspace by default (skipping
+    .git, .venv, __pycache__, node_modules, .ipynb_checkpoints, .blitz, binary files, pipes and
+    broken links); narrow it with `path` and `glob`. A pattern that backtracks
+    catastrophically is stopped with an error."""
+    budget = Budget(SEARCH_BUDGET_S, ctx.deadline)
+    return await run_io(_grep_sync, ctx.workspace, args, budget, budget=budget)
 
 
 SEARCH_TOOLS: list[Tool] = [glob_files, grep]

@@ -139,6 +139,14 @@ class _PathChangedError(Exception):
     """A component of a checked path is no longer what the check saw (a symlink now)."""
 
 
+class _NotRegularError(Exception):
+    """The path is a pipe, socket or device: opening or reading it may block or act."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
 def open_in_workspace(
     workspace: Path,
     given: str,
@@ -167,6 +175,11 @@ def open_in_workspace(
             raise ToolError(f"{given} is a directory; give a file path") from None
         except NotADirectoryError:
             raise ToolError(f"{given} is a file, not a directory") from None
+        except _NotRegularError as error:
+            raise ToolError(
+                f"{given} is {error.kind}, not a regular file; file tools read and write only "
+                "regular files"
+            ) from None
     raise ToolError(f"{given} kept changing while it was being opened (a symlink was swapped in)")
 
 
@@ -175,7 +188,9 @@ def _open_beneath(root: Path, path: Path, flags: int, *, create: bool, directory
     folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for part in parts[:-1] if parts else ():
-            folder = _enter(folder, part, create=create)
+            child = _enter(folder, part, create=create)
+            os.close(folder)
+            folder = child
         if not parts:
             if not directory:
                 raise IsADirectoryError(str(path))
@@ -186,7 +201,7 @@ def _open_beneath(root: Path, path: Path, flags: int, *, create: bool, directory
 
 
 def _enter(folder: int, name: str, *, create: bool) -> int:
-    """Open sub-folder `name` of `folder` without following a symlink; closes `folder`."""
+    """Open sub-folder `name` of `folder` without following a symlink."""
     try:
         try:
             return os.open(name, _DIR_FLAGS, dir_fd=folder)
@@ -200,8 +215,6 @@ def _enter(folder: int, name: str, *, create: bool) -> int:
         if error.errno in (errno.ELOOP, errno.ENOTDIR):
             raise _PathChangedError(name) from None
         raise
-    finally:
-        os.close(folder)
 
 
 def _open_last(folder: int, name: str, flags: int, *, create: bool, directory: bool) -> int:
@@ -240,8 +253,7 @@ def _require_kind(mode: int, name: str, *, directory: bool) -> None:
     if directory:
         raise NotADirectoryError(name)
     if not stat.S_ISREG(mode):
-        kind = special_kind(mode) or "not a regular file"
-        raise ToolError(f"{name} is {kind}, not a regular file; file tools read only regular files")
+        raise _NotRegularError(special_kind(mode) or "an unknown kind of file")
 
 
 # -- walking ---------------------------------------------------------------------------------

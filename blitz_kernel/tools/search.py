@@ -44,6 +44,10 @@ MAX_GREP_LINE_CHARS = 300
 MAX_GREP_FILE_BYTES = 20 * 1024 * 1024
 SEARCH_BUDGET_S = 20.0
 """How long one glob or grep may run before it answers with what it found so far."""
+MATCH_BUDGET_S = 2.0
+"""How long one match on one line may take. Ordinary patterns take microseconds; past this a
+pattern is backtracking catastrophically. It also bounds how long a worker runs on after ■:
+a match cannot be stopped from outside, only by its own timeout."""
 
 
 class _PatternTimeoutError(Exception):
@@ -96,9 +100,13 @@ def _glob_token(pattern: str, index: int) -> tuple[str, int]:
 def _full_match(matcher: regex.Pattern[str], subject: str, budget: Budget) -> bool:
     """`matcher.fullmatch` within the budget (a glob like `*a*a*a*a*b` backtracks too)."""
     try:
-        return matcher.fullmatch(subject, timeout=max(budget.remaining(), 0.001)) is not None
+        return matcher.fullmatch(subject, timeout=_match_timeout(budget)) is not None
     except TimeoutError:
         raise _PatternTimeoutError(subject) from None
+
+
+def _match_timeout(budget: Budget) -> float:
+    return max(min(budget.remaining(), MATCH_BUDGET_S), 0.001)
 
 
 def _literal_prefix(pattern: str) -> tuple[str, str]:
@@ -115,7 +123,10 @@ def _literal_prefix(pattern: str) -> tuple[str, str]:
 def _budget_note(budget: Budget) -> str:
     if budget.stopped:
         return "[stopped: the turn was cancelled]"
-    return f"[search stopped after {budget.seconds:g} s (its time budget); narrow the path or pattern]"
+    return (
+        f"[search stopped early: out of time (the call's {budget.seconds:g} s budget or the "
+        "turn's --timeout); what it found so far is above; narrow the path or pattern]"
+    )
 
 
 # -- glob ------------------------------------------------------------------------------------
@@ -149,8 +160,8 @@ def _glob_sync(workspace: Path, args: GlobArgs, budget: Budget) -> str:
         matches = sorted(_glob_matches(root, base, matcher, depth, notes, budget))
     except _PatternTimeoutError:
         raise ToolError(
-            f"glob pattern {args.pattern!r} took longer than {budget.seconds:g} s to match a "
-            "single path; use fewer '*' in one segment"
+            f"glob pattern {args.pattern!r} ran out of time matching one path; use fewer '*' "
+            "in one segment"
         ) from None
     text = _render_glob(args.pattern, matches, root)
     extra = [note for note in (notes.render(), _budget_note(budget) if budget.exhausted() else "") if note]
@@ -289,7 +300,7 @@ def _grep_file(search: _Search, path: Path, folder: int | None) -> None:
                 return
             line = raw.decode("utf-8", errors="replace")
             try:
-                hit = search.pattern.search(line, timeout=max(search.budget.remaining(), 0.001))
+                hit = search.pattern.search(line, timeout=_match_timeout(search.budget))
             except TimeoutError:
                 raise _PatternTimeoutError(f"{name}:{number}") from None
             if hit is None:
@@ -323,10 +334,12 @@ def _grep_sync(workspace: Path, args: GrepArgs, budget: Budget) -> str:
             os.close(fd)
             _grep_file(search, start, None)
     except _PatternTimeoutError as error:
+        if budget.stopped:
+            raise
         raise ToolError(
-            f"the pattern /{args.pattern}/ took longer than {budget.seconds:g} s on one line "
-            f"({error}) and was stopped: it backtracks catastrophically (nested repetition "
-            "like (\\w+\\s?)* or (a|a)*); simplify it"
+            f"the pattern /{args.pattern}/ was stopped on one line ({error}) when it ran out of "
+            "time: it backtracks catastrophically (nested repetition like (\\w+\\s?)* or "
+            "(a|a)*); simplify it"
         ) from None
     return _render_grep(args, search, budget)
 

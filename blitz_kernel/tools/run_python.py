@@ -19,6 +19,7 @@ import dataclasses
 import io
 import itertools
 import linecache
+import math
 import time
 import traceback
 import types
@@ -29,7 +30,7 @@ from pydantic import BaseModel, Field
 from . import signals
 from .images import FigureCapture, display_of, keep_figures, png_part
 from .registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput, tool
-from .signals import RunState, UserCodeTimeout, interruptible
+from .signals import MAX_TIMEOUT_S, RunState, UserCodeTimeout, interruptible
 
 __all__ = ["RUN_PYTHON_TOOLS", "cap_text", "run_python", "user_namespace"]
 
@@ -246,16 +247,20 @@ class RunPythonArgs(BaseModel):
     timeout_s: float | None = Field(
         default=None,
         gt=0,
-        description="Stop the code after this many seconds (default: no limit).",
+        le=MAX_TIMEOUT_S,
+        allow_inf_nan=False,
+        description=(
+            f"Stop the code after this many seconds (default: no limit; at most {MAX_TIMEOUT_S:g})."
+        ),
     )
 
 
 def _effective_timeout(timeout_s: float | None, ctx: ToolContext) -> float | None:
     """The call's own timeout_s, or less when the turn's --timeout comes sooner: the code runs
     on the event loop, so the turn's asyncio timeout cannot stop it (ENG-14)."""
-    if ctx.deadline is None:
+    if ctx.deadline is None or not math.isfinite(ctx.deadline):
         return timeout_s
-    remaining = max(ctx.deadline - time.monotonic(), 0.01)
+    remaining = min(max(ctx.deadline - time.monotonic(), 0.01), MAX_TIMEOUT_S)
     return remaining if timeout_s is None else min(timeout_s, remaining)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import signal
 import threading
 import time
@@ -26,7 +27,10 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["RunState", "UserCodeTimeout", "interruptible"]
+__all__ = ["MAX_TIMEOUT_S", "RunState", "UserCodeTimeout", "interruptible", "time_limited"]
+
+MAX_TIMEOUT_S = 86_400.0
+"""A day: longer than any tool call should run, and far inside what setitimer accepts."""
 
 
 class UserCodeTimeout(BaseException):
@@ -76,10 +80,16 @@ def _alarm(state: RunState, timeout_s: float) -> Iterator[None]:
     The timer repeats every 0.5 s so that code which swallows one UserCodeTimeout (a bare `except:`
     in a loop) is stopped again.
     """
+    if not (math.isfinite(timeout_s) and 0 < timeout_s <= MAX_TIMEOUT_S):
+        raise ValueError(f"timeout must be a number of seconds in (0, {MAX_TIMEOUT_S:g}]")
     started = time.monotonic()
-    previous_handler = signal.signal(signal.SIGALRM, lambda s, f: _on_alarm(state, s, f))
-    previous_delay, previous_interval = signal.setitimer(signal.ITIMER_REAL, timeout_s, 0.5)
+    # Read the user's handler and timer before changing either, and change them only inside
+    # the try: whatever fails from here on, the finally puts both back.
+    previous_handler = signal.getsignal(signal.SIGALRM)
+    previous_delay, previous_interval = signal.getitimer(signal.ITIMER_REAL)
     try:
+        signal.signal(signal.SIGALRM, lambda s, f: _on_alarm(state, s, f))
+        signal.setitimer(signal.ITIMER_REAL, timeout_s, 0.5)
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -96,9 +106,25 @@ def interruptible(state: RunState, timeout_s: float | None) -> Iterator[bool]:
     if threading.current_thread() is not threading.main_thread():
         yield False
         return
-    previous = signal.signal(signal.SIGINT, lambda s, f: _on_sigint(state, s, f))
+    previous = signal.getsignal(signal.SIGINT)
     try:
+        signal.signal(signal.SIGINT, lambda s, f: _on_sigint(state, s, f))
         with _alarm(state, timeout_s) if timeout_s else contextlib.nullcontext():
             yield True
     finally:
         _restore_handler(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def time_limited(seconds: float) -> Iterator[RunState]:
+    """Run a block that calls code we do not own (a user object's `__repr__` or property)
+    under a time limit and the ■ button: the block raises UserCodeTimeout when the time is up
+    and KeyboardInterrupt (with `state.interrupted` set) on an interrupt. Unlimited off the
+    main thread, where signals cannot be handled."""
+    state = RunState()
+    with interruptible(state, seconds):
+        state.in_user_code = True
+        try:
+            yield state
+        finally:
+            state.in_user_code = False

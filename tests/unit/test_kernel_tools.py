@@ -7,6 +7,7 @@ the SIGINT and SIGALRM handling is exercised for real.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -270,6 +271,66 @@ async def test_off_the_main_thread_runs_without_timeout_support(ctx: ToolContext
 
 async def test_invalid_timeout_is_an_argument_error(ctx: ToolContext) -> None:
     assert "timeout_s" in await error_of(ctx, "run_python", code="1", timeout_s=0)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("NaN", "timeout_s: Input should be a finite number"),
+        ("Infinity", "timeout_s: Input should be a finite number"),
+        ("1e309", "timeout_s: Input should be a finite number"),
+        ("-1", "timeout_s: Input should be greater than 0"),
+        ("1e9", "timeout_s: Input should be less than or equal to 86400"),
+    ],
+)
+async def test_non_finite_or_huge_timeouts_are_refused_and_touch_no_handler(
+    ctx: ToolContext, raw: str, expected: str
+) -> None:
+    """Issue 15, finding 4: nan/inf/1e309 from the model used to reach setitimer."""
+
+    def users_handler(signum: int, frame: types.FrameType | None) -> None:
+        pass
+
+    previous = signal.signal(signal.SIGALRM, users_handler)
+    try:
+        tool = TOOLS["run_python"]
+        with pytest.raises(ToolError) as caught:
+            await tool.func(tool.parse_arguments(f'{{"code": "ran = 1", "timeout_s": {raw}}}'), ctx)
+        assert str(caught.value) == f"invalid arguments for run_python: {expected}"
+        assert "ran" not in ns(ctx)
+        assert signal.getsignal(signal.SIGALRM) is users_handler
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize(
+    ("code", "timeout_s"),
+    [("1", 86_400), ("1/0", 86_400), ("while True: pass", 0.05), ("raise SystemExit", 30)],
+    ids=["huge timeout", "exception", "timeout fires", "SystemExit"],
+)
+async def test_the_users_alarm_handler_and_timer_are_always_restored(
+    ctx: ToolContext, code: str, timeout_s: float
+) -> None:
+    def users_handler(signum: int, frame: types.FrameType | None) -> None:
+        pass
+
+    previous = signal.signal(signal.SIGALRM, users_handler)
+    signal.setitimer(signal.ITIMER_REAL, 600, 5)
+    try:
+        with contextlib.suppress(ToolError):
+            await call(ctx, "run_python", code=code, timeout_s=timeout_s)
+        assert signal.getsignal(signal.SIGALRM) is users_handler
+        remaining, interval = signal.getitimer(signal.ITIMER_REAL)
+        assert 590 < remaining <= 600 and interval == 5
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+async def test_a_turn_deadline_that_is_not_finite_is_ignored(ctx: ToolContext) -> None:
+    ctx.deadline = float("inf")
+    assert await call(ctx, "run_python", code="1 + 1", timeout_s=5) == "result:\n2"
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
 # -- list_variables ------------------------------------------------------------------------

@@ -1,5 +1,11 @@
 """Variable tools: list the user's variables and describe one in depth.
 
+They need no approval, so they must not become a way to run code or read secrets: a name is
+a user variable (the ones list_variables shows) or a public attribute path on one, never a
+walk into a module (`pathlib.os.environ`); an object's own repr/len/properties are called only
+for types we know (safe_repr.py), and whatever is called runs under a time limit (the sooner
+of a per-call limit and the turn's --timeout) and the ■ button (signals.time_limited).
+
 Nothing here imports IPython: the namespace arrives through `ToolContext.kernel.user_ns`, and
 pandas/numpy are only looked up in `sys.modules` (an object of theirs implies they are loaded),
 so describing a variable never imports a library.
@@ -7,41 +13,48 @@ so describing a variable never imports a library.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import difflib
 import inspect
 import itertools
-import reprlib
+import math
+import os
 import sys
+import time
 import types
 import warnings
 from collections import Counter
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
 from ..core.text import one_line
 from .registry import Tool, ToolContext, ToolError, ToolKind, tool
 from .run_python import cap_text, user_namespace
+from .safe_repr import SafeRepr, is_trusted
+from .signals import UserCodeTimeout, time_limited
 
 __all__ = ["VARIABLE_TOOLS", "describe_variable", "list_variables"]
 
 MAX_DESCRIPTION_CHARS = 20_000
+DESCRIBE_LIMIT_S = 5.0
+"""How long describe_variable may run the code it calls (a DataFrame's to_string, say)."""
+LIST_LIMIT_S = 1.0
+"""How long list_variables may spend on one variable's line."""
 MAX_LISTED_VARIABLES = 300
 SHORT_REPR_CHARS = 80
 HIDDEN_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 """IPython's own names in the user namespace: not the user's variables."""
 
+T = TypeVar("T")
+
 
 # -- list_variables ----------------------------------------------------------------------
 
-_short = reprlib.Repr()
-_short.maxstring = SHORT_REPR_CHARS
-_short.maxother = SHORT_REPR_CHARS
-_short.maxlist = _short.maxtuple = _short.maxset = _short.maxfrozenset = 8
-_short.maxdict = 6
-_short.maxlevel = 2
+_short = SafeRepr(chars=SHORT_REPR_CHARS, items=8, level=2)
+_long = SafeRepr(chars=4000, items=100, level=4)
 
 
 def _loaded_type(module: str, name: str) -> type | None:
@@ -68,7 +81,7 @@ def _type_label(obj: object) -> str:
 
 
 def _size_label(obj: object) -> str:
-    if inspect.isclass(obj) or inspect.isroutine(obj):
+    if inspect.isclass(obj) or inspect.isroutine(obj) or not is_trusted(obj):
         return ""
     try:
         shape = getattr(obj, "shape", None)
@@ -115,9 +128,36 @@ def _visible_names(ns: dict[str, Any], hidden: Mapping[str, Any] | None = None) 
     )
 
 
-def _variable_line(name: str, obj: object) -> str:
-    details = ", ".join(part for part in (_type_label(obj), _size_label(obj)) if part)
-    return f"{name} ({details}): {_short_repr(obj)}"
+def _variable_line(name: str, obj: object, limit_s: float) -> str:
+    def line() -> str:
+        details = ", ".join(part for part in (_type_label(obj), _size_label(obj)) if part)
+        return f"{name} ({details}): {_short_repr(obj)}"
+
+    try:
+        return _limited(line, limit_s)
+    except UserCodeTimeout:
+        return f"{name} ({type(obj).__name__}): <not shown: its repr ran past {limit_s:.3g} s>"
+
+
+def _limit(seconds: float, ctx: ToolContext) -> float | None:
+    """`seconds`, or less when the turn's deadline (--timeout) comes sooner; None once it
+    has passed."""
+    if ctx.deadline is None or not math.isfinite(ctx.deadline):
+        return seconds
+    remaining = ctx.deadline - time.monotonic()
+    return min(seconds, remaining) if remaining > 0.001 else None
+
+
+def _limited(work: Callable[[], T], limit_s: float) -> T:
+    """`work()` under a time limit (UserCodeTimeout) and ■ (the tool ends as cancelled, like
+    run_python): the code it calls may be a library's, running the user's objects' code."""
+    with time_limited(limit_s) as state:
+        try:
+            return work()
+        except KeyboardInterrupt:
+            if state.interrupted:
+                raise asyncio.CancelledError("interrupted by the user") from None
+            raise
 
 
 class ListVariablesArgs(BaseModel):
@@ -133,7 +173,13 @@ async def list_variables(args: ListVariablesArgs, ctx: ToolContext) -> str:
     names = _visible_names(ns, getattr(ctx.kernel, "hidden_names", None))
     if not names:
         return "no user variables yet"
-    lines = [_variable_line(name, ns[name]) for name in names[:MAX_LISTED_VARIABLES]]
+    lines: list[str] = []
+    for name in names[:MAX_LISTED_VARIABLES]:
+        limit_s = _limit(LIST_LIMIT_S, ctx)
+        if limit_s is None:
+            lines.append(f"[... stopped at the turn's time limit; {len(names) - len(lines)} not shown]")
+            break
+        lines.append(_variable_line(name, ns[name], limit_s))
     if len(names) > MAX_LISTED_VARIABLES:
         lines.append(
             f"[... {len(names) - MAX_LISTED_VARIABLES} more variables not shown; "
@@ -145,19 +191,41 @@ async def list_variables(args: ListVariablesArgs, ctx: ToolContext) -> str:
 # -- describe_variable -------------------------------------------------------------------
 
 
-def _lookup(ns: dict[str, Any], name: str) -> Any:
-    """`name` or a dotted attribute path like `model.config`."""
+def _lookup(ns: dict[str, Any], name: str, hidden: Mapping[str, Any] | None) -> Any:
+    """A user variable, or a public attribute path on one like `model.config`.
+
+    Only names list_variables shows are roots, no step may start with "_" (`f.__globals__`
+    reaches a module's namespace) and no step may be a module or the process environment:
+    `pathlib.os.environ` once sent an API key to the provider without any approval."""
     root, *attributes = name.strip().split(".")
-    if root not in ns:
+    if root not in ns or root not in _visible_names(ns, hidden):
+        if isinstance(ns.get(root), types.ModuleType):
+            raise _module_refusal(root, ns[root])
         raise _unknown_name_error(ns, name)
     obj = ns[root]
     for depth, attribute in enumerate(attributes, start=1):
+        path = ".".join([root, *attributes[:depth]])
+        if not attribute.isidentifier() or attribute.startswith("_"):
+            raise ToolError(
+                f"cannot get {path}: describe_variable follows public attributes only (no '_' "
+                "names); use run_python to look further"
+            )
         try:
             obj = getattr(obj, attribute)
         except Exception as error:
-            path = ".".join([root, *attributes[:depth]])
             raise ToolError(f"cannot get {path}: {type(error).__name__}: {error}") from None
+        if isinstance(obj, types.ModuleType):
+            raise _module_refusal(path, obj)
+        if obj is os.environ:
+            raise ToolError(f"{path} is the process environment; describe_variable does not show it")
     return obj
+
+
+def _module_refusal(path: str, module: types.ModuleType) -> ToolError:
+    return ToolError(
+        f"{path} is the module {module.__name__}; describe_variable describes the user's "
+        "variables, not modules or what they hold"
+    )
 
 
 def _unknown_name_error(ns: dict[str, Any], name: str) -> ToolError:
@@ -251,6 +319,26 @@ def _describe_callable(obj: Any) -> str:
     return f"{kind} {module}.{name}{_signature(obj)}\n{cap_text(doc, 3000)}"
 
 
+def _describe_untrusted(obj: object) -> str:
+    """Type and the names and types of its instance attributes: nothing of its own runs."""
+    cls = type(obj)
+    lines = [
+        f"type: {cls.__module__}.{cls.__qualname__}",
+        "(its repr, len and properties are its own code and were not run; use run_python to "
+        "look inside)",
+    ]
+    try:
+        attributes = object.__getattribute__(obj, "__dict__")
+    except (AttributeError, TypeError):
+        attributes = None
+    if isinstance(attributes, dict):
+        public = [(k, v) for k, v in attributes.items() if isinstance(k, str) and not k.startswith("_")]
+        shown = ", ".join(f"{k} ({type(v).__name__})" for k, v in public[:40])
+        more = f", … {len(public) - 40} more" if len(public) > 40 else ""
+        lines.append(f"attributes: {shown or '(none public)'}{more}")
+    return "\n".join(lines)
+
+
 def _describe_other(obj: object) -> str:
     cls = type(obj)
     lines = [f"type: {cls.__module__}.{cls.__qualname__}"]
@@ -266,12 +354,16 @@ def _describe_other(obj: object) -> str:
 
 def _repr(obj: object) -> str:
     try:
-        return cap_text(repr(obj), 4000)
+        return cap_text(_long.repr(obj) if isinstance(obj, dict | list | tuple | set | frozenset) else repr(obj), 4000)
     except Exception as error:
         return f"<repr failed: {type(error).__name__}: {error}>"
 
 
 def _describe(obj: object) -> str:
+    if inspect.isclass(obj) or inspect.isroutine(obj):
+        return _describe_callable(obj)
+    if not is_trusted(obj):
+        return _describe_untrusted(obj)
     if _is_instance(obj, "pandas", "DataFrame"):
         return _describe_dataframe(obj)
     if _is_instance(obj, "pandas", "Series"):
@@ -284,16 +376,15 @@ def _describe(obj: object) -> str:
         return _describe_collection(obj)
     if isinstance(obj, str):
         return f"str of length {len(obj)}, {obj.count(chr(10)) + 1} lines\n{_repr(obj)}"
-    if isinstance(obj, types.ModuleType):
-        return f"module {obj.__name__} from {getattr(obj, '__file__', None) or '(built-in)'}"
-    if inspect.isclass(obj) or inspect.isroutine(obj):
-        return _describe_callable(obj)
     return _describe_other(obj)
 
 
 class DescribeVariableArgs(BaseModel):
     name: str = Field(
-        description="Variable name in the notebook namespace, or a dotted path like 'obj.attr'."
+        description=(
+            "A user variable's name (as list_variables shows them), or a public attribute path "
+            "on one like 'model.config'; modules and '_' names are refused."
+        )
     )
 
 
@@ -301,15 +392,30 @@ class DescribeVariableArgs(BaseModel):
 async def describe_variable(args: DescribeVariableArgs, ctx: ToolContext) -> str:
     """Describe one variable of the notebook kernel in depth. DataFrame: shape, dtypes, null
     counts, head(5) and describe(); Series likewise; NumPy arrays: shape, dtype, min/max/mean
-    and a small repr; dicts and lists: length, item types and a short repr; other objects:
-    type and repr."""
+    and a small repr; dicts and lists: length, item types and a short repr; builtin values:
+    type and repr; objects of other classes: type and attribute names (their own repr is not
+    run)."""
     ns = user_namespace(ctx, "describe_variable")
-    obj = _lookup(ns, args.name)
+    limit_s = _limit(DESCRIBE_LIMIT_S, ctx)
+    if limit_s is None:
+        raise ToolError("the turn's time limit has passed; describe_variable did not run")
+    hidden = getattr(ctx.kernel, "hidden_names", None)
     try:
-        text = _describe(obj)
-    except Exception as error:
-        text = f"type: {type(obj).__name__}\n(description failed: {type(error).__name__}: {error})"
+        text = _limited(lambda: _describe_found(ns, args.name, hidden), limit_s)
+    except UserCodeTimeout:
+        raise ToolError(
+            f"describing {args.name} ran past {limit_s:.3g} s (its repr or a property is slow) "
+            "and was stopped; use run_python with timeout_s to look at parts of it"
+        ) from None
     return f"{args.name}: {cap_text(text, MAX_DESCRIPTION_CHARS)}"
+
+
+def _describe_found(ns: dict[str, Any], name: str, hidden: Mapping[str, Any] | None) -> str:
+    obj = _lookup(ns, name, hidden)  # a property on the path is user code too: inside the limit
+    try:
+        return _describe(obj)
+    except Exception as error:
+        return f"type: {type(obj).__name__}\n(description failed: {type(error).__name__}: {error})"
 
 
 VARIABLE_TOOLS: list[Tool] = [list_variables, describe_variable]

@@ -466,3 +466,108 @@ async def test_describe_does_not_import_pandas_for_plain_objects(ctx: ToolContex
         assert "pandas" not in sys.modules
     finally:
         sys.modules.update(saved)
+
+
+# -- issue 15, finding 3: no walking into modules, no unbounded user code --------------------
+
+
+class SlowRepr:
+    """A user class whose repr, str and len take 20 s: the user's code, not ours to run."""
+
+    calls = 0
+
+    def __init__(self) -> None:
+        self.size = 3
+
+    def __repr__(self) -> str:
+        SlowRepr.calls += 1
+        time.sleep(20)
+        return "slow"
+
+    __str__ = __repr__
+
+    def __len__(self) -> int:
+        SlowRepr.calls += 1
+        time.sleep(20)
+        return 0
+
+
+async def test_describe_refuses_dotted_paths_into_modules(ctx: ToolContext) -> None:
+    import pathlib
+
+    os.environ["BLITZ_TEST_SECRET"] = "sk-do-not-send"
+    ns(ctx).update(
+        {
+            "pathlib": pathlib,
+            "holder": types.SimpleNamespace(mod=os, env=os.environ),
+            "f": lambda: None,
+        }
+    )
+    try:
+        refusals = {
+            name: await error_of(ctx, "describe_variable", name=name)
+            for name in ["pathlib.os.environ", "holder.mod.environ", "holder.env", "f.__globals__", "os"]
+        }
+    finally:
+        del os.environ["BLITZ_TEST_SECRET"]
+    assert refusals["pathlib.os.environ"] == (
+        "pathlib is the module pathlib; describe_variable describes the user's variables, not "
+        "modules or what they hold"
+    )
+    assert refusals["holder.mod.environ"].startswith("holder.mod is the module os;")
+    assert refusals["holder.env"] == (
+        "holder.env is the process environment; describe_variable does not show it"
+    )
+    assert refusals["f.__globals__"].startswith("cannot get f.__globals__: describe_variable follows public")
+    assert refusals["os"].startswith("no variable named 'os'")
+    assert not any("sk-do-not-send" in text for text in refusals.values())
+
+
+async def test_list_and_describe_do_not_run_a_user_objects_repr_or_len(ctx: ToolContext) -> None:
+    SlowRepr.calls = 0
+    ns(ctx).update({"slow": SlowRepr(), "in_a_list": [1, SlowRepr()]})
+    started = time.monotonic()
+    lines = (await call(ctx, "list_variables")).splitlines()
+    described = await call(ctx, "describe_variable", name="slow")
+    in_list = await call(ctx, "describe_variable", name="in_a_list")
+    assert time.monotonic() - started < 5
+    assert SlowRepr.calls == 0
+    assert lines[0] == "in_a_list (list, len 2): [1, <SlowRepr instance at 0x" + lines[0].split("0x")[1]
+    assert lines[1].startswith("slow (SlowRepr): <SlowRepr instance at 0x")
+    assert described.splitlines() == [
+        "slow: type: tests.unit.test_kernel_tools.SlowRepr",
+        "(its repr, len and properties are its own code and were not run; use run_python to "
+        "look inside)",
+        "attributes: size (int)",
+    ]
+    assert "<SlowRepr instance at 0x" in in_list
+
+
+async def test_user_code_that_a_library_calls_is_stopped_at_the_turn_deadline(ctx: ToolContext) -> None:
+    SlowRepr.calls = 0
+    ns(ctx)["df"] = pd.DataFrame({"obj": [SlowRepr()]})
+    ctx.deadline = time.monotonic() + 0.5
+    started = time.monotonic()
+    text = await error_of(ctx, "describe_variable", name="df")
+    assert time.monotonic() - started < 5
+    assert text.startswith("describing df ran past 0.") and "and was stopped" in text
+    assert SlowRepr.calls == 1
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+async def test_interrupt_stops_a_slow_str_inside_describe(ctx: ToolContext) -> None:
+    class SignalsThenSleeps:
+        def __str__(self) -> str:
+            ns(ctx)["started"].set()
+            time.sleep(20)
+            return "late"
+
+    previous = signal.getsignal(signal.SIGINT)
+    sender = interrupt_when("started", ctx)
+    ns(ctx)["df"] = pd.DataFrame({"obj": [SignalsThenSleeps()]})
+    started = time.monotonic()
+    with pytest.raises(asyncio.CancelledError):
+        await call(ctx, "describe_variable", name="df")
+    sender.join(timeout=30)
+    assert time.monotonic() - started < 10
+    assert signal.getsignal(signal.SIGINT) is previous

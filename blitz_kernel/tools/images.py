@@ -18,19 +18,22 @@ from __future__ import annotations
 import base64
 import contextlib
 import io
+import os
 import re
 import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, Field, model_validator
 
 from ..core.history import ImagePart
+from .io import run_io
 from .media import image_dimensions, sniff_media_type
 from .notebook import cell_image
-from .paths import resolve_in_workspace
+from .paths import open_in_workspace, resolve_in_workspace
 from .registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput, tool
 
 __all__ = ["IMAGE_TOOLS", "CapturedImage", "FigureCapture", "ImageDisplay", "turn_images", "view_image"]
@@ -220,7 +223,7 @@ async def view_image(args: ViewImageArgs, ctx: ToolContext) -> ToolOutput:
     cell's image output (output="cell:3"), or an image file (path="plots/a.png"). Use it to
     check that a plot shows what you meant before describing it to the user."""
     if args.path is not None:
-        image = _image_file(ctx, args.path)
+        image = await run_io(_image_file, ctx.workspace, args.path)
     else:
         image = await _named_output(ctx, (args.output or "").strip())
     return ToolOutput(
@@ -229,14 +232,17 @@ async def view_image(args: ViewImageArgs, ctx: ToolContext) -> ToolOutput:
     )
 
 
-def _image_file(ctx: ToolContext, given: str) -> CapturedImage:
-    path = resolve_in_workspace(ctx.workspace, given)
-    if not path.is_file():
-        raise ToolError(f"{given}: no such file in the workspace" if not path.exists() else f"{given} is not a file")
-    size = path.stat().st_size
-    if size > MAX_IMAGE_BYTES:
-        raise ToolError(f"{given} is {size // 1024} KB; images over {MAX_IMAGE_BYTES // 1024 // 1024} MB cannot be sent")
-    data = path.read_bytes()
+def _image_file(workspace: Path, given: str) -> CapturedImage:
+    """Read an image file the way read_file does: the checked path is the opened path, and
+    only a regular file (a pipe named plot.png must not hang the tool)."""
+    if not resolve_in_workspace(workspace, given).exists():  # the checked open decides; this words it
+        raise ToolError(f"{given}: no such file in the workspace")
+    fd, _path = open_in_workspace(workspace, given)
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(fd).st_size
+        if size > MAX_IMAGE_BYTES:
+            raise ToolError(f"{given} is {size // 1024} KB; images over {MAX_IMAGE_BYTES // 1024 // 1024} MB cannot be sent")
+        data = handle.read(MAX_IMAGE_BYTES + 1)
     media_type = sniff_media_type(data)
     if media_type is None:
         raise ToolError(

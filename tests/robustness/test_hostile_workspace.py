@@ -382,3 +382,13 @@ async def test_a_100_mb_line_is_read_in_bounded_memory(ws: Path, traced: None) -
     _, peak = tracemalloc.get_traced_memory()
     assert text == "     1\t" + "x" * 2000 + f" [... {100 * 1024 * 1024 - 2000} more characters cut]"
     assert peak < 10 * 1024 * 1024, f"peak {peak:,} bytes"
+
+
+async def test_view_image_refuses_a_fifo_named_like_an_image(ws: Path) -> None:
+    os.mkfifo(ws / "plot.png")
+    tool = TOOLS["view_image"]
+    with pytest.raises(ToolError, match="plot.png is a named pipe \\(FIFO\\), not a regular file"):
+        await asyncio.wait_for(
+            tool.func(tool.parse_arguments('{"path": "plot.png"}'), ToolContext(ws)), timeout=10
+        )
+    await user_to_thread_still_runs()

@@ -187,7 +187,10 @@ def _read_page(handle: BinaryIO, offset: int, limit: int, budget: Budget) -> _Pa
         kept.append(numbered)
         size += len(numbered) + 1
         if budget.exhausted():
-            raise ToolError(f"reading took longer than {budget.seconds:g} s; read a smaller part")
+            raise ToolError(
+                f"reading stopped: out of time (the call's {budget.seconds:g} s budget or the "
+                "turn's --timeout); read a smaller part with offset and limit"
+            )
     return _Page(lines=kept, first=offset + 1, total=total, cut_by_size=cut_by_size)
 
 

@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import shutil
+import stat
 import threading
 import time
 import tracemalloc
@@ -205,6 +206,19 @@ async def test_tool_io_does_not_use_the_loops_default_executor(ws: Path) -> None
     finally:
         release.set()
     assert await busy is True
+
+
+async def test_a_device_node_in_the_workspace_is_refused_and_skipped(ws: Path) -> None:
+    try:
+        os.mknod(ws / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("creating a device node needs root")
+    (ws / "real.txt").write_text("needle\n")
+    with pytest.raises(ToolError, match="null is a character device, not a regular file"):
+        await asyncio.wait_for(call(ws, "read_file", path="null"), timeout=10)
+    text = await asyncio.wait_for(call(ws, "grep", pattern="needle"), timeout=10)
+    assert text.splitlines() == ["real.txt:1: needle", "[skipped: 1 character devices (null)]"]
+    assert "null  (a character device; not read by file tools)" in await call(ws, "list_files")
 
 
 async def test_a_link_to_a_device_is_refused(ws: Path) -> None:

@@ -180,6 +180,8 @@ def open_in_workspace(
                 f"{given} is {error.kind}, not a regular file; file tools read and write only "
                 "regular files"
             ) from None
+        except OSError as error:  # permissions, a pipe with no reader (ENXIO), a full disk
+            raise ToolError(f"cannot open {given}: {error.strerror or error}") from None
     raise ToolError(f"{given} kept changing while it was being opened (a symlink was swapped in)")
 
 

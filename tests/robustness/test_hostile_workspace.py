@@ -406,3 +406,16 @@ async def test_view_image_refuses_a_fifo_named_like_an_image(ws: Path) -> None:
             tool.func(tool.parse_arguments('{"path": "plot.png"}'), ToolContext(ws)), timeout=10
         )
     await user_to_thread_still_runs()
+
+
+async def test_an_unreadable_file_is_a_one_line_error(ws: Path) -> None:
+    locked = ws / "locked.txt"
+    locked.write_text("x\n")
+    locked.chmod(0)
+    try:
+        if os.access(locked, os.R_OK):
+            pytest.skip("running as root: permissions are not enforced")
+        with pytest.raises(ToolError, match="^cannot open locked.txt: Permission denied$"):
+            await call(ws, "read_file", path="locked.txt")
+    finally:
+        locked.chmod(0o644)

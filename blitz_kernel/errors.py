@@ -123,12 +123,6 @@ class MaxCostError(TurnLimitError):
         super().__init__(f"maximum cost reached (${spent:.4f} spent, ceiling ${ceiling:.4f})")
 
 
-class TurnTimeoutError(TurnLimitError):
-    stop_reason = "timeout"
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"turn timed out after {seconds:g} s")
-
 
 class ApprovalOverflowError(TurnLimitError):
     """More permission requests waited at once than `approval.max_pending` allows (ENG-26)."""

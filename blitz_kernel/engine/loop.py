@@ -95,7 +95,8 @@ class TurnRunner:
         attributes = {
             "blitz.agent": setup.agent, "blitz.model": setup.model.name, "blitz.session": setup.session.name,
             "blitz.turn_index": setup.session.turns, "blitz.prompt_length": len(prompt), "blitz.attachments": 0,
-            "blitz.max_turns": setup.limits.max_turns, "blitz.plan": setup.mode is TurnMode.PLAN,
+            "blitz.max_turns": setup.limits.max_turns, "blitz.max_cost_usd": setup.limits.max_cost_usd,
+            "blitz.timeout_s": setup.limits.timeout_s, "blitz.plan": setup.mode is TurnMode.PLAN,
             "blitz.mode": setup.mode.value, "blitz.prompt": telemetry.content(prompt),
         }
         previous = None if setup.span_name != TURN_SPAN else setup.session.last_turn_span

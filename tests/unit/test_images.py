@@ -44,7 +44,7 @@ from blitz_kernel.tools.images import image_dimensions, sniff_media_type, view_i
 from blitz_kernel.tools.kernel import run_python
 from blitz_kernel.tools.registry import ToolContext, ToolError, ToolKind, ToolOutput
 
-from .conftest import call, tool_step
+from .conftest import call, tool_results, tool_step
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the headless backend)
@@ -297,7 +297,7 @@ async def test_run_pythons_figures_ride_on_its_result_event_not_in_the_history(t
     assert [base64.b64decode(image.data_base64) for image in first.images + failed.images] == shown
     assert first.images_omitted == failed.images_omitted == 0
     # what the model receives is unchanged: text (with the "figures:" note), no pixels
-    results = [m for m in model.requests[2].messages if isinstance(m, ToolResultMessage)]
+    results = tool_results(model.requests[2])
     assert [bool(r.images) for r in results] == [False, False]
     assert "figures:\nfig-1:" in (results[0].output or "") and "fig-2:" in (results[1].error or "")
     assert all("data_base64" not in json.dumps(m.model_dump()) for m in model.requests[2].messages[1:])

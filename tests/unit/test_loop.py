@@ -29,7 +29,15 @@ from blitz_kernel.errors import SessionBusyError, SteerTooLateError, UnknownAgen
 from blitz_kernel.models.scripted import ScriptedModel
 from blitz_kernel.tools.registry import ToolKind
 
-from .conftest import ConcurrencyProbe, NeverAnswers, ScriptedApprover, call, tool_step
+from .conftest import (
+    ConcurrencyProbe,
+    NeverAnswers,
+    ScriptedApprover,
+    call,
+    result_of,
+    tool_results,
+    tool_step,
+)
 
 
 async def test_ENG10_prompt_is_the_last_user_message_and_answer_is_returned(make_workspace):
@@ -81,7 +89,7 @@ async def test_ENG12_batch_runs_at_most_max_parallel_and_results_keep_call_order
     assert result.stop_reason == "end_turn"
     assert probe.peak == 2
     assert sorted(probe.calls) == labels  # each call exactly once
-    results = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    results = tool_results(model.requests[1])
     assert [json.loads(r.to_model_content())["result"].split("(")[1] for r in results] == [f"{x})" for x in labels]
 
 
@@ -101,7 +109,7 @@ async def test_ENG12_cancel_gives_every_call_a_result_and_the_next_turn_works(ma
     assert probe.calls == ["a"]  # queued calls failed fast, never ran
     history = ws.session("s").history
     check_history(history)
-    cancelled = [m for m in history if isinstance(m, ToolResultMessage)]
+    cancelled = tool_results(history)
     assert [m.ok for m in cancelled] == [False, False, False]
     assert all("cancelled" in (m.error or "") for m in cancelled)
     follow_up = await ws.run("again", session="s")
@@ -201,7 +209,7 @@ async def test_ENG16_user_agent_from_file_runs_with_its_instructions(make_worksp
 async def test_ENG17_tools_outside_the_allowed_list_are_refused(make_workspace):
     ws, model = make_workspace([tool_step(call("list_files"), call("glob", pattern="*")), {"text": "ok"}])
     await ws.run("look", tools=["glob", "read_file"])
-    results = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    results = tool_results(model.requests[1])
     assert results[0].error == "list_files isn't among the tools this command allows (glob, read_file)"
     assert results[1].ok
 
@@ -210,14 +218,14 @@ async def test_invalid_arguments_become_an_error_the_model_can_correct(make_work
     ws, model = make_workspace([tool_step(call("read_file", wrong=1)), {"text": "ok"}])
     result = await ws.run("read")
     assert result.stop_reason == "end_turn"
-    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    error = result_of(model, request=1).error
     assert error.startswith("invalid arguments for read_file: path: Field required")
 
 
 async def test_unknown_tool_is_an_error_result(make_workspace):
     ws, model = make_workspace([tool_step(call("rm_rf")), {"text": "ok"}])
     await ws.run("x")
-    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    error = result_of(model, request=1).error
     assert error.startswith("unknown tool 'rm_rf'")
 
 
@@ -225,7 +233,7 @@ async def test_ENG23_ENG25_mutating_tool_denied_headless_with_reason_and_nothing
     ws, model = make_workspace([tool_step(call("write_file", path="out.txt", content="x")), {"text": "ok"}])
     result = await ws.run("write")
     assert not (tmp_path / "out.txt").exists()
-    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    error = result_of(model, request=1).error
     assert error == "write_file was denied: approval needed but nobody can answer (headless)"
     decisions = [e for e in result.events if isinstance(e, PermissionDecision)]
     assert [d.decision for d in decisions] == ["deny"]
@@ -250,7 +258,7 @@ async def test_ENG23_approve_option_and_configured_deny(make_workspace, tmp_path
     )
     await ws2.run("write", approve="allow")
     assert not (tmp_path / "b.txt").exists()
-    error = [m for m in model2.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    error = result_of(model2, request=1).error
     assert error == "write_file is denied by the approval policy"
 
 
@@ -272,7 +280,7 @@ async def test_ENG24_allow_once_always_and_deny_with_reason(make_workspace, tmp_
     assert len(approver.requests) == 1  # one request per batch, read-only call not in it
     assert [c.name for c in approver.requests[0].calls] == ["write_file", "write_file"]
     assert (tmp_path / "a.txt").exists() and not (tmp_path / "b.txt").exists()
-    results = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    results = tool_results(model.requests[1])
     assert results[1].error == "write_file was denied: not that one"
     assert result.stop_reason == "end_turn"
 
@@ -287,7 +295,7 @@ async def test_ENG24_missing_decision_is_a_denial(make_workspace, tmp_path):
     ws, model = make_workspace([tool_step(call("write_file", path="a.txt", content="a")), {"text": "ok"}])
     await ws.run("write", approver=ScriptedApprover(lambda request: []))
     assert not (tmp_path / "a.txt").exists()
-    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    error = result_of(model, request=1).error
     assert "no decision" in error
 
 
@@ -297,7 +305,7 @@ async def test_ENG26_pending_request_expires_as_denial(make_workspace, tmp_path)
     )
     result = await ws.run("write", approver=NeverAnswers())
     assert result.stop_reason == "end_turn"
-    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    error = result_of(model, request=1).error
     assert "expired" in error
 
 
@@ -309,7 +317,7 @@ async def test_ENG40_steer_message_rides_on_the_next_tool_result(make_workspace)
     await asyncio.wait_for(probe.started.wait(), 5)
     ws.steer("s", "use pandas")
     result = await task
-    delivered = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0]
+    delivered = result_of(model, request=1)
     assert json.loads(delivered.to_model_content())["message_from_user"] == "use pandas"
     assert [e.count for e in result.events if isinstance(e, SteerEvent)] == [1]
     assert result.leftovers == []
@@ -388,7 +396,7 @@ async def test_tool_that_raises_unexpectedly_becomes_an_error_result(make_worksp
     ws.tools.register(Tool("broken", "breaks", SleepArgs, ToolKind.READ_ONLY, broken))
     result = await ws.run("x")
     assert result.stop_reason == "end_turn"
-    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    error = result_of(model, request=1).error
     assert error == "broken failed: RuntimeError: boom"
 
 
@@ -459,7 +467,7 @@ async def test_stop_ends_a_pending_permission_request_as_denied(make_workspace, 
     result = await asyncio.wait_for(turn, 5)
     assert result.stop_reason == "cancelled"
     assert not (tmp_path / "a.txt").exists()
-    [denied] = [m for m in ws.session("s").history if isinstance(m, ToolResultMessage)]
+    [denied] = tool_results(ws.session("s").history)
     assert "stopped before a decision" in denied.error
 
 
@@ -500,7 +508,7 @@ async def test_ENG34_enter_plan_mode_restricts_later_calls_of_its_own_batch(make
     ws, model = make_workspace([tool_step(call("enter_plan_mode"), call("write_file", path="a.txt", content="x")), {"text": "ok"}])
     await ws.run("careful", approve="allow")
     assert not (tmp_path / "a.txt").exists()
-    assert results_of_last(model)[-1].error.startswith("plan mode: write_file is disabled")
+    assert tool_results(model.requests[-1])[-1].error.startswith("plan mode: write_file is disabled")
     assert "## Plan mode" in model.requests[1].system
 
 
@@ -521,9 +529,6 @@ async def test_ENG06_configuring_a_limit_keeps_the_model(make_workspace):
     assert ws.model is model
     assert (await ws.run("2")).text == "step two"
 
-
-def results_of_last(model):
-    return [m for m in model.requests[-1].messages if isinstance(m, ToolResultMessage)]
 
 
 async def test_ENG42_steer_while_the_turn_ends_is_refused_not_lost(make_workspace):

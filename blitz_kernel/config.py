@@ -30,6 +30,7 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
@@ -49,8 +50,9 @@ KeyPath = tuple[str, ...]
 
 
 class _Section(BaseModel):
-    # A typo in a key must be an error that names it, never a silently ignored setting.
-    model_config = ConfigDict(extra="forbid")
+    # A typo in a key must be an error that names it, never a silently ignored setting; a NaN
+    # or infinite number compares false or overflows wherever it is used (GR-07).
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class ToolsConfig(_Section):
@@ -91,8 +93,32 @@ class LimitsConfig(_Section):
     """Model calls one turn may make, so a looping agent stops on its own."""
     max_cost_usd: float | None = Field(default=None, ge=0)
     """Spend ceiling for one turn in USD; unset means no ceiling."""
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
     """Wall-clock seconds one turn may take; unset means no limit."""
+    max_cost_usd_session: float | None = Field(default=None, gt=0)
+    """Spend ceiling for a whole session (GR-05): once passed, later turns are refused before
+    any model call until `%blitz_usage --add-budget USD`."""
+    repeat_warn: int = Field(default=3, ge=2)
+    """Identical consecutive tool calls after which the result tells the model it is
+    repeating itself (GR-04)."""
+    repeat_stop: int = Field(default=5, ge=2)
+    """Identical consecutive tool calls that end the turn with stop reason `watchdog`."""
+
+    @model_validator(mode="after")
+    def _warn_before_stop(self) -> LimitsConfig:
+        if self.repeat_stop < self.repeat_warn:
+            raise ValueError(f"repeat_stop ({self.repeat_stop}) must not be below repeat_warn ({self.repeat_warn})")
+        return self
+
+
+class ModelSettings(_Section):
+    """Generation settings for models whose name starts with a key of `models` (ENG-05)."""
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+    context_window: int | None = Field(default=None, ge=1024)
+    """Tokens the model can read; needed for auto-compaction of models litellm does not know
+    (local `openai/<name>` servers)."""
 
 
 class TelemetryConfig(_Section):
@@ -124,7 +150,7 @@ class BlitzConfig(_Section):
     """All settings of one workspace; see INTERFACE.md "Configuration" for the table."""
 
     # `model_retries` starts with pydantic's reserved `model_` prefix; the name is ours to keep.
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
 
     model: str | None = None
     """litellm model name or `scripted:PATH`; unset opens on a placeholder that explains how
@@ -156,6 +182,21 @@ class BlitzConfig(_Section):
     """USD per 1M tokens by model name or prefix; checked before litellm's map (ENG-81)."""
     telemetry: TelemetryConfig = TelemetryConfig()
     """OpenTelemetry settings."""
+    models: dict[str, ModelSettings] = {}
+    """Per-model settings by model name or prefix; the longest matching key wins (ENG-05)."""
+    language: str | None = Field(default=None, min_length=1, max_length=40)
+    """Reply language, added to the root agent's instructions (ENG-02)."""
+
+    def model_settings(self, model: str) -> ModelSettings:
+        """The settings for `model`: the longest key of `models` it starts with, each field
+        falling back to the global value (a per-model value beats the global one)."""
+        matches = [key for key in self.models if model == key or model.startswith(key)]
+        chosen = self.models[max(matches, key=len)] if matches else ModelSettings()
+        return ModelSettings(
+            temperature=chosen.temperature if chosen.temperature is not None else self.temperature,
+            max_tokens=chosen.max_tokens if chosen.max_tokens is not None else self.max_tokens,
+            context_window=chosen.context_window,
+        )
 
     @field_validator("api_key_env")
     @classmethod

@@ -123,6 +123,22 @@ class MaxCostError(TurnLimitError):
         super().__init__(f"maximum cost reached (${spent:.4f} spent, ceiling ${ceiling:.4f})")
 
 
+class WatchdogError(TurnLimitError):
+    """The agent repeated the same tool call with the same arguments too often (GR-04)."""
+
+    stop_reason = "watchdog"
+
+    def __init__(self, tool: str, times: int) -> None:
+        super().__init__(
+            f"stopped by the watchdog: {tool} was called {times} times in a row with the same arguments"
+        )
+
+
+class SessionBudgetError(TurnLimitError):
+    """The session's budget is spent (GR-05): no model call until the user adds budget."""
+
+    stop_reason = "max_cost"
+
 
 class ApprovalOverflowError(TurnLimitError):
     """More permission requests waited at once than `approval.max_pending` allows (ENG-26)."""

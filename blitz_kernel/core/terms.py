@@ -17,8 +17,11 @@ Verdict = Literal["allow", "always", "deny"]
 """A person's answer to one call of a permission request (ENG-24)."""
 PlanStatus = Literal["approved", "rejected", "unreviewed"]
 """What became of a plan proposed with exit_plan_mode (ENG-32)."""
-StopReason = Literal["end_turn", "max_turns", "max_cost", "timeout", "cancelled", "blocked", "error"]
-"""Why a turn ended (INTERFACE.md, TurnResult)."""
+StopReason = Literal[
+    "end_turn", "max_turns", "max_cost", "timeout", "cancelled", "blocked", "error", "watchdog", "interrupted"
+]
+"""Why a turn ended (INTERFACE.md, TurnResult). `interrupted`: the process died mid-turn (seen
+when a durable session is reopened)."""
 ToolOutcome = Literal["ok", "error", "denied", "cancelled", "blocked"]
 """How one tool call ended: ran fine, failed (or was refused by a rule), denied by a person or
 policy, cut short by a stop, or blocked by a hook. Front ends show it as is; nobody has to

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from ..core.history import ImagePart, ToolCall, ToolResultMessage
 from ..core.terms import Policy, ToolOutcome
 from ..core.text import shorten
+from ..errors import WatchdogError
 from ..models.base import supports_vision
 from ..tools.registry import Tool, ToolError, ToolKind, ToolOutput
 from .approval import resolve_policy
@@ -33,6 +34,7 @@ from .modes import TurnMode, refusal
 from .steering import TurnControl
 from .tracing import mark_error
 from .turn import TurnSetup
+from .watchdog import RepeatWatch, repeat_note
 
 CANCELLED_RESULT = "cancelled: the turn was stopped before this call finished"
 PREVIEW_CHARS = 300
@@ -61,11 +63,18 @@ class Refused:
 class ToolBatch:
     """The calls of one response; `run` once, then `in_call_order` has a result per call."""
 
-    def __init__(self, setup: TurnSetup, control: TurnControl, emit: Emit, calls: list[ToolCall]) -> None:
+    def __init__(
+        self, setup: TurnSetup, control: TurnControl, emit: Emit, calls: list[ToolCall], watch: RepeatWatch
+    ) -> None:
         self.setup = setup
         self.control = control
         self.emit = emit
         self.calls = calls
+        self.watch = watch
+        self.tripped: WatchdogError | None = None
+        """Set when the watchdog refused a call: the turn ends after this batch (GR-04)."""
+        self._warned: dict[str, str] = {}
+        """Calls whose result carries the watchdog's note, by call id."""
         self.results: dict[str, ToolResultMessage] = {}
         self._shown_images: dict[str, list[ImagePart]] = {}
         """Images a call showed the user, until its result event carries them: they are no
@@ -79,7 +88,7 @@ class ToolBatch:
         asking: list[Screened] = []
         for call in self.calls:
             await self.emit(ToolCallEvent(id=call.id, name=call.name, args=call.parsed_arguments()))
-            screened = self._screen(call, mode)
+            screened = self._watched(call) or self._screen(call, mode)
             if call.name == "enter_plan_mode":
                 mode = TurnMode.PLAN  # ENG-34: from the next call on, this batch's later ones included
             if isinstance(screened, Refused):
@@ -104,6 +113,16 @@ class ToolBatch:
         return [self.results.get(c.id) or error_result(c, CANCELLED_RESULT) for c in self.calls]
 
     # -- screening and approval ---------------------------------------------------------------
+
+    def _watched(self, call: ToolCall) -> Refused | None:
+        """GR-04: refuse the call that makes a loop; mark the ones that start looking like one."""
+        verdict, times = self.watch.observe(call), self.watch.count
+        if verdict == "stop":
+            self.tripped = WatchdogError(call.name, times)
+            return _refused(call, f"{self.tripped} (limits.repeat_stop); the turn ends here", "blocked")
+        if verdict == "warn":
+            self._warned[call.id] = repeat_note(call.name, times)
+        return None
 
     def _screen(self, call: ToolCall, mode: TurnMode) -> Screened | Refused:
         """Refusals the model should read (ENG-17, ENG-20, ENG-30) or the call with its policy."""
@@ -201,6 +220,10 @@ class ToolBatch:
     # -- results ------------------------------------------------------------------------------
 
     async def _record(self, result: ToolResultMessage, status: ToolOutcome) -> None:
+        note = self._warned.get(result.call_id)
+        if note is not None:
+            field = "output" if result.ok else "error"
+            result = result.model_copy(update={field: f"{getattr(result, field) or ''}\n\n{note}"})
         self.results[result.call_id] = result
         await self._emit_result(result, status)
 

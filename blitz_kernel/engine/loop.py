@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 import time
 from typing import cast
 
@@ -53,6 +54,7 @@ from .modes import MODE_INSTRUCTIONS, TurnMode, plan_feedback
 from .steering import TurnControl
 from .tracing import mark_error
 from .turn import TURN_SPAN, TurnResult, TurnSetup
+from .watchdog import RepeatWatch
 
 
 class _GracefulStop(Exception):
@@ -78,6 +80,8 @@ class TurnRunner:
         self.model_calls = 0
         self._warned_unpriced = False
         self._specs = [tool.spec() for tool in setup.tools.values()]
+        self.watch = RepeatWatch(setup.limits.repeat_warn, setup.limits.repeat_stop)
+        self._schema_tokens = len(json.dumps([spec.model_dump() for spec in self._specs])) // 4
         self.mode = setup.mode
         """The turn's mode; `enter_plan_mode` switches it from the next call (ENG-34)."""
         self.system = setup.system
@@ -197,7 +201,7 @@ class TurnRunner:
                 return response.text
             response.tool_calls = unique_call_ids(response.tool_calls)
             self.pending = response.to_message()
-            self.batch = ToolBatch(self.setup, self.control, self._emit, response.tool_calls)
+            self.batch = ToolBatch(self.setup, self.control, self._emit, response.tool_calls, self.watch)
             await self._record_usage(response.model, response.usage)
             if self.control.stop_requested:
                 raise _GracefulStop
@@ -205,7 +209,9 @@ class TurnRunner:
             if self._end_with is None:  # else the model takes no further step: they stay leftovers
                 await self._attach_steering(results)
             self._commit(self.pending, *results)
-            self.pending, self.batch = None, None
+            tripped, self.pending, self.batch = self.batch.tripped, None, None
+            if tripped is not None:
+                raise tripped
             if self._end_with is not None:
                 return self._end_with
 
@@ -220,20 +226,24 @@ class TurnRunner:
         return await self._model_step()
 
     async def _compact_if_needed(self) -> None:
-        """ENG-60: before a step whose prompt would pass the threshold."""
+        """ENG-60: before a step whose prompt (tool schemas included) would pass the threshold."""
         setup = self.setup
-        threshold = setup.token_threshold
-        if not setup.compaction or threshold is None:
+        if not setup.compaction:
             return
-        if estimate_tokens(setup.system, setup.session.history) > threshold:
+        if self._prompt_estimate() > setup.context.threshold:
             await self._compact(required=False)
+
+    def _prompt_estimate(self) -> int:
+        """Tokens the next request will carry: system prompt, history and the tool schemas
+        (about 2.5K tokens for the built-in tools, sent with every step)."""
+        return estimate_tokens(self.system, self.setup.session.history) + self._schema_tokens
 
     async def _compact(self, *, required: bool) -> bool:
         """Summarise all but the retained tail; False when there was nothing to compact."""
         setup = self.setup
         history = setup.session.history
         try:
-            budget = setup.token_threshold // 2 if setup.token_threshold else None  # room for the summary
+            budget = setup.context.threshold // 2  # room for the summary
             split = automatic_window(history, setup.retain_events, budget)
         except NothingToCompactError:
             if required:

@@ -48,11 +48,36 @@ class TurnResult(BaseModel):
     """"approved": the front end starts the carry-out turn (`go_ahead_prompt`)."""
 
 
+DEFAULT_CONTEXT_WINDOW = 128_000
+"""The window assumed for a model nobody describes (local OpenAI-compatible servers): large
+enough for today's models, small enough that compaction still happens before most fail."""
+THRESHOLD_SHARE = 0.8
+"""Auto-compaction starts at this share of the window (ENG-60)."""
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """How many tokens the turn's model can read, and where that number came from."""
+
+    tokens: int
+    source: str
+    """"models.<key>", "litellm" or "default": shown so a wrong guess can be corrected."""
+    threshold: int
+    """Compact before a step whose prompt would pass this (ENG-60)."""
+
+    def fill(self, used: int) -> str:
+        """'ctx 42 % of 128K': how full the window is after a prompt of `used` tokens."""
+        size = f"{self.tokens / 1000:g}K" if self.tokens >= 1000 else str(self.tokens)
+        return f"ctx {round(100 * used / self.tokens)} % of {size}"
+
+
 @dataclass(frozen=True)
 class TurnLimits:
     max_turns: int = 50
     max_cost_usd: float | None = None
     timeout_s: float | None = None
+    repeat_warn: int = 3
+    repeat_stop: int = 5
 
 
 @dataclass(frozen=True)
@@ -79,8 +104,9 @@ class TurnSetup:
     """The mode the turn starts in (ENG-30)."""
     compaction: bool = True
     """Automatic compaction allowed (asides never compact, ENG-51)."""
-    token_threshold: int | None = None
-    """Compact before a step whose prompt would pass this (ENG-60); None: never."""
+    context: ContextWindow = field(
+        default_factory=lambda: ContextWindow(DEFAULT_CONTEXT_WINDOW, "default", int(DEFAULT_CONTEXT_WINDOW * THRESHOLD_SHARE))
+    )
     retain_events: int = 20
     plan_reviewer: PlanReviewer | None = None
     """Who reviews a proposed plan; None means nobody can (the plan is the answer)."""

@@ -30,7 +30,16 @@ from .session import Session
 from .sessions import SessionBook
 from .steering import TurnControl
 from .tracing import Telemetry
-from .turn import ASIDE_SPAN, TURN_SPAN, TurnLimits, TurnResult, TurnSetup
+from .turn import (
+    ASIDE_SPAN,
+    DEFAULT_CONTEXT_WINDOW,
+    THRESHOLD_SHARE,
+    TURN_SPAN,
+    ContextWindow,
+    TurnLimits,
+    TurnResult,
+    TurnSetup,
+)
 
 
 class Workspace:
@@ -57,7 +66,7 @@ class Workspace:
         self._explicit_model = model
         self.model: Model = model or self._build(self.config.model)
         self.telemetry = self._telemetry(self.config)
-        self._thresholds: dict[tuple[str, int | None], int | None] = {}
+        self._contexts: dict[tuple[str, int | None, int | None], ContextWindow] = {}
         self.sessions = SessionBook()
         self.waiting_approvals = PendingApprovals()
         """Permission requests waiting now, over every turn and aside (ENG-26)."""
@@ -224,6 +233,8 @@ class Workspace:
             max_turns=options.max_turns if options.max_turns is not None else defaults.max_turns,
             max_cost_usd=options.max_cost_usd if options.max_cost_usd is not None else defaults.max_cost_usd,
             timeout_s=options.timeout_s if options.timeout_s is not None else defaults.timeout_s,
+            repeat_warn=defaults.repeat_warn,
+            repeat_stop=defaults.repeat_stop,
         )
 
     async def _setup(self, state: Session, options: RunOptions, front_end: FrontEnd) -> TurnSetup:
@@ -231,6 +242,7 @@ class Workspace:
         config = self.config
         definition = self._agent(options.agent)
         turn_model = self._turn_model(options.model, definition)
+        settings = config.model_settings(turn_model.name)  # ENG-05: per-model beats global
         mode = options.mode
         aside = mode is TurnMode.BTW
         return TurnSetup(
@@ -257,30 +269,38 @@ class Workspace:
             compaction=not aside,  # asides never compact (ENG-51)
             # The model's context window may need its provider library loaded (litellm: seconds
             # on first use): looked up off the event loop so a widget stays responsive.
-            token_threshold=await self._threshold_for(turn_model),
+            context=await self._context_for(turn_model),
             retain_events=config.context.retain_events,
             plan_reviewer=front_end.plan_reviewer,
             telemetry=self.telemetry,
             span_name=ASIDE_SPAN if aside else TURN_SPAN,
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
+            temperature=settings.temperature,
+            max_tokens=settings.max_tokens,
             on_event=front_end.on_event,
         )
 
-    async def _threshold_for(self, model: Model) -> int | None:
-        """The threshold, looked up once per model and configuration (a thread hop per turn
-        is measurable in bench/overhead.py)."""
-        key = (model.name, self.config.context.token_threshold)
-        if key not in self._thresholds:
-            self._thresholds[key] = await asyncio.to_thread(self._token_threshold, model)
-        return self._thresholds[key]
+    async def _context_for(self, model: Model) -> ContextWindow:
+        """The model's context window, looked up once per model and configuration (a thread
+        hop per turn is measurable in bench/overhead.py)."""
+        key = (model.name, self.config.context.token_threshold, self.config.model_settings(model.name).context_window)
+        if key not in self._contexts:
+            self._contexts[key] = await asyncio.to_thread(self._context_window, model)
+        return self._contexts[key]
 
-    def _token_threshold(self, model: Model) -> int | None:
-        """ENG-60: configured, else 80 % of the model's context window when it is known."""
-        if self.config.context.token_threshold is not None:
-            return self.config.context.token_threshold
-        window = model.context_window()
-        return int(window * 0.8) if window else None
+    def _context_window(self, model: Model) -> ContextWindow:
+        """ENG-60: the window from `models."<prefix>".context_window`, else from the model's
+        adapter (litellm's map), else DEFAULT_CONTEXT_WINDOW, so auto-compaction works for
+        models litellm does not know; the threshold is configured or 80 % of it."""
+        configured = self.config.model_settings(model.name).context_window
+        known = None if configured else model.context_window()
+        if configured:
+            tokens, source = configured, "models setting"
+        elif known:
+            tokens, source = known, "litellm"
+        else:
+            tokens, source = DEFAULT_CONTEXT_WINDOW, "default"
+        threshold = self.config.context.token_threshold or int(tokens * THRESHOLD_SHARE)
+        return ContextWindow(tokens=tokens, source=source, threshold=threshold)
 
     async def compact(self, session: str, focus: str | None = None, keep_turns: int = 1) -> CompactionResult:
         """ENG-61..64: summarise everything before the keep_turns-th most recent user turn with

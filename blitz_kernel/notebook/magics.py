@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..engine.turn import TurnResult
     from ..engine.workspace import Workspace
 
-FAILING_STOPS = {"error", "max_turns", "max_cost", "timeout", "blocked"}
+FAILING_STOPS = {"error", "max_turns", "max_cost", "timeout", "blocked", "watchdog"}
 
 HELP = """\
 blitz_kernel — an agent in your kernel. Magics:

@@ -546,3 +546,34 @@ async def test_ENG42_steer_while_the_turn_ends_is_refused_not_lost(make_workspac
     result = await ws.run("go", session="s", on_event=on_event)
     assert result.leftovers == [] and result.dropped == []
     assert refused and "next prompt" in refused[0]
+
+
+async def test_GR04_watchdog_warns_then_stops_a_looping_agent(make_workspace, tmp_path):
+    (tmp_path / "a.txt").write_text("same\n")
+    same = call("read_file", path="a.txt")
+    steps = [tool_step(same) for _ in range(4)] + [{"text": "never"}]
+    ws, model = make_workspace(steps, **{"limits.repeat_warn": 2, "limits.repeat_stop": 4})
+    result = await ws.run("loop", session="s")
+    assert result.stop_reason == "watchdog"
+    assert result.error == "stopped by the watchdog: read_file was called 4 times in a row with the same arguments"
+    assert len(model.requests) == 4  # the fourth call was refused, no fifth step
+    first, second, third = (tool_results(model.requests[i])[-1] for i in (1, 2, 3))
+    assert "[watchdog]" not in (first.output or "")
+    assert "[watchdog] you called read_file 2 times" in (second.output or "")
+    assert "3 times" in (third.output or "")
+    [last] = tool_results(ws.session("s").history)[-1:]
+    assert last.error is not None and "limits.repeat_stop" in last.error
+    statuses = [e.status for e in result.events if e.type == "tool_result"]
+    assert statuses == ["ok", "ok", "ok", "blocked"]
+
+
+async def test_GR04_different_arguments_reset_the_count(make_workspace, tmp_path):
+    (tmp_path / "a.txt").write_text("a\n")
+    (tmp_path / "b.txt").write_text("b\n")
+    a, b = call("read_file", path="a.txt"), call("read_file", path="b.txt")
+    ws, _ = make_workspace(
+        [tool_step(a), tool_step(a), tool_step(b), tool_step(a), tool_step(a), {"text": "fine"}],
+        **{"limits.repeat_warn": 2, "limits.repeat_stop": 3},
+    )
+    result = await ws.run("alternate", session="s")
+    assert result.stop_reason == "end_turn" and result.text == "fine"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -271,7 +272,9 @@ async def test_ENG61_nothing_to_compact_through_the_workspace(make_workspace):
 async def test_ENG60_automatic_compaction_before_a_step_that_would_pass_the_threshold(make_workspace):
     big = "x" * 4000
     steps = [{"text": big}, {"text": big}, {"text": "SUMMARY"}, {"text": "fine"}]
-    ws, model = make_workspace(steps, **{"context.token_threshold": 1500, "context.retain_events": 1})
+    probe, _ = make_workspace([])
+    schemas = len(json.dumps([probe.tools.get(n).spec().model_dump() for n in probe.tools.names()])) // 4
+    ws, model = make_workspace(steps, **{"context.token_threshold": schemas + 1500, "context.retain_events": 1})
     await ws.run("one", session="s")
     await ws.run("two", session="s")
     result = await ws.run("three", session="s")
@@ -280,6 +283,32 @@ async def test_ENG60_automatic_compaction_before_a_step_that_would_pass_the_thre
     assert event.automatic and event.covered_events == 4 and event.tokens_after < event.tokens_before
     assert [m.kind for m in model.requests[3].messages] == ["summary", "user"]
     assert result.text == "fine"
+
+
+async def test_ENG60_tool_schemas_count_toward_the_threshold(make_workspace):
+    """The schemas ride on every request; a threshold below them compacts at once."""
+    steps = [{"text": "a"}, {"text": "SUMMARY"}, {"text": "b"}]
+    ws, model = make_workspace(steps, **{"context.token_threshold": 1000, "context.retain_events": 1})
+    await ws.run("short", session="s")
+    result = await ws.run("again", session="s")
+    assert model.requests[1].system.startswith("You summarise") and result.text == "b"
+
+
+async def test_ENG60_unknown_model_gets_the_default_window_and_says_so(make_workspace):
+    ws, model = make_workspace([{"text": "a"}])
+    context = await ws._context_for(model)
+    assert (context.tokens, context.source, context.threshold) == (128_000, "default", 102_400)
+    assert context.fill(42_000) == "ctx 33 % of 128K"
+
+
+async def test_ENG05_per_model_context_window_and_generation_settings(make_workspace):
+    ws, model = make_workspace(
+        [{"text": "a"}], **{"models": {"scripted": {"context_window": 32_000, "temperature": 0.2}}, "max_tokens": 99}
+    )
+    await ws.run("hi", session="s")
+    context = await ws._context_for(model)
+    assert (context.tokens, context.source, context.threshold) == (32_000, "models setting", 25_600)
+    assert (model.requests[0].temperature, model.requests[0].max_tokens) == (0.2, 99)
 
 
 async def test_context_window_rejection_compacts_once_and_retries(make_workspace):

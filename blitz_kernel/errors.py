@@ -122,6 +122,17 @@ class MaxCostError(TurnLimitError):
     def __init__(self, spent: float, ceiling: float) -> None:
         super().__init__(f"maximum cost reached (${spent:.4f} spent, ceiling ${ceiling:.4f})")
 
+    @classmethod
+    def before_call(cls, estimate: float, left: float, which: str) -> MaxCostError:
+        """GR-06: the next call was not made because its prompt alone would pass the ceiling."""
+        error = cls.__new__(cls)
+        TurnLimitError.__init__(
+            error,
+            f"maximum cost reached: the next call would cost about ${estimate:.4f}, "
+            f"more than the ${max(left, 0):.4f} left of the {which} budget",
+        )
+        return error
+
 
 class WatchdogError(TurnLimitError):
     """The agent repeated the same tool call with the same arguments too often (GR-04)."""

@@ -30,7 +30,6 @@ from ..core.usage import TokenUsage, UsageTotals
 from ..errors import (
     BlitzError,
     ContextWindowError,
-    MaxCostError,
     MaxTurnsError,
     ModelError,
     NothingToCompactError,
@@ -38,6 +37,7 @@ from ..errors import (
 )
 from ..models.base import ModelRequest, ModelResponse, TextDelta
 from .batch import ToolBatch
+from .budget import Budget
 from .compaction import Compactor, automatic_window, estimate_tokens
 from .events import (
     CompactionEvent,
@@ -81,6 +81,7 @@ class TurnRunner:
         self._warned_unpriced = False
         self._specs = [tool.spec() for tool in setup.tools.values()]
         self.watch = RepeatWatch(setup.limits.repeat_warn, setup.limits.repeat_stop)
+        self.budget = Budget(setup.session, setup.limits.max_cost_usd, setup.limits.max_cost_usd_session, control)
         self._schema_tokens = len(json.dumps([spec.model_dump() for spec in self._specs])) // 4
         self.mode = setup.mode
         """The turn's mode; `enter_plan_mode` switches it from the next call (ENG-34)."""
@@ -120,6 +121,9 @@ class TurnRunner:
     async def _run(self, prompt: str) -> TurnResult:
         setup = self.setup
         turn_index = setup.session.turns
+        refused = self.budget.refusal_before_start()
+        if refused is not None:  # GR-05: before any model call, and nothing is recorded
+            return await self._refused_result(refused, turn_index)
         self._commit(user_prompt(prompt))
         text, error = "", None
         stop: StopReason = "end_turn"
@@ -153,6 +157,15 @@ class TurnRunner:
         except Exception as exc:  # a bug of ours: the turn still ends with a valid history
             stop, error = "error", f"internal error: {type(exc).__name__}: {exc}"
         return await self._finish(text, stop, error, turn_index)
+
+    async def _refused_result(self, reason: str, turn_index: int) -> TurnResult:
+        """A turn refused before it started: the front end shows why; nothing is recorded."""
+        await self._emit(ErrorEvent(kind="max_cost", message=reason))
+        await self._emit(TurnDone(stop_reason="max_cost", usage=self.usage, error=reason))
+        return TurnResult(
+            text="", stop_reason="max_cost", error=reason, usage=self.usage, events=self.events,
+            session=self.setup.session.name, turn_index=turn_index,
+        )
 
     def _timeout_reason(self, deadline: asyncio.Timeout, exc: TimeoutError) -> tuple[StopReason, str]:
         if deadline.expired():
@@ -194,6 +207,9 @@ class TurnRunner:
                 raise MaxTurnsError(limits.max_turns)
             self.model_calls += 1
             await self._compact_if_needed()
+            self.budget.check_before_call(
+                self.usage.cost_usd, self._prompt_estimate(), self.setup.prices.lookup(self.setup.model.name)
+            )
             response = await self._model_step_with_context_retry()
             if not response.tool_calls:
                 self._commit(response.to_message())
@@ -294,10 +310,7 @@ class TurnRunner:
         self.usage.add(usage, cost)
         self.setup.session.ledger.record(model, usage, cost)
         await self._emit(UsageEvent(model=model, usage=usage, cost_usd=cost))
-        ceiling = self.setup.limits.max_cost_usd
-        if ceiling is None:
-            return
-        if cost is None and not self._warned_unpriced:
+        if cost is None and self.budget.turn_ceiling is not None and not self._warned_unpriced:
             self._warned_unpriced = True
             await self._emit(
                 ErrorEvent(
@@ -306,8 +319,7 @@ class TurnRunner:
                     f"set prices.\"{model}\" in the configuration",
                 )
             )
-        if self.usage.cost_usd > ceiling:
-            raise MaxCostError(self.usage.cost_usd, ceiling)
+        self.budget.check_after_usage(self.usage.cost_usd)
 
     async def _attach_steering(self, ordered: list[ToolResultMessage]) -> None:
         """ENG-40: queued steer messages ride on the batch's last result."""

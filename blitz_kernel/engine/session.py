@@ -33,8 +33,15 @@ class Session:
     """A manual compaction is summarising; turns wait for it (SessionBusyError)."""
     last_turn_span: Any = None
     """The previous turn's span context: the next turn's span links to it (ENG-91)."""
-    pending_approvals: int = 0
-    """Permission requests waiting for an answer now (ENG-26 counts them per session)."""
+    budget_added_usd: float = 0.0
+    """Budget added with `%blitz_usage --add-budget` on top of `limits.max_cost_usd_session`."""
+    budget_tripped: bool = False
+    """The session budget was spent (GR-05): turns are refused until budget is added."""
+
+    def add_budget(self, usd: float) -> None:
+        """GR-05: lift a tripped session budget by `usd`."""
+        self.budget_added_usd += usd
+        self.budget_tripped = False
 
     def replace_window(self, split: int, summary: Message) -> None:
         """Put `summary` in place of the first `split` messages, archiving them (ENG-64). A

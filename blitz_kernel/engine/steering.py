@@ -18,6 +18,9 @@ class TurnControl:
         self._queue: list[str] = []
         self._closed = False
         self.stop_requested = False
+        self.charged_usd = 0.0
+        """Cost of side questions answered while this turn runs (they count toward its
+        `--max-cost`)."""
         self._stopped: asyncio.Event | None = None
 
     def steer(self, text: str) -> None:

@@ -76,6 +76,7 @@ class TurnLimits:
     max_turns: int = 50
     max_cost_usd: float | None = None
     timeout_s: float | None = None
+    max_cost_usd_session: float | None = None
     repeat_warn: int = 3
     repeat_stop: int = 5
 

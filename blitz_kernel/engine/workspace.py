@@ -25,7 +25,7 @@ from .approval import ApprovalGate, Approver, HeadlessApprover, PendingApprovals
 from .compaction import CompactionResult, Compactor, manual_window
 from .loop import TurnRunner
 from .modes import MODE_INSTRUCTIONS, PlanReviewer, TurnMode
-from .options import EventHandler, FrontEnd, RunOptions
+from .options import MAX_COST_USD, EventHandler, FrontEnd, RunOptions, check_number
 from .session import Session
 from .sessions import SessionBook
 from .steering import TurnControl
@@ -147,6 +147,16 @@ class Workspace:
             raise SteerTooLateError(f"session {session!r} has no running turn; send it as a prompt")
         control.steer(text)
 
+    def add_budget(self, session: str, usd: float) -> float:
+        """GR-05: add `usd` to the session's budget (lifting a trip); returns what is left."""
+        check_number("--add-budget", usd, upper=MAX_COST_USD)
+        limit = self.config.limits.max_cost_usd_session
+        if limit is None:
+            raise BlitzError("no session budget is set (limits.max_cost_usd_session); nothing to add to")
+        state = self.session(session)
+        state.add_budget(usd)
+        return limit + state.budget_added_usd - state.ledger.total.cost_usd
+
     def stop(self, session: str) -> bool:
         """Ask the running turn to stop after its current step; False when none runs."""
         control = self.session(session).running
@@ -225,6 +235,8 @@ class Workspace:
         )
         result = await TurnRunner(setup, TurnControl()).run(question)
         source.ledger.merge(throwaway.ledger)
+        if source.running is not None:  # its tokens count toward the running turn's --max-cost
+            source.running.charged_usd += throwaway.ledger.total.cost_usd
         return result
 
     def _limits(self, options: RunOptions) -> TurnLimits:
@@ -233,6 +245,7 @@ class Workspace:
             max_turns=options.max_turns if options.max_turns is not None else defaults.max_turns,
             max_cost_usd=options.max_cost_usd if options.max_cost_usd is not None else defaults.max_cost_usd,
             timeout_s=options.timeout_s if options.timeout_s is not None else defaults.timeout_s,
+            max_cost_usd_session=defaults.max_cost_usd_session,
             repeat_warn=defaults.repeat_warn,
             repeat_stop=defaults.repeat_stop,
         )

@@ -25,6 +25,7 @@ from blitz_kernel.engine.events import (
     UsageEvent,
 )
 from blitz_kernel.engine.options import FrontEnd, RunOptions
+from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError, SteerTooLateError, UnknownAgentError
 from blitz_kernel.models.scripted import ScriptedModel
 from blitz_kernel.tools.registry import ToolKind
@@ -577,3 +578,44 @@ async def test_GR04_different_arguments_reset_the_count(make_workspace, tmp_path
     )
     result = await ws.run("alternate", session="s")
     assert result.stop_reason == "end_turn" and result.text == "fine"
+
+
+PRICED = Price(input=1.0, output=1_000_000.0)
+"""Output at $1 a token, so two tokens are a visible spend; input cheap, so the pre-call
+estimate (GR-06) of a few thousand prompt tokens stays far below a dollar."""
+
+
+async def test_GR05_session_budget_trips_refuses_later_turns_and_add_budget_lifts_it(tmp_path):
+    steps = [{"text": "a", "usage": {"prompt_tokens": 1, "completion_tokens": 2}}] * 3
+    model = ScriptedModel(steps, price=PRICED)
+    ws = Workspace.open(tmp_path, model=model, overrides={"limits.max_cost_usd_session": 3.0}, environ={}, home=tmp_path / "h")
+    first = await ws.run("one", session="s")
+    assert first.stop_reason == "end_turn" and first.usage.cost_usd == pytest.approx(2.0)
+    second = await ws.run("two", session="s")
+    assert second.stop_reason == "max_cost" and "session budget of $3.00 is spent" in (second.error or "")
+    assert ws.session("s").budget_tripped
+    history_before = list(ws.session("s").history)
+    refused = await ws.run("three", session="s")
+    assert refused.stop_reason == "max_cost" and "--add-budget" in (refused.error or "")
+    assert len(model.requests) == 2  # refused before any model call
+    assert ws.session("s").history == history_before  # and nothing recorded
+    left = ws.add_budget("s", 2.0)
+    assert left == pytest.approx(1.0, abs=1e-4) and not ws.session("s").budget_tripped
+    assert (await ws.run("four", session="s")).stop_reason == "end_turn"
+
+
+async def test_GR06_a_call_that_would_pass_the_turn_ceiling_is_not_made(tmp_path):
+    model = ScriptedModel([{"text": "never"}], price=Price(input=1.0, output=1.0))
+    ws = Workspace.open(tmp_path, model=model, environ={}, home=tmp_path / "h")
+    result = await ws.run("x" * 40_000, session="s", max_cost_usd=0.001)  # ≈ 10K+ tokens ≈ $0.01
+    assert result.stop_reason == "max_cost"
+    assert result.error is not None and result.error.startswith("maximum cost reached: the next call would cost about $0.01")
+    assert model.requests == []
+
+
+def test_GR07_run_options_refuse_non_finite_numbers():
+    from blitz_kernel.engine.options import RunOptionError
+
+    for bad in ({"max_cost_usd": float("nan")}, {"timeout_s": float("inf")}, {"timeout_s": 1e309}, {"max_turns": 0}, {"tools": ()}):
+        with pytest.raises(RunOptionError):
+            RunOptions(**bad)

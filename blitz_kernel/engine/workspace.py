@@ -16,13 +16,14 @@ from typing import Any
 from ..config import BlitzConfig, load_config
 from ..core.usage import PriceBook, UsageLedger
 from ..errors import BlitzError, SessionBusyError, SteerTooLateError, UnknownAgentError
-from ..models.base import Model
+from ..models.base import Model, supports_vision
 from ..models.factory import build_model
 from ..tools import builtin_tools
 from ..tools.registry import KernelContext, Tool, ToolContext, ToolKind, ToolRegistry
 from .agents import AgentDefinition, AgentRegistry
 from .approval import ApprovalGate, Approver, HeadlessApprover, PendingApprovals, Policy
 from .compaction import CompactionResult, Compactor, manual_window
+from .instructions import MemoryFile, memory_files, root_instructions
 from .loop import TurnRunner
 from .modes import MODE_INSTRUCTIONS, PlanReviewer, TurnMode
 from .options import MAX_COST_USD, EventHandler, FrontEnd, RunOptions, check_number
@@ -262,7 +263,7 @@ class Workspace:
             session=state,
             model=turn_model,
             agent=definition.name,
-            system=definition.instructions + MODE_INSTRUCTIONS.get(mode, ""),
+            system=self._instructions(definition, turn_model) + MODE_INSTRUCTIONS.get(mode, ""),
             tools=self._agent_tools(definition),
             tool_context=ToolContext(workspace=self.root, kernel=front_end.kernel or self.kernel, session=state.name),
             gate=ApprovalGate(
@@ -291,6 +292,16 @@ class Workspace:
             max_tokens=settings.max_tokens,
             on_event=front_end.on_event,
         )
+
+    def _instructions(self, definition: AgentDefinition, model: Model) -> str:
+        """ENG-02/03: the root agent's prompt with project memory, language and image note."""
+        return root_instructions(
+            definition.instructions, self.memory(), language=self.config.language, vision=supports_vision(model)
+        )
+
+    def memory(self) -> list[MemoryFile]:
+        """The project-memory files the next turn's instructions include (ENG-02)."""
+        return memory_files(self.root, self._home)
 
     async def _context_for(self, model: Model) -> ContextWindow:
         """The model's context window, looked up once per model and configuration (a thread

@@ -24,6 +24,7 @@ from blitz_kernel.engine.events import (
     TurnDone,
     UsageEvent,
 )
+from blitz_kernel.engine.instructions import VISION_NOTE
 from blitz_kernel.engine.options import FrontEnd, RunOptions
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError, SteerTooLateError, UnknownAgentError
@@ -202,7 +203,7 @@ async def test_ENG16_user_agent_from_file_runs_with_its_instructions(make_worksp
     (agents / "terse.md").write_text("---\nname: terse\ndescription: short answers\ntools: read_file\n---\nAnswer in one word.\n")
     ws, model = make_workspace([{"text": "Yes."}])
     await ws.run("hi", agent="terse")
-    assert model.requests[0].system == "Answer in one word."
+    assert model.requests[0].system == "Answer in one word.\n\n" + VISION_NOTE + "\n"  # ENG-03: it can see images
     # ENG-04: exactly the tools it names, plus the root's workflow tools
     assert [t.name for t in model.requests[0].tools] == ["read_file", "todo", "enter_plan_mode", "exit_plan_mode"]
 
@@ -619,3 +620,27 @@ def test_GR07_run_options_refuse_non_finite_numbers():
     for bad in ({"max_cost_usd": float("nan")}, {"timeout_s": float("inf")}, {"timeout_s": 1e309}, {"max_turns": 0}, {"tools": ()}):
         with pytest.raises(RunOptionError):
             RunOptions(**bad)
+
+
+async def test_ENG02_project_memory_layers_in_a_fixed_order_each_marked(tmp_path):
+    home = tmp_path / "home"
+    (home / ".blitz").mkdir(parents=True)
+    (home / ".blitz" / "AGENTS.md").write_text("Prefer polars.\n")
+    (tmp_path / "AGENTS.md").write_text("Data lives in data/.\n")
+    (tmp_path / "BLITZ.md").write_text("Never touch raw/.\n")
+    model = ScriptedModel([{"text": "ok"}, {"text": "ok"}], vision=False)
+    ws = Workspace.open(tmp_path, model=model, overrides={"language": "German"}, environ={}, home=home)
+    await ws.run("hi", session="s")
+    system = model.requests[0].system
+    order = [system.index(marker) for marker in (
+        "## Project memory (from ~/.blitz/AGENTS.md)\nPrefer polars.",
+        "## Project memory (from AGENTS.md)\nData lives in data/.",
+        "## Project memory (from BLITZ.md)\nNever touch raw/.",
+        "## Language\nReply in German",
+    )]
+    assert order == sorted(order)
+    assert "## Images" not in system  # a blind model is not told about view_image
+    assert [m.label for m in ws.memory()] == ["~/.blitz/AGENTS.md", "AGENTS.md", "BLITZ.md"]
+    (tmp_path / "BLITZ.md").write_bytes(b"\xff\xfe not text")  # unreadable: skipped, never fatal
+    await ws.run("again", session="s")
+    assert "from BLITZ.md" not in model.requests[1].system

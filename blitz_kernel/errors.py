@@ -33,6 +33,16 @@ class UnknownAgentError(BlitzError):
         super().__init__(f"unknown agent {name!r} (known: {', '.join(sorted(known))})")
 
 
+class SubagentDepthError(BlitzError):
+    """invoke_agent past the nesting cap (ENG-70); worded for the model, which reads it."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(
+            f"sub-agents nest at most {cap} deep and this call would go deeper; "
+            "do this part yourself with your own tools"
+        )
+
+
 class SteerTooLateError(BlitzError):
     """`steer` was called while the session had no running turn (ENG-42)."""
 

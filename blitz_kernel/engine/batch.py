@@ -10,6 +10,7 @@ the loop commits stays valid whatever happens.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -204,7 +205,7 @@ class ToolBatch:
     async def _invoke_tool(self, screened: Screened) -> ToolResultMessage:
         call, tool, setup = screened.call, screened.tool, self.setup
         try:
-            output = await tool.func(screened.args, setup.tool_context)
+            output = await tool.func(screened.args, dataclasses.replace(setup.tool_context, call_id=call.id))
         except ToolError as exc:
             self._shown_images[call.id] = exc.display_images
             return error_result(call, str(exc))

@@ -152,6 +152,19 @@ class TurnDone(BaseModel):
     leftovers: list[str] = Field(default_factory=list)
 
 
+class SubagentEvent(BaseModel):
+    """An event of a sub-agent's turn (ENG-70), under the call that started it, so a front end
+    can nest the sub-agent's text, tool cards and permission requests inside that call."""
+
+    type: Literal["subagent"] = "subagent"
+    call_id: str
+    """The caller's `invoke_agent` call."""
+    agent: str
+    depth: int
+    """1 for a sub-agent of the root turn, 2 for its sub-agents, …"""
+    event: Event
+
+
 Event = Annotated[
     TurnStarted
     | TextEvent
@@ -164,7 +177,9 @@ Event = Annotated[
     | CompactionEvent
     | PlanEvent
     | ErrorEvent
+    | SubagentEvent
     | TurnDone,
     Field(discriminator="type"),
 ]
+SubagentEvent.model_rebuild()
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

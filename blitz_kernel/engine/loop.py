@@ -68,9 +68,11 @@ class EventHandlerError(BlitzError):
 class TurnRunner:
     """Runs one turn of `setup.session`; use once."""
 
-    def __init__(self, setup: TurnSetup, control: TurnControl) -> None:
+    def __init__(self, setup: TurnSetup, control: TurnControl, *, parent: TurnRunner | None = None) -> None:
         self.setup = setup
         self.control = control
+        self.parent = parent
+        """The caller's turn when this is a sub-agent's (ENG-70): its spend is the caller's."""
         self.pending: AssistantMessage | None = None
         """The response whose tool calls are running; committed with all its results."""
         self.batch: ToolBatch | None = None
@@ -145,6 +147,9 @@ class TurnRunner:
             stop, error = self._timeout_reason(deadline, exc)
         except asyncio.CancelledError:
             stop = "cancelled"
+            if self.parent is not None:  # a sub-agent: the caller's call is cancelled with it
+                await self._finish(text, stop, error, turn_index)
+                raise
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 task.uncancel()  # the turn is over and reported; the caller's cell goes on
@@ -310,6 +315,8 @@ class TurnRunner:
         self.usage.add(usage, cost)
         self.setup.session.ledger.record(model, usage, cost)
         await self._emit(UsageEvent(model=model, usage=usage, cost_usd=cost))
+        if self.parent is not None:
+            self.parent.charge(model, usage, cost)
         if cost is None and self.budget.turn_ceiling is not None and not self._warned_unpriced:
             self._warned_unpriced = True
             await self._emit(
@@ -319,6 +326,15 @@ class TurnRunner:
                     f"set prices.\"{model}\" in the configuration",
                 )
             )
+        self.budget.check_after_usage(self.usage.cost_usd)
+
+    def charge(self, model: str, usage: TokenUsage, cost: float | None) -> None:
+        """A sub-agent's call, counted as this turn's (ENG-70): usage, session ledger and the
+        ceilings (a spent ceiling ends the sub-agent; this turn stops before its next call)."""
+        self.usage.add(usage, cost)
+        self.setup.session.ledger.record(model, usage, cost)
+        if self.parent is not None:
+            self.parent.charge(model, usage, cost)
         self.budget.check_after_usage(self.usage.cost_usd)
 
     async def _attach_steering(self, ordered: list[ToolResultMessage]) -> None:
@@ -351,6 +367,16 @@ class TurnRunner:
             self.mode = TurnMode.PLAN
             self.system = self.setup.system + MODE_INSTRUCTIONS[TurnMode.PLAN]
 
+    def list_agents(self) -> list[tuple[str, str]]:
+        subagents = self.setup.subagents
+        return subagents.available(self.setup.agent) if subagents is not None else []
+
+    async def invoke_agent(self, agent: str, prompt: str, call_id: str) -> str:
+        subagents = self.setup.subagents
+        if subagents is None:
+            raise BlitzError("sub-agents are not available in this turn")
+        return await subagents.run(self, agent, prompt, call_id)
+
     def set_todos(self, items: list[dict[str, str]]) -> None:
         self.setup.session.todos = items
 
@@ -372,6 +398,10 @@ class TurnRunner:
         return plan_feedback(status, reason)
 
     # -- events -------------------------------------------------------------------------------
+
+    async def emit(self, event: Event) -> None:
+        """Send `event` to the front end (a sub-agent's events come through here, wrapped)."""
+        await self._emit(event)
 
     async def _emit(self, event: Event) -> None:
         self.events.append(event)

@@ -21,6 +21,7 @@ from .events import Event
 from .modes import PlanReviewer, TurnMode
 from .options import EventHandler
 from .session import Session
+from .subagents import Subagents
 from .tracing import Telemetry
 
 TURN_SPAN = "blitz.turn"
@@ -116,3 +117,7 @@ class TurnSetup:
     temperature: float | None = None
     max_tokens: int | None = None
     on_event: EventHandler | None = None
+    depth: int = 0
+    """0 for a turn the user started; 1.. for sub-agents (ENG-70)."""
+    subagents: Subagents | None = None
+    """Starts sub-agents for `invoke_agent`; None where there are none to start."""

@@ -25,11 +25,12 @@ from .approval import ApprovalGate, Approver, HeadlessApprover, PendingApprovals
 from .compaction import CompactionResult, Compactor, manual_window
 from .instructions import MemoryFile, memory_files, root_instructions
 from .loop import TurnRunner
-from .modes import MODE_INSTRUCTIONS, PlanReviewer, TurnMode
+from .modes import MODE_INSTRUCTIONS, SUBAGENT_READ_ONLY, PlanReviewer, TurnMode
 from .options import MAX_COST_USD, EventHandler, FrontEnd, RunOptions, check_number
 from .session import Session
 from .sessions import SessionBook
 from .steering import TurnControl
+from .subagents import Subagents
 from .tracing import Telemetry
 from .turn import (
     ASIDE_SPAN,
@@ -69,6 +70,7 @@ class Workspace:
         self.telemetry = self._telemetry(self.config)
         self._contexts: dict[tuple[str, int | None, int | None], ContextWindow] = {}
         self.sessions = SessionBook()
+        self.subagents = Subagents(self._setup, self._agent_summaries)
         self.waiting_approvals = PendingApprovals()
         """Permission requests waiting now, over every turn and aside (ENG-26)."""
 
@@ -251,8 +253,14 @@ class Workspace:
             repeat_stop=defaults.repeat_stop,
         )
 
-    async def _setup(self, state: Session, options: RunOptions, front_end: FrontEnd) -> TurnSetup:
-        """Everything the turn needs, resolved once; nothing patches it afterwards."""
+    def _agent_summaries(self) -> list[tuple[str, str]]:
+        """(name, description) of every agent, for list_agents and invoke_agent (ENG-70)."""
+        self.reload_agents()  # an agent file written since the last turn counts (ENG-06)
+        return [(name, self.agents.get(name).description) for name in self.agents.names()]
+
+    async def _setup(self, state: Session, options: RunOptions, front_end: FrontEnd, depth: int = 0) -> TurnSetup:
+        """Everything the turn needs, resolved once; nothing patches it afterwards. `depth` >
+        0 is a sub-agent's turn: its own instructions only, no workflow tools (ENG-02/04)."""
         config = self.config
         definition = self._agent(options.agent)
         turn_model = self._turn_model(options.model, definition)
@@ -263,8 +271,8 @@ class Workspace:
             session=state,
             model=turn_model,
             agent=definition.name,
-            system=self._instructions(definition, turn_model) + MODE_INSTRUCTIONS.get(mode, ""),
-            tools=self._agent_tools(definition),
+            system=self._instructions(definition, turn_model, depth, mode),
+            tools=self._agent_tools(definition, root=depth == 0),
             tool_context=ToolContext(workspace=self.root, kernel=front_end.kernel or self.kernel, session=state.name),
             gate=ApprovalGate(
                 front_end.approver or HeadlessApprover(),
@@ -291,13 +299,19 @@ class Workspace:
             temperature=settings.temperature,
             max_tokens=settings.max_tokens,
             on_event=front_end.on_event,
+            depth=depth,
+            subagents=self.subagents,
         )
 
-    def _instructions(self, definition: AgentDefinition, model: Model) -> str:
-        """ENG-02/03: the root agent's prompt with project memory, language and image note."""
-        return root_instructions(
+    def _instructions(self, definition: AgentDefinition, model: Model, depth: int, mode: TurnMode) -> str:
+        """ENG-02/03: the root agent's prompt with project memory, language and image note,
+        then the mode's text; a sub-agent's own prompt and, when read-only, a note saying so."""
+        if depth > 0:
+            return definition.instructions + (SUBAGENT_READ_ONLY if mode.read_only else "")
+        base = root_instructions(
             definition.instructions, self.memory(), language=self.config.language, vision=supports_vision(model)
         )
+        return base + MODE_INSTRUCTIONS.get(mode, "")
 
     def memory(self) -> list[MemoryFile]:
         """The project-memory files the next turn's instructions include (ENG-02)."""
@@ -372,12 +386,15 @@ class Workspace:
             return self._build(definition.model)
         return self.model
 
-    def _agent_tools(self, definition: AgentDefinition) -> dict[str, Tool]:
-        """ENG-04: exactly the tools the agent names, plus the workflow tools for the root."""
+    def _agent_tools(self, definition: AgentDefinition, *, root: bool = True) -> dict[str, Tool]:
+        """ENG-04: exactly the tools the agent names, plus the workflow tools for the root
+        (a sub-agent gets none: plans and todo lists belong to the turn the user started)."""
         names = self.tools.names()
+        workflow = [n for n in names if self.tools.get(n).kind is ToolKind.WORKFLOW]  # type: ignore[union-attr]
         if definition.tools is not None:
-            workflow = [n for n in names if self.tools.get(n).kind is ToolKind.WORKFLOW]  # type: ignore[union-attr]
             names = [*definition.tools, *(n for n in workflow if n not in definition.tools)]
+        if not root:
+            names = [n for n in names if n not in workflow]
         chosen: dict[str, Tool] = {}
         for name in names:
             tool = self.tools.get(name)

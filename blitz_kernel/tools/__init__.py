@@ -7,10 +7,11 @@ from .registry import Tool
 
 def builtin_tools() -> list[Tool]:
     """Every built-in tool, in the order the model sees them."""
+    from .agents import AGENT_TOOLS
     from .files import FILE_TOOLS
     from .images import IMAGE_TOOLS
     from .kernel import KERNEL_TOOLS
     from .notebook import NOTEBOOK_TOOLS
     from .workflow import WORKFLOW_TOOLS
 
-    return [*FILE_TOOLS, *KERNEL_TOOLS, *IMAGE_TOOLS, *NOTEBOOK_TOOLS, *WORKFLOW_TOOLS]
+    return [*FILE_TOOLS, *KERNEL_TOOLS, *IMAGE_TOOLS, *NOTEBOOK_TOOLS, *AGENT_TOOLS, *WORKFLOW_TOOLS]

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
+from ..core.attachments import AttachmentSummary
 from ..core.history import ImagePart
 from ..core.terms import PlanStatus, StopReason, ToolOutcome, Verdict
 from ..core.usage import TokenUsage, UsageTotals
@@ -22,6 +23,8 @@ class TurnStarted(BaseModel):
     prompt: str
     agent: str
     model: str
+    attachments: list[AttachmentSummary] = Field(default_factory=list)
+    """What the prompt pointed at (ENG-11), for the chips above the answer."""
 
 
 class TextEvent(BaseModel):

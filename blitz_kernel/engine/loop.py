@@ -17,13 +17,13 @@ import json
 import time
 from typing import cast
 
+from ..core.attachments import Attachment, prompt_with_attachments
 from ..core.history import (
     AssistantMessage,
     Message,
     ToolCall,
     ToolResultMessage,
     check_history,
-    user_prompt,
 )
 from ..core.terms import PlanStatus, StopReason
 from ..core.usage import TokenUsage, UsageTotals
@@ -35,7 +35,7 @@ from ..errors import (
     NothingToCompactError,
     TurnLimitError,
 )
-from ..models.base import ModelRequest, ModelResponse, TextDelta
+from ..models.base import ModelRequest, ModelResponse, TextDelta, supports_vision
 from .batch import ToolBatch
 from .budget import Budget
 from .compaction import Compactor, automatic_window, estimate_tokens
@@ -94,21 +94,21 @@ class TurnRunner:
         """Set when the turn must end after the current batch, with this text as its answer."""
         setup.tool_context.turn = self
 
-    async def run(self, prompt: str) -> TurnResult:
+    async def run(self, prompt: str, attachments: list[Attachment] | None = None) -> TurnResult:
         """The turn, inside its span (ENG-90): the root of its own trace, linked to the
         session's previous turn (ENG-91)."""
         setup = self.setup
         telemetry = setup.telemetry
         attributes = {
             "blitz.agent": setup.agent, "blitz.model": setup.model.name, "blitz.session": setup.session.name,
-            "blitz.turn_index": setup.session.turns, "blitz.prompt_length": len(prompt), "blitz.attachments": 0,
+            "blitz.turn_index": setup.session.turns, "blitz.prompt_length": len(prompt), "blitz.attachments": len(attachments or []),
             "blitz.max_turns": setup.limits.max_turns, "blitz.max_cost_usd": setup.limits.max_cost_usd,
             "blitz.timeout_s": setup.limits.timeout_s, "blitz.plan": setup.mode is TurnMode.PLAN,
             "blitz.mode": setup.mode.value, "blitz.prompt": telemetry.content(prompt),
         }
         previous = None if setup.span_name != TURN_SPAN else setup.session.last_turn_span
         with telemetry.root_span(setup.span_name, attributes, previous) as span:
-            result = await self._run(prompt)
+            result = await self._run(prompt, attachments or [])
             span.set_attributes({
                 "blitz.model_calls": self.model_calls, "blitz.input_tokens": result.usage.input_tokens,
                 "blitz.output_tokens": result.usage.output_tokens, "blitz.cost_usd": result.usage.cost_usd,
@@ -120,13 +120,13 @@ class TurnRunner:
                 setup.session.last_turn_span = span.get_span_context()
         return result
 
-    async def _run(self, prompt: str) -> TurnResult:
+    async def _run(self, prompt: str, attachments: list[Attachment]) -> TurnResult:
         setup = self.setup
         turn_index = setup.session.turns
         refused = self.budget.refusal_before_start()
         if refused is not None:  # GR-05: before any model call, and nothing is recorded
             return await self._refused_result(refused, turn_index)
-        self._commit(user_prompt(prompt))
+        self._commit(prompt_with_attachments(prompt, attachments, vision=supports_vision(setup.model)))
         text, error = "", None
         stop: StopReason = "end_turn"
         deadline = asyncio.timeout(setup.limits.timeout_s)
@@ -139,6 +139,7 @@ class TurnRunner:
                 TurnStarted(
                     session=setup.session.name, turn_index=turn_index, prompt=prompt,
                     agent=setup.agent, model=setup.model.name,
+                    attachments=[a.summary() for a in attachments],
                 )
             )
             async with deadline:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import BlitzConfig, load_config
+from ..core.attachments import Attachment
 from ..core.usage import PriceBook, UsageLedger
 from ..errors import BlitzError, SessionBusyError, SteerTooLateError, UnknownAgentError
 from ..models.base import Model, supports_vision
@@ -187,6 +188,7 @@ class Workspace:
         kernel: KernelContext | None = None,
         plan: bool = False,
         plan_reviewer: PlanReviewer | None = None,
+        attachments: list[Attachment] | None = None,
     ) -> TurnResult:
         """Run one turn (ENG-10) in `session`; per-run options override the configuration for
         this turn only (ENG-16). `plan=True` is a plan-only turn (ENG-30..32). The keyword
@@ -197,10 +199,16 @@ class Workspace:
             tools=tuple(tools) if tools is not None else None, approve=approve,
         )
         front_end = FrontEnd(approver=approver, plan_reviewer=plan_reviewer, on_event=on_event, kernel=kernel)
-        return await self.run_turn(prompt, session, options, front_end)
+        return await self.run_turn(prompt, session, options, front_end, attachments=attachments)
 
     async def run_turn(
-        self, prompt: str, session: str, options: RunOptions, front_end: FrontEnd | None = None
+        self,
+        prompt: str,
+        session: str,
+        options: RunOptions,
+        front_end: FrontEnd | None = None,
+        *,
+        attachments: list[Attachment] | None = None,
     ) -> TurnResult:
         """`run` for callers that hold typed options already (the notebook front end)."""
         state = self.session(session)
@@ -209,7 +217,7 @@ class Workspace:
         state.running = control  # at once: a second run or a steer meanwhile sees this turn
         try:
             setup = await self._setup(state, options, front_end or FrontEnd())
-            return await TurnRunner(setup, control).run(prompt)
+            return await TurnRunner(setup, control).run(prompt, attachments)
         finally:
             state.running = None
 

@@ -644,3 +644,26 @@ async def test_ENG02_project_memory_layers_in_a_fixed_order_each_marked(tmp_path
     (tmp_path / "BLITZ.md").write_bytes(b"\xff\xfe not text")  # unreadable: skipped, never fatal
     await ws.run("again", session="s")
     assert "from BLITZ.md" not in model.requests[1].system
+
+
+async def test_ENG10_ENG11_attachments_go_ahead_of_the_prompt_images_first(tmp_path):
+    from blitz_kernel.core.attachments import Attachment
+    from blitz_kernel.core.history import ImagePart, TextPart
+
+    figure = Attachment(kind="figure", name="fig", image=ImagePart(data_base64="iVBORw0KGgo="))
+    frame = Attachment(kind="variable", name="df", text="DataFrame 3×2")
+    for vision in (True, False):
+        model = ScriptedModel([{"text": "ok"}], vision=vision)
+        ws = Workspace.open(tmp_path, model=model, environ={}, home=tmp_path / "h")
+        result = await ws.run("explain @df and @fig", session=f"s{vision}", attachments=[frame, figure])
+        parts = model.requests[0].messages[-1].parts
+        text = parts[-1]
+        assert isinstance(text, TextPart) and text.text.endswith("explain @df and @fig")
+        assert text.text.startswith("[Attachment variable @df]\nDataFrame 3×2\n[End of @df]")
+        if vision:
+            assert isinstance(parts[0], ImagePart) and len(parts) == 2
+        else:
+            assert len(parts) == 1 and "left out because this model cannot see images" in text.text
+        started = result.events[0]
+        assert started.type == "turn_started"
+        assert [(a.kind, a.name) for a in started.attachments] == [("variable", "df"), ("figure", "fig")]

@@ -120,6 +120,17 @@ class CircuitOpenError(ModelError):
     until its cool-down ends, so a dead provider costs no time while a fallback answers."""
 
 
+class FallbackExhaustedError(ModelError):
+    """No model of the fallback chain answered (GR-01). Named after the primary model; the
+    cause lists each model with its own one-line cause, in the order they were tried, and
+    `errors` keeps the typed errors."""
+
+    def __init__(self, model: str, errors: list[ModelError]) -> None:
+        self.errors = list(errors)
+        causes = "; ".join(f"{error.model}: {error.cause}" for error in self.errors)
+        super().__init__(model, f"no model of the fallback chain answered ({causes})")
+
+
 # -- limits: each ends a turn with its own stop reason (ENG-14) ---------------------------
 
 

@@ -38,7 +38,14 @@ from ..errors import (
     NothingToCompactError,
     TurnLimitError,
 )
-from ..models.base import Model, ModelRequest, ModelResponse, TextDelta, supports_vision
+from ..models.base import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ModelSwitch,
+    TextDelta,
+    supports_vision,
+)
 from ..tools.registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput
 from .approval import ApprovalGate, Policy, resolve_policy
 from .compaction import Compactor, automatic_window, estimate_tokens
@@ -46,6 +53,7 @@ from .events import (
     CompactionEvent,
     ErrorEvent,
     Event,
+    ModelSwitchEvent,
     PendingCall,
     PermissionDecision,
     PlanEvent,
@@ -342,6 +350,8 @@ class TurnRunner:
             async for item in plan.model.stream(request):
                 if isinstance(item, TextDelta):
                     await self._emit(TextEvent(text=item.text, delta=True, thought=item.thought))
+                elif isinstance(item, ModelSwitch):  # GR-01: every switch is visible
+                    await self._emit(ModelSwitchEvent(failed=item.failed, reason=item.reason, answered_by=item.next))
                 else:
                     response = item
             if response is None:

@@ -236,7 +236,8 @@ class LiteLLMModel:
         """Yield TextDeltas, then one ModelResponse; retry failures while nothing was shown.
 
         The response's `model` is this adapter's configured name: prices and config tables are
-        keyed by configured names, and litellm here makes no fallback to another model.
+        keyed by configured names. Moving on to another model is `FallbackModel`'s job, never
+        litellm's (no litellm fallbacks are configured here).
         """
         litellm = await _load_litellm_async()
         arguments = self.completion_arguments(request)

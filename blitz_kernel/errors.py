@@ -122,12 +122,12 @@ class CircuitOpenError(ModelError):
 
 class FallbackExhaustedError(ModelError):
     """No model of the fallback chain answered (GR-01). Named after the primary model; the
-    cause lists each model with its own one-line cause, in the order they were tried, and
-    `errors` keeps the typed errors."""
+    cause lists each model of the chain with its own one-line cause, in the order they were
+    tried, and `errors` keeps the typed errors."""
 
-    def __init__(self, model: str, errors: list[ModelError]) -> None:
-        self.errors = list(errors)
-        causes = "; ".join(f"{error.model}: {error.cause}" for error in self.errors)
+    def __init__(self, model: str, failures: list[tuple[str, ModelError]]) -> None:
+        self.errors = [error for _, error in failures]
+        causes = "; ".join(f"{name}: {error.cause}" for name, error in failures)
         super().__init__(model, f"no model of the fallback chain answered ({causes})")
 
 

@@ -36,20 +36,21 @@ def build_model(
     if not name:
         return PlaceholderModel(HOW_TO_SET_A_MODEL)
 
-    def build(model_name: str) -> Model:
+    def build(model_name: str, placeholder_name: str) -> Model:
         return _build_one(
             model_name, workspace=workspace, api_base=api_base, api_key_env=api_key_env, retries=retries,
             stall_first_byte_s=stall_first_byte_s, stall_between_chunks_s=stall_between_chunks_s,
+            placeholder_name=placeholder_name,
         )
 
-    primary = build(name)
+    primary = build(name, "(none)")
     fallbacks = [fallback for fallback in dict.fromkeys(fallback_models) if fallback and fallback != name]
     if not fallbacks or isinstance(primary, PlaceholderModel):
         return primary
     from .fallback import FallbackModel
 
     return FallbackModel(
-        [primary, *(build(fallback) for fallback in fallbacks)],
+        [primary, *(build(fallback, fallback) for fallback in fallbacks)],
         breaker_failures=breaker_failures, breaker_cooldown_s=breaker_cooldown_s,
     )
 
@@ -63,6 +64,7 @@ def _build_one(
     retries: int,
     stall_first_byte_s: float,
     stall_between_chunks_s: float,
+    placeholder_name: str,
 ) -> Model:
     if name.startswith(SCRIPTED_PREFIX):
         path = Path(name[len(SCRIPTED_PREFIX) :]).expanduser()
@@ -70,13 +72,14 @@ def _build_one(
         try:
             return ScriptedModel.from_file(path, name=name)
         except (OSError, ValueError, KeyError) as exc:
-            return PlaceholderModel(f"cannot load the scripted model {name!r}: {exc}")
+            return PlaceholderModel(f"cannot load the scripted model {name!r}: {exc}", name=placeholder_name)
     api_key = None
     if api_key_env:
         api_key = os.environ.get(api_key_env)
         if api_key is None:
             return PlaceholderModel(
-                f"model {name!r}: the environment variable {api_key_env} (api_key_env) is not set"
+                f"model {name!r}: the environment variable {api_key_env} (api_key_env) is not set",
+                name=placeholder_name,
             )
     from .litellm_model import LiteLLMModel  # cheap: litellm itself is imported on first call
 

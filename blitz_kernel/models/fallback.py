@@ -82,20 +82,22 @@ class FallbackModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         """The first model that answers, with a `ModelSwitch` for each one that did not."""
-        errors: list[ModelError] = []  # one per model that failed or was skipped, in order
+        # (chain member, its error), one per model that failed or was skipped, in order; named
+        # by the member, since a model that could not be built fails under a placeholder name
+        failures: list[tuple[str, ModelError]] = []
         announced = 0
         for model in self.models:
             breaker = self.breaker(model)
             if not breaker.allow():
-                errors.append(CircuitOpenError(model.name, breaker.describe()))
+                failures.append((model.name, CircuitOpenError(model.name, breaker.describe())))
                 continue
             shown = False
             stream: AsyncIterator[StreamItem] | None = None
             try:
                 # announced only now, once the model that takes over is really called
-                for failed in errors[announced:]:
-                    yield ModelSwitch(failed=failed.model, reason=failed.cause, next=model.name)
-                announced = len(errors)
+                for failed, error in failures[announced:]:
+                    yield ModelSwitch(failed=failed, reason=error.cause, next=model.name)
+                announced = len(failures)
                 stream = model.stream(request)
                 async for item in stream:
                     shown = shown or isinstance(item, TextDelta)
@@ -104,7 +106,7 @@ class FallbackModel:
                 _record_verdict(breaker, error)
                 if shown or isinstance(error, ContextWindowError):
                     raise
-                errors.append(error)
+                failures.append((model.name, error))
                 continue
             except BaseException:
                 breaker.abandon()  # cancelled, or a bug: nothing learned about the model
@@ -116,7 +118,7 @@ class FallbackModel:
                     await close()
             breaker.record_success()
             return
-        raise FallbackExhaustedError(self.name, errors)
+        raise FallbackExhaustedError(self.name, failures)
 
     def price(self, model: str) -> Price | None:
         return self.primary.price(model)

@@ -7,6 +7,7 @@ script cannot express); time is a `FakeClock` the test moves, so nothing waits.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -398,11 +399,20 @@ def test_GR01_the_factory_builds_a_chain_only_when_fallbacks_are_configured(tmp_
     assert (breaker_for("openai/b").threshold, breaker_for("openai/b").cooldown_s) == (2, 9)
 
 
-def test_GR01_a_fallback_that_cannot_be_built_stays_in_the_chain_and_says_why(tmp_path: Path) -> None:
-    model = build_model("openai/a", workspace=tmp_path, fallback_models=["scripted:missing.json"])
+async def test_GR01_a_fallback_that_cannot_be_built_stays_in_the_chain_and_says_why(tmp_path: Path) -> None:
+    (tmp_path / "down.json").write_text(json.dumps([failure(message="HTTP 500: down")]))
+    (tmp_path / "up.json").write_text(json.dumps([answer("from up")]))
+    model = build_model("scripted:down.json", workspace=tmp_path,
+                        fallback_models=["scripted:missing.json", "scripted:up.json"])
+
+    items = await collect(model)
 
     assert isinstance(model, FallbackModel) and isinstance(model.models[1], PlaceholderModel)
-    assert "cannot load the scripted model 'scripted:missing.json'" in model.models[1].reason
+    switches = [item for item in items if isinstance(item, ModelSwitch)]
+    assert [(switch.failed, switch.next) for switch in switches] == [
+        ("scripted:down.json", "scripted:missing.json"), ("scripted:missing.json", "scripted:up.json")]
+    assert switches[1].reason.startswith("cannot load the scripted model 'scripted:missing.json'")
+    assert isinstance(items[-1], ModelResponse) and items[-1].text == "from up"
 
 
 def test_GR01_GR02_GR03_the_workspace_passes_its_settings_to_the_models(tmp_path: Path) -> None:

@@ -121,6 +121,26 @@ class ModelSettings(_Section):
     (local `openai/<name>` servers)."""
 
 
+class StallConfig(_Section):
+    """Stall detection (GR-03): how long a provider may send nothing before the attempt fails
+    with a retryable `ModelStallError` (then the fallback chain may act on it). Two budgets,
+    because a model may think a while before its first token but should not pause mid-answer."""
+
+    first_byte_s: float = Field(default=120, gt=0, allow_inf_nan=False)
+    """Seconds from sending the request to the first streamed chunk."""
+    between_chunks_s: float = Field(default=60, gt=0, allow_inf_nan=False)
+    """Seconds between two streamed chunks."""
+
+
+class BreakerConfig(_Section):
+    """Circuit breakers of the fallback chain (GR-02), one per model name in the kernel."""
+
+    failures: int = Field(default=3, ge=1)
+    """Consecutive failures that open a model's breaker: it is skipped until the cool-down ends."""
+    cooldown_s: float = Field(default=60, gt=0, allow_inf_nan=False)
+    """Seconds an open breaker waits before one trial call (half-open); a success closes it."""
+
+
 class TelemetryConfig(_Section):
     """OpenTelemetry spans (ENG-90..91)."""
 
@@ -161,13 +181,18 @@ class BlitzConfig(_Section):
     """Name of the environment variable that holds the API key; the key itself never lives in
     a config file, where it would be committed or displayed."""
     fallback_models: list[str] = []
-    """Models tried in order when the model fails (ENG-15)."""
+    """Models tried in order when the model fails after its retries or its breaker is open
+    (GR-01); each is built like `model`, with the same api_base and api_key_env."""
     temperature: float | None = Field(default=None, ge=0)
     """Sampling temperature; unset means the provider default (ENG-05)."""
     max_tokens: int | None = Field(default=None, ge=1)
     """Completion token cap per call; unset means the provider default (ENG-05)."""
     model_retries: int = Field(default=3, ge=0)
-    """Retries of a retryable model failure (rate limit, 5xx, timeout) before it surfaces."""
+    """Retries of a retryable model failure (rate limit, 5xx, timeout, stall) before it surfaces."""
+    stall: StallConfig = StallConfig()
+    """Stall detection budgets (GR-03)."""
+    breaker: BreakerConfig = BreakerConfig()
+    """Circuit breaker settings of the fallback chain (GR-02)."""
     agent: str = "blitz"
     """The active (root) agent (ENG-01)."""
     tools: ToolsConfig = ToolsConfig()

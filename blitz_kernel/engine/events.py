@@ -141,6 +141,17 @@ class PlanEvent(BaseModel):
     reason: str | None = None
 
 
+class ModelSwitchEvent(BaseModel):
+    """The fallback chain moved on (GR-01): `failed` did not answer (an error, or its circuit
+    breaker is open) and `answered_by` answers the same request instead."""
+
+    type: Literal["model_switch"] = "model_switch"
+    failed: str
+    reason: str
+    """One-line cause, naming what went wrong with `failed`."""
+    answered_by: str
+
+
 class ErrorEvent(BaseModel):
     type: Literal["error"] = "error"
     kind: str
@@ -179,6 +190,7 @@ Event = Annotated[
     | UsageEvent
     | CompactionEvent
     | PlanEvent
+    | ModelSwitchEvent
     | ErrorEvent
     | SubagentEvent
     | TurnDone,

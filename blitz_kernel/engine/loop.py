@@ -35,7 +35,7 @@ from ..errors import (
     NothingToCompactError,
     TurnLimitError,
 )
-from ..models.base import ModelRequest, ModelResponse, TextDelta, supports_vision
+from ..models.base import ModelRequest, ModelResponse, ModelSwitch, TextDelta, supports_vision
 from .batch import ToolBatch
 from .budget import Budget
 from .compaction import Compactor, automatic_window, estimate_tokens
@@ -43,6 +43,7 @@ from .events import (
     CompactionEvent,
     ErrorEvent,
     Event,
+    ModelSwitchEvent,
     PlanEvent,
     SteerEvent,
     TextEvent,
@@ -297,6 +298,8 @@ class TurnRunner:
             async for item in setup.model.stream(request):
                 if isinstance(item, TextDelta):
                     await self._emit(TextEvent(text=item.text, delta=True, thought=item.thought))
+                elif isinstance(item, ModelSwitch):  # GR-01: every switch is visible
+                    await self._emit(ModelSwitchEvent(failed=item.failed, reason=item.reason, answered_by=item.next))
                 else:
                     response = item
             if response is None:

@@ -109,7 +109,9 @@ class Workspace:
         config = self.config
         return build_model(
             name, workspace=self.root, api_base=config.api_base, api_key_env=config.api_key_env,
-            retries=config.model_retries,
+            retries=config.model_retries, stall_first_byte_s=config.stall.first_byte_s,
+            stall_between_chunks_s=config.stall.between_chunks_s, fallback_models=config.fallback_models,
+            breaker_failures=config.breaker.failures, breaker_cooldown_s=config.breaker.cooldown_s,
         )
 
     def configure(self, **dotted: Any) -> BlitzConfig:
@@ -119,7 +121,7 @@ class Workspace:
         config = self._load(candidate)
         telemetry = self._telemetry(config) if config.telemetry != self.config.telemetry else self.telemetry
         previous, self._overrides, self.config, self.telemetry = self.config, candidate, config, telemetry
-        model_settings = ("model", "api_base", "api_key_env", "model_retries")
+        model_settings = ("model", "api_base", "api_key_env", "model_retries", "stall", "fallback_models", "breaker")
         changed = any(getattr(previous, key) != getattr(config, key) for key in model_settings)
         if "model" in dotted or (changed and self._explicit_model is None):
             # only when it matters: a rebuilt scripted model restarts its script (ENG-06)

@@ -36,7 +36,7 @@ from blitz_kernel.engine.events import (
 )
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.base import supports_vision
-from blitz_kernel.models.litellm_model import to_openai_messages
+from blitz_kernel.models.openai_wire import to_openai_messages
 from blitz_kernel.models.placeholder import PlaceholderModel
 from blitz_kernel.models.scripted import ScriptedModel
 from blitz_kernel.tools import builtin_tools

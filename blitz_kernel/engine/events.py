@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from ..core.attachments import AttachmentSummary
 from ..core.history import ImagePart
-from ..core.terms import PlanStatus, StopReason, ToolOutcome, Verdict
+from ..core.terms import DecidedBy, PlanStatus, StopReason, ToolOutcome, Verdict
 from ..core.usage import TokenUsage, UsageTotals
 
 
@@ -51,6 +51,9 @@ class PendingCall(BaseModel):
     id: str
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
+    reason: str | None = None
+    """Why this call asks when its policy would often let it run (`ask-if-risky`: what in
+    the code was flagged)."""
 
 
 class PermissionRequest(BaseModel):
@@ -66,6 +69,8 @@ class PermissionDecision(BaseModel):
     call_id: str
     decision: Verdict
     reason: str | None = None
+    decided_by: DecidedBy = "user"
+    """Who answered: the user, the headless default, or a stop/expiry that denied it."""
 
 
 MAX_SHOWN_IMAGES = 4

@@ -126,7 +126,10 @@ class TurnRunner:
         turn_index = setup.session.turns
         refused = self.budget.refusal_before_start()
         if refused is not None:  # GR-05: before any model call, and nothing is recorded
-            return await self._refused_result(refused, turn_index)
+            return await self._refused_result(refused, turn_index, "max_cost")
+        blocked = await self._prompt_hooks(prompt, turn_index)
+        if blocked is not None:  # WS-04: nothing is recorded
+            return await self._refused_result(blocked, turn_index, "blocked")
         self._commit(prompt_with_attachments(prompt, attachments, vision=supports_vision(setup.model)))
         text, error = "", None
         stop: StopReason = "end_turn"
@@ -165,12 +168,19 @@ class TurnRunner:
             stop, error = "error", f"internal error: {type(exc).__name__}: {exc}"
         return await self._finish(text, stop, error, turn_index)
 
-    async def _refused_result(self, reason: str, turn_index: int) -> TurnResult:
+    async def _prompt_hooks(self, prompt: str, turn_index: int) -> str | None:
+        hooks = self.setup.hooks
+        if not hooks or self.setup.depth > 0:
+            return None
+        reason = await hooks.prompt_submit({"session": self.setup.session.name, "turn": turn_index, "prompt": prompt})
+        return None if reason is None else f"blocked by prompt_submit hook: {reason}"
+
+    async def _refused_result(self, reason: str, turn_index: int, stop: StopReason) -> TurnResult:
         """A turn refused before it started: the front end shows why; nothing is recorded."""
-        await self._emit(ErrorEvent(kind="max_cost", message=reason))
-        await self._emit(TurnDone(stop_reason="max_cost", usage=self.usage, error=reason))
+        await self._emit(ErrorEvent(kind=stop, message=reason))
+        await self._emit(TurnDone(stop_reason=stop, usage=self.usage, error=reason))
         return TurnResult(
-            text="", stop_reason="max_cost", error=reason, usage=self.usage, events=self.events,
+            text="", stop_reason=stop, error=reason, usage=self.usage, events=self.events,
             session=self.setup.session.name, turn_index=turn_index,
         )
 

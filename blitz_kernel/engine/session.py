@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.history import Message
 from ..core.usage import UsageLedger
+from .audit import AuditRecord
 from .steering import TurnControl
 
 
@@ -33,6 +34,8 @@ class Session:
     """A manual compaction is summarising; turns wait for it (SessionBusyError)."""
     last_turn_span: Any = None
     """The previous turn's span context: the next turn's span links to it (ENG-91)."""
+    audit: list[AuditRecord] = field(default_factory=list)
+    """Every tool call of the session: decision, who made it, outcome (WS-07)."""
     budget_added_usd: float = 0.0
     """Budget added with `%blitz_usage --add-budget` on top of `limits.max_cost_usd_session`."""
     budget_tripped: bool = False

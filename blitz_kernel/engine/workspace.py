@@ -9,12 +9,14 @@ TurnSetup and hands it to the TurnRunner.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..config import BlitzConfig, load_config
 from ..core.attachments import Attachment
+from ..core.redact import Redactor
 from ..core.usage import PriceBook, UsageLedger
 from ..errors import BlitzError, SessionBusyError, SteerTooLateError, UnknownAgentError
 from ..models.base import Model, supports_vision
@@ -23,7 +25,9 @@ from ..tools import builtin_tools
 from ..tools.registry import KernelContext, Tool, ToolContext, ToolKind, ToolRegistry
 from .agents import AgentDefinition, AgentRegistry
 from .approval import ApprovalGate, Approver, HeadlessApprover, PendingApprovals, Policy
+from .audit import AuditRecord
 from .compaction import CompactionResult, Compactor, manual_window
+from .hooks import HookRunner
 from .instructions import MemoryFile, memory_files, root_instructions
 from .loop import TurnRunner
 from .modes import MODE_INSTRUCTIONS, SUBAGENT_READ_ONLY, PlanReviewer, TurnMode
@@ -69,6 +73,8 @@ class Workspace:
         self._explicit_model = model
         self.model: Model = model or self._build(self.config.model)
         self.telemetry = self._telemetry(self.config)
+        self.hooks = HookRunner(self.config.hooks, self.root, self.telemetry)
+        self.redactor = self._redactor(self.config)
         self._contexts: dict[tuple[str, int | None, int | None], ContextWindow] = {}
         self.sessions = SessionBook()
         self.subagents = Subagents(self._setup, self._agent_summaries)
@@ -100,10 +106,17 @@ class Workspace:
     def _load(self, overrides: Mapping[str, Any]) -> BlitzConfig:
         return load_config(self.root, overrides=overrides, environ=self._environ, home=self._home)
 
-    @staticmethod
-    def _telemetry(config: BlitzConfig) -> Telemetry:
+    def _telemetry(self, config: BlitzConfig) -> Telemetry:
         settings = config.telemetry
-        return Telemetry(enabled=settings.enabled, exporter=settings.exporter, include_content=settings.include_content)
+        return Telemetry(
+            enabled=settings.enabled, exporter=settings.exporter, include_content=settings.include_content,
+            redact=self._redactor(config).redact,
+        )
+
+    def _redactor(self, config: BlitzConfig) -> Redactor:
+        """WS-08: the secrets of this kernel's environment and the configured key variable."""
+        environ = os.environ if self._environ is None else self._environ
+        return Redactor.from_environment(environ, [config.api_key_env])
 
     def _build(self, name: str | None) -> Model:
         config = self.config
@@ -121,6 +134,8 @@ class Workspace:
         config = self._load(candidate)
         telemetry = self._telemetry(config) if config.telemetry != self.config.telemetry else self.telemetry
         previous, self._overrides, self.config, self.telemetry = self.config, candidate, config, telemetry
+        self.hooks = HookRunner(config.hooks, self.root, telemetry)
+        self.redactor = self._redactor(config)
         model_settings = ("model", "api_base", "api_key_env", "model_retries", "stall", "fallback_models", "breaker")
         changed = any(getattr(previous, key) != getattr(config, key) for key in model_settings)
         if "model" in dotted or (changed and self._explicit_model is None):
@@ -162,6 +177,10 @@ class Workspace:
         state = self.session(session)
         state.add_budget(usd)
         return limit + state.budget_added_usd - state.ledger.total.cost_usd
+
+    def audit(self, session: str = "default") -> list[AuditRecord]:
+        """WS-07: every tool call of the session, with its decision and who made it."""
+        return list(self.session(session).audit)
 
     def stop(self, session: str) -> bool:
         """Ask the running turn to stop after its current step; False when none runs."""
@@ -309,6 +328,8 @@ class Workspace:
             temperature=settings.temperature,
             max_tokens=settings.max_tokens,
             on_event=front_end.on_event,
+            hooks=self.hooks,
+            redactor=self.redactor,
             depth=depth,
             subagents=self.subagents,
         )

@@ -12,6 +12,7 @@ variable that holds it, not just "somewhere in your configuration".
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -32,6 +33,7 @@ from pydantic_core import ErrorDetails
 from .core.usage import Price
 from .errors import ConfigError
 from .settings import BlitzConfig, TelemetryExporter
+from .trust import TrustState, trust_state, without_held_back
 
 OVERRIDE_SOURCE = "%blitz_config"
 """How errors name the override layer (the magic, or overrides passed from Python)."""
@@ -319,14 +321,45 @@ def load_config(
     Raises ConfigError naming the key and the file, variable or `%blitz_config` that set it.
     Values overridden by a higher layer are not checked: the higher layer is the fix.
     """
-    layers = [_file_layer(path) for path in reversed(config_source_paths(workspace, home))]
-    layers += _environment_layers(os.environ if environ is None else environ)
+    environ = os.environ if environ is None else environ
+    trust = workspace_trust(workspace, environ, home)
+    layers = []
+    for path in reversed(config_source_paths(workspace, home)):
+        layer = _file_layer(path)
+        if path == _workspace_file(Path(workspace)) and trust.holding_back:  # WS-06
+            layer = _Layer(without_held_back(layer.values, trust.held), layer.source)
+        layers.append(layer)
+    layers += _environment_layers(environ)
     layers += _override_layers(overrides or {})
     merged, sources = _merge(layers)
     try:
         return BlitzConfig.model_validate(merged)
     except ValidationError as error:
         raise _config_error(error.errors()[0], sources) from None
+
+
+def workspace_trust(workspace: Path, environ: Mapping[str, str] | None = None, home: Path | None = None) -> TrustState:
+    """What the workspace's own config file asks for that needs trust, and whether it has it."""
+    path = _workspace_file(Path(workspace))
+    layer = _file_layer(path) if path is not None else None
+    return trust_state(
+        Path(workspace), layer.source if layer else None, layer.values if layer else {},
+        os.environ if environ is None else environ, home,
+    )
+
+
+def check_policy_names(config: BlitzConfig, tools: list[str], overrides: Mapping[str, Any]) -> None:
+    """Issue 15 #5: a misspelled tool in `approval.tools` would silently drop a `deny`. Names
+    must be known tools or `*` patterns (MCP tools are known only once their server answers,
+    so `mcp__…` names pass); an unknown one is an error suggesting the closest."""
+    for name in config.approval.tools:
+        if name in tools or name.startswith("mcp__") or "*" in name or "?" in name:
+            continue
+        key = f"approval.tools.{name}"
+        close = difflib.get_close_matches(name.lower(), tools, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known tools: {', '.join(tools)}"
+        source = OVERRIDE_SOURCE if any(k.startswith(key) or k == "approval.tools" or k == "approval" for k in overrides) else "configuration"
+        raise ConfigError(key, source, f"unknown tool {name!r}{hint}")
 
 
 def config_source_paths(workspace: Path, home: Path | None = None) -> list[Path]:
@@ -371,14 +404,30 @@ def _parse_value(raw: str) -> Any:
     return value
 
 
-def describe_config(config: BlitzConfig) -> str:
+def describe_config(config: BlitzConfig, held_back: Mapping[str, Any] | None = None) -> str:
     """One `dotted.key = value` line per setting, in the model's order; the keys are valid
     `%blitz_config` input. No secrets: the config holds only the *name* of the key variable,
-    and credentials in `api_base` are masked."""
+    and credentials in `api_base` are masked. Settings the workspace file asks for but that
+    are held back until `%blitz_trust` follow, marked (WS-06)."""
     values = flatten(config.model_dump())
     if config.api_base is not None:
         values["api_base"] = redact_url(config.api_base)
-    return "\n".join(f"{key} = {_render(value)}" for key, value in values.items())
+    lines = [f"{key} = {_render(value)}" for key, value in values.items()]
+    for key, value in flatten_held(held_back or {}).items():
+        shown = redact_url(value) if key == "api_base" and isinstance(value, str) else value
+        lines.append(f"{key} = {_render(shown)}   # held back: this workspace is not trusted (%blitz_trust)")
+    return "\n".join(lines)
+
+
+def flatten_held(held: Mapping[str, Any]) -> dict[str, Any]:
+    """Held-back settings as dotted keys (tables like `hooks` spread out)."""
+    flat: dict[str, Any] = {}
+    for key, value in held.items():
+        if isinstance(value, Mapping):
+            flat.update({f"{key}.{inner}": v for inner, v in flatten(value).items()})
+        else:
+            flat[key] = value
+    return flat
 
 
 def _render(value: Any) -> str:

@@ -146,6 +146,8 @@ class TurnRunner:
                     attachments=[a.summary() for a in attachments],
                 )
             )
+            for notice in setup.notices:
+                await self._emit(ErrorEvent(kind="notice", message=notice))
             async with deadline:
                 text = await self._steps()
         except TimeoutError as exc:

@@ -119,6 +119,8 @@ class TurnSetup:
     temperature: float | None = None
     max_tokens: int | None = None
     on_event: EventHandler | None = None
+    notices: tuple[str, ...] = ()
+    """Shown once at the turn's start (an untrusted workspace's held-back settings)."""
     hooks: HookRunner | None = None
     """prompt_submit / pre_tool / post_tool hooks (WS-04)."""
     redactor: Redactor = field(default_factory=lambda: Redactor(()))

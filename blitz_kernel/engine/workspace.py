@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import BlitzConfig, load_config
+from ..config import BlitzConfig, check_policy_names, load_config, workspace_trust
 from ..core.attachments import Attachment
 from ..core.redact import Redactor
 from ..core.usage import PriceBook, UsageLedger
@@ -23,6 +23,7 @@ from ..models.base import Model, supports_vision
 from ..models.factory import build_model
 from ..tools import builtin_tools
 from ..tools.registry import KernelContext, Tool, ToolContext, ToolKind, ToolRegistry
+from ..trust import TrustState, TrustStore
 from .agents import AgentDefinition, AgentRegistry
 from .approval import ApprovalGate, Approver, HeadlessApprover, PendingApprovals, Policy
 from .audit import AuditRecord
@@ -67,9 +68,11 @@ class Workspace:
         self._environ = environ
         self._home = home
         self._overrides: dict[str, Any] = dict(overrides or {})
+        self.tools = ToolRegistry(builtin_tools())
+        self.trust = workspace_trust(self.root, self._environ, self._home)
+        self._trust_notice_due = self.trust.holding_back
         self.config: BlitzConfig = self._load(self._overrides)
         self.agents = AgentRegistry.load(self.root)
-        self.tools = ToolRegistry(builtin_tools())
         self._explicit_model = model
         self.model: Model = model or self._build(self.config.model)
         self.telemetry = self._telemetry(self.config)
@@ -104,7 +107,29 @@ class Workspace:
     # -- configuration ------------------------------------------------------------------------
 
     def _load(self, overrides: Mapping[str, Any]) -> BlitzConfig:
-        return load_config(self.root, overrides=overrides, environ=self._environ, home=self._home)
+        config = load_config(self.root, overrides=overrides, environ=self._environ, home=self._home)
+        check_policy_names(config, self.tools.names(), overrides)
+        return config
+
+    # -- trust (WS-06) ----------------------------------------------------------------------
+
+    def trust_workspace(self) -> TrustState:
+        """Trust what this workspace's own config asks for now (`%blitz_trust`); it applies
+        from the next turn. Returns what was trusted."""
+        state = workspace_trust(self.root, self._environ, self._home)
+        TrustStore(self._home).trust(self.root, state.held)
+        self._reload_trust()
+        return state
+
+    def revoke_trust(self) -> bool:
+        """`%blitz_trust --revoke`: hold the workspace's settings back again."""
+        removed = TrustStore(self._home).revoke(self.root)
+        self._reload_trust()
+        return removed
+
+    def _reload_trust(self) -> None:
+        self.trust = workspace_trust(self.root, self._environ, self._home)
+        self.configure()  # re-read the files with the new trust
 
     def _telemetry(self, config: BlitzConfig) -> Telemetry:
         settings = config.telemetry
@@ -132,6 +157,7 @@ class Workspace:
         validate raises ConfigError and changes nothing (ENG-06)."""
         candidate = {**self._overrides, **dotted}
         config = self._load(candidate)
+        self.trust = workspace_trust(self.root, self._environ, self._home)
         telemetry = self._telemetry(config) if config.telemetry != self.config.telemetry else self.telemetry
         previous, self._overrides, self.config, self.telemetry = self.config, candidate, config, telemetry
         self.hooks = HookRunner(config.hooks, self.root, telemetry)
@@ -282,6 +308,14 @@ class Workspace:
             repeat_stop=defaults.repeat_stop,
         )
 
+    def _notices(self) -> tuple[str, ...]:
+        """One-time notices for the next turn: the first turn in an untrusted workspace that
+        holds settings back says so, once per kernel (WS-06)."""
+        if self._trust_notice_due and self.trust.holding_back:
+            self._trust_notice_due = False
+            return (self.trust.notice(),)
+        return ()
+
     def _agent_summaries(self) -> list[tuple[str, str]]:
         """(name, description) of every agent, for list_agents and invoke_agent (ENG-70)."""
         self.reload_agents()  # an agent file written since the last turn counts (ENG-06)
@@ -330,6 +364,7 @@ class Workspace:
             on_event=front_end.on_event,
             hooks=self.hooks,
             redactor=self.redactor,
+            notices=self._notices() if depth == 0 and mode is not TurnMode.BTW else (),
             depth=depth,
             subagents=self.subagents,
         )

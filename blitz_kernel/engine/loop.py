@@ -238,7 +238,7 @@ class TurnRunner:
     async def _finish(self, text: str, stop: StopReason, error: str | None, turn_index: int) -> TurnResult:
         session = self.plan.session
         self._close_pending()
-        session.turns += 1
+        session.end_turn(turn_index, stop, error)
         pending = self.control.take_leftovers()
         leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
         if error is not None:
@@ -525,7 +525,7 @@ class TurnRunner:
         its results. Units keep the history valid at every moment (an aside may copy it)."""
         if isinstance(messages[0], AssistantMessage):
             check_history(list(messages))
-        self.plan.session.history.extend(messages)
+        self.plan.session.commit(messages, self.plan.session.turns)
 
     def _close_pending(self) -> None:
         """The turn ended while a response's calls were open: commit it with a result for

@@ -43,6 +43,7 @@ class Workspace:
         kernel: KernelContext | None = None,
         environ: Mapping[str, str] | None = None,
         home: Path | None = None,
+        durable: bool = True,
     ) -> None:
         self.root = root.resolve()
         self.kernel = kernel
@@ -56,7 +57,8 @@ class Workspace:
         self.model: Model = model or self._build(self.config.model)
         self.telemetry = self._telemetry(self.config)
         self._thresholds: dict[tuple[str, int | None], int | None] = {}
-        self.sessions = SessionBook()
+        # WS-02: sessions live in <root>/.blitz/blitz.db; `durable=False` keeps them in memory.
+        self.sessions = SessionBook.for_workspace(self.root) if durable else SessionBook()
 
     @classmethod
     def open(
@@ -68,6 +70,7 @@ class Workspace:
         kernel: KernelContext | None = None,
         environ: Mapping[str, str] | None = None,
         home: Path | None = None,
+        durable: bool = True,
     ) -> Workspace:
         """Open `path` as a workspace; `model` is a litellm name, `scripted:PATH` or a Model."""
         merged = dict(overrides or {})
@@ -75,7 +78,7 @@ class Workspace:
             merged["model"] = model
         return cls(
             Path(path), overrides=merged, model=model if not isinstance(model, str) and model else None,
-            kernel=kernel, environ=environ, home=home,
+            kernel=kernel, environ=environ, home=home, durable=durable,
         )
 
     # -- configuration ------------------------------------------------------------------------
@@ -166,6 +169,8 @@ class Workspace:
         this turn only (ENG-16). `plan=True` is a plan-only turn (ENG-30..32)."""
         state = self.session(session)
         self._claim(state)
+        context = kernel or self.kernel
+        state.prepare_resume_note(context.user_ns if context is not None else None)  # WS-02 restart note
         control = TurnControl()
         state.running = control  # at once: a second run or a steer meanwhile sees this turn
         try:

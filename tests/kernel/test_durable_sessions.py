@@ -74,7 +74,7 @@ def test_a_conversation_survives_a_kernel_restart(start_kernel, server: FakeOpen
     assert prompt.endswith("\nWhat is my name?")
     assert "kernel was restarted" in prompt and "no longer exist: ada_age." in prompt
     shown = second.run("%blitz_session use memo\n%blitz_session show").stdout
-    assert "session 'memo': 2 turn(s), 5 message(s) in the history" in shown and "saved in .blitz/blitz.db" in shown
+    assert "session 'memo': 2 turn(s), 6 message(s) in the history" in shown and "saved in .blitz/blitz.db" in shown
 
 
 def test_a_kernel_killed_mid_turn_leaves_an_interrupted_turn_and_a_valid_history(start_kernel, server: FakeOpenAIServer):

@@ -20,6 +20,7 @@ from ..models.base import Model
 from ..models.factory import build_model
 from ..tools import builtin_tools
 from ..tools.registry import KernelContext, Tool, ToolContext, ToolKind, ToolRegistry
+from ..tools.session_search import SEARCHER
 from .agents import AgentDefinition, AgentRegistry
 from .approval import ApprovalGate, Approver, HeadlessApprover, Policy
 from .compaction import CompactionResult, Compactor, manual_window
@@ -252,7 +253,10 @@ class Workspace:
             agent=definition.name,
             system=definition.instructions,
             tools=self._agent_tools(definition),
-            tool_context=ToolContext(workspace=self.root, kernel=kernel or self.kernel, session=state.name),
+            tool_context=ToolContext(
+                workspace=self.root, kernel=kernel or self.kernel, session=state.name,
+                extras={SEARCHER: self.sessions},  # search_session reads the transcript (WS-02)
+            ),
             gate=ApprovalGate(
                 approver or HeadlessApprover(),
                 headless_policy=config.approval.headless,

@@ -474,3 +474,18 @@ def test_many_appends_load_back_in_order(tmp_path):
     for turn in range(200):
         store.append(session.id, [user_prompt(f"prompt {turn}")], turn)
     assert store.open_session("s").history == [user_prompt(f"prompt {turn}") for turn in range(200)]
+
+
+# -- the search_session tool (ENG-96) ------------------------------------------------------------
+
+
+async def test_search_session_tool_finds_compacted_passages_in_plan_mode(tmp_path):
+    (await a_conversation(tmp_path)).sessions.close()
+    again, model = open_workspace(tmp_path, [tool_step(call("search_session", query="march")), {"text": "found it"}])
+    result = await again.run("where was the outlier?", session="s", plan=True)
+    assert result.stop_reason == "end_turn"
+    [found] = [m for m in model.requests[1].messages if getattr(m, "name", None) == "search_session"]
+    assert found.error is None and found.output is not None
+    header, excerpt = found.output.split("\n")[:2]
+    assert header.startswith("[message 2, result of read_file, ") and header.endswith("(compacted away: only the summary stands for it in what you see)")
+    assert excerpt.endswith("\tthe outlier is in «March»")  # read_file numbers its lines

@@ -243,7 +243,9 @@ class TurnRunner:
         leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
         if error is not None:
             self.events.append(ErrorEvent(kind=stop, message=error))
-        done = TurnDone(stop_reason=stop, usage=self.usage, error=error, leftovers=leftovers)
+        done = TurnDone(
+            stop_reason=stop, usage=self.usage, error=error, leftovers=leftovers, not_saved=session.not_saved
+        )
         self.events.append(done)
         handler = self.plan.on_event
         if handler is not None:

@@ -59,6 +59,8 @@ class Session:
     the user variables those turns relied on (the first prompt gets a note about them)."""
     interrupted: TurnOutcome | None = None
     """The turn found still open when the session was loaded: its process died during it."""
+    unsaved_reason: str | None = None
+    """Why this session lives in memory only, when the workspace's store could not be used."""
     _span: Any = field(default=None, repr=False)
     _note: str | None = field(default=None, repr=False)
 
@@ -83,6 +85,14 @@ class Session:
     def saved(self) -> bool:
         """True while the session writes through to a working store."""
         return self.log is not None and self.log.link.store is not None
+
+    @property
+    def not_saved(self) -> str | None:
+        """One line saying why the session is not being saved; None while it is (or when it
+        was never meant to be, as in an aside or a workspace opened without a store)."""
+        if self.log is not None:
+            return self.log.link.problem if self.log.link.store is None else None
+        return self.unsaved_reason
 
     @property
     def last_turn_span(self) -> Any:

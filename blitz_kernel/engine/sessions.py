@@ -85,14 +85,14 @@ class SessionBook:
     def _open(self, name: str, *, resumed: bool) -> Session:
         store = self.link.store
         if store is None or self.locks is None:
-            return Session(name=name)
+            return Session(name=name, unsaved_reason=self.link.problem)
         self.locks.acquire(name)
         try:
             stored = store.open_session(name, holder=Holder.current().model_dump_json())
         except StoreError as exc:
             self.link.fail(exc)
             self.locks.release(name)
-            return Session(name=name)
+            return Session(name=name, unsaved_reason=self.link.problem)
         return Session.from_store(stored, SessionLog(self.link, stored.id), resumed=resumed)
 
     def names(self) -> list[str]:

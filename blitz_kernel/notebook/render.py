@@ -77,7 +77,8 @@ class PlainRenderer:
 
     def usage_line(self, done: TurnDone) -> str:
         elapsed = time.monotonic() - self._started
-        return f"— {self._model} · {done.usage.describe()} · {elapsed:.1f} s · {done.stop_reason}"
+        unsaved = " · ⚠ session not saved (%blitz_session show says why)" if done.not_saved else ""
+        return f"— {self._model} · {done.usage.describe()} · {elapsed:.1f} s · {done.stop_reason}{unsaved}"
 
     def _show_plan(self, event: PlanEvent) -> None:
         """ENG-32 in plain mode: the plan as Markdown (it is the turn's answer, so the record

@@ -438,6 +438,7 @@ async def test_a_corrupt_database_falls_back_to_memory_with_one_line(tmp_path):
     result = await ws.run("hello", session="s")
     assert result.text == "still works" and len(ws.session("s").history) == 2
     assert not ws.session("s").saved
+    assert result.events[-1].not_saved == problem  # type: ignore[union-attr] - the usage line says so
 
 
 async def test_a_store_path_that_cannot_be_a_directory_falls_back_to_memory(tmp_path):
@@ -459,12 +460,13 @@ async def test_a_full_disk_mid_session_keeps_the_turn_in_memory(tmp_path):
     session = ws.session("s")
     assert [m.kind for m in session.history] == ["user", "assistant", "user", "assistant", "tool_result", "assistant"]
     assert not session.saved and "full" in (ws.sessions.store_problem or "")
+    assert result.events[-1].not_saved == ws.sessions.store_problem  # type: ignore[union-attr]
     assert rows(tmp_path, "SELECT count(*) FROM events") == [(2,)]  # what was saved stays valid
 
 
 def test_a_workspace_can_be_opened_without_a_store(tmp_path):
     ws = Workspace.open(tmp_path, model=ScriptedModel([]), environ={}, home=tmp_path / "home", durable=False)
-    ws.session("s")
+    assert ws.session("s").not_saved is None  # in memory on purpose: nothing to warn about
     assert not (tmp_path / ".blitz").exists() and ws.sessions.store_problem is None
 
 
@@ -489,3 +491,15 @@ async def test_search_session_tool_finds_compacted_passages_in_plan_mode(tmp_pat
     header, excerpt = found.output.split("\n")[:2]
     assert header.startswith("[message 2, result of read_file, ") and header.endswith("(compacted away: only the summary stands for it in what you see)")
     assert excerpt.endswith("\tthe outlier is in «March»")  # read_file numbers its lines
+
+
+def test_the_plain_usage_line_says_the_session_is_not_saved():
+    from blitz_kernel.core.usage import UsageTotals
+    from blitz_kernel.engine.events import TurnDone
+    from blitz_kernel.notebook.render import PlainRenderer
+
+    renderer = PlainRenderer()
+    saved = renderer.usage_line(TurnDone(stop_reason="end_turn", usage=UsageTotals()))
+    unsaved = renderer.usage_line(TurnDone(stop_reason="end_turn", usage=UsageTotals(), not_saved="disk full"))
+    assert "not saved" not in saved
+    assert unsaved.startswith(saved.rsplit(" · ", 2)[0]) and unsaved.endswith(" · end_turn · ⚠ session not saved (%blitz_session show says why)")

@@ -165,6 +165,7 @@ class SessionBook:
     def snapshot(self, session: str, label: str) -> None:
         """A named frozen copy of the session as it is now."""
         store = self.link.store
+        check_session_name(label)
         if label in self.snapshot_names():
             raise SessionError(f"snapshot {label!r} already exists")
         if store is None:

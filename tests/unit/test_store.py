@@ -17,6 +17,7 @@ import pytest
 
 from blitz_kernel.core.history import (
     HISTORY_ADAPTER,
+    AssistantMessage,
     SummaryMessage,
     UserMessage,
     check_history,
@@ -503,3 +504,24 @@ def test_the_plain_usage_line_says_the_session_is_not_saved():
     unsaved = renderer.usage_line(TurnDone(stop_reason="end_turn", usage=UsageTotals(), not_saved="disk full"))
     assert "not saved" not in saved
     assert unsaved.startswith(saved.rsplit(" · ", 2)[0]) and unsaved.endswith(" · end_turn · ⚠ session not saved (%blitz_session show says why)")
+
+
+def test_two_compactions_replay_exactly_and_mark_what_the_model_no_longer_sees(tmp_path):
+    book = SessionBook.for_workspace(tmp_path)
+    session = book.get("s")
+    for turn, word in enumerate(["alpha", "bravo", "charlie"]):
+        session.commit([user_prompt(f"{word} question")], turn)
+        session.commit([AssistantMessage(text=f"{word} answer")], turn)
+    session.replace_window(3, SummaryMessage(text="first summary", covered_events=3))  # splits turn 2
+    session.commit([user_prompt("delta question")], 3)
+    session.replace_window(2, SummaryMessage(text="second summary", covered_events=2))
+    expected = (dump(session.history), dump(session.archive))
+    book.close()
+    again = SessionBook.for_workspace(tmp_path)
+    loaded = again.get("s")
+    assert (dump(loaded.history), dump(loaded.archive)) == expected
+    assert [m.kind for m in loaded.history] == ["summary", "user", "assistant", "user"]
+    compacted = {hit.excerpt.split()[0].strip("«»"): hit.compacted for hit in again.search("question")}
+    assert compacted == {"alpha": True, "bravo": True, "charlie": False, "delta": False}
+    summaries = {hit.excerpt: hit.compacted for hit in again.search("summary")}
+    assert summaries == {"first «summary»": True, "second «summary»": False}

@@ -193,7 +193,7 @@ class Store:
         with self._lock:
             db = self._db
             rows = db.execute(
-                "SELECT id, kind, messages, first_message, covered, body FROM events WHERE session_id = ? ORDER BY id",
+                "SELECT id, kind, messages, first_message, covered, variables, body FROM events WHERE session_id = ? ORDER BY id",
                 (session_id,),
             ).fetchall()
             turns, todos, next_message, last_prompt = db.execute(
@@ -203,9 +203,6 @@ class Store:
             span = db.execute(
                 "SELECT trace_id, span_id, trace_flags FROM trace_links WHERE session_id = ?", (session_id,)
             ).fetchone()
-            variables = db.execute(
-                "SELECT variables FROM events WHERE session_id = ? AND variables IS NOT NULL", (session_id,)
-            ).fetchall()
         # One parse for the whole log: each body is a JSON array, so their insides join into one.
         joined = "[" + ",".join(body[1:-1] for *_, body in rows if len(body) > 2) + "]"
         messages = HISTORY_ADAPTER.validate_json(joined)
@@ -220,7 +217,7 @@ class Store:
         return StoredSession(
             id=session_id, name=name, history=history, archive=archive, turns=turns, ledger=ledger,
             todos=_json_list(todos), last_span=SpanLink(trace_id=span[0], span_id=span[1], trace_flags=span[2]) if span else None,
-            variables=sorted({name for (names,) in variables for name in names.split()}),
+            variables=sorted({name for *_, names, _body in rows if names for name in names.split()}),
         )
 
     def sessions(self) -> list[SessionInfo]:
@@ -551,7 +548,7 @@ def _replay(rows: list[Any], messages: list[Message]) -> tuple[list[Message], li
     archive: list[Message] = []
     live: list[list[int]] = []
     position = 0
-    for event_id, kind, count, first, covered, _body in rows:
+    for event_id, kind, count, first, covered, _variables, _body in rows:
         chunk = messages[position : position + count]
         position += count
         if kind == "summary":

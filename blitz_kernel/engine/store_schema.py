@@ -45,11 +45,13 @@ MIGRATIONS: list[str] = [
         kind TEXT NOT NULL,                         -- 'unit' or 'summary'
         messages INTEGER NOT NULL,                  -- how many messages `body` holds
         first_message INTEGER NOT NULL,             -- the number of the first of them
-        body TEXT NOT NULL,                         -- JSON array of messages (HISTORY_ADAPTER)
         covers_from INTEGER,                        -- summary: the first event it stands for
         covers_to INTEGER,                          -- summary: the last event it stands for
         covered INTEGER,                            -- summary: live messages it replaced
-        variables TEXT                              -- unit: user variables its tools touched
+        variables TEXT,                             -- unit: user variables its tools touched
+        body TEXT NOT NULL                          -- JSON array of messages (HISTORY_ADAPTER);
+                                                    -- last, so reading the columns above never
+                                                    -- walks its overflow pages
     );
     CREATE INDEX events_by_session ON events (session_id, id);
     CREATE TABLE transcript (

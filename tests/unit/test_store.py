@@ -525,3 +525,16 @@ def test_two_compactions_replay_exactly_and_mark_what_the_model_no_longer_sees(t
     assert compacted == {"alpha": True, "bravo": True, "charlie": False, "delta": False}
     summaries = {hit.excerpt: hit.compacted for hit in again.search("summary")}
     assert summaries == {"first «summary»": True, "second «summary»": False}
+
+
+def test_the_plain_front_end_says_why_once_and_not_saved_on_every_usage_line(capsys):
+    from blitz_kernel.core.usage import UsageTotals
+    from blitz_kernel.engine.events import TurnDone
+    from blitz_kernel.notebook.render import PlainRenderer
+
+    reason = f"cannot open the session store (test {id(capsys)}); sessions are kept in memory only"
+    for _ in range(2):
+        PlainRenderer().handle(TurnDone(stop_reason="end_turn", usage=UsageTotals(), not_saved=reason))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"⚠ {reason}" and len(lines) == 3
+    assert all(line.endswith("⚠ session not saved (%blitz_session show says why)") for line in lines[1:])

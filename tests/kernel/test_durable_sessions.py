@@ -120,3 +120,13 @@ def test_two_kernels_on_one_session_and_the_lock_goes_with_a_dead_kernel(start_k
     cell = second.run("%%blitz -s analysis --plain\nMe now.")
     assert cell.status == "ok", cell.reply
     assert [content for role, content in sent(server) if role == "user"][:2] == ["First.", "Second."]
+
+
+def test_reloading_the_extension_lets_go_of_the_sessions(start_kernel, server: FakeOpenAIServer):
+    kernel = start_kernel()
+    server.enqueue({"text": "one"}, {"text": "two"})
+    assert kernel.run("%%blitz -s reload --plain\nFirst.").status == "ok"
+    assert kernel.run("%reload_ext blitz_kernel").status == "ok"
+    cell = kernel.run("%%blitz -s reload --plain\nSecond.")
+    assert cell.status == "ok", cell.reply
+    assert [content for role, content in sent(server) if role == "user"][0] == "First."

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import sqlite3
 import threading
 import time
@@ -26,85 +25,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from ..core.history import (
     HISTORY_ADAPTER,
-    AssistantMessage,
     Message,
     SummaryMessage,
-    ToolResultMessage,
-    UserMessage,
 )
 from ..core.usage import UsageLedger, UsageTotals
+from .store_records import (
+    SessionInfo,
+    SpanLink,
+    StoredHit,
+    StoredSession,
+    TurnOutcome,
+    cut,
+    fts_query,
+    replay,
+    role_and_text,
+)
 from .store_schema import SCHEMA_VERSION, SchemaTooNewError, StoreError, connect
 
-__all__ = ["SCHEMA_VERSION", "SchemaTooNewError", "Store", "StoreError", "StoreLink"]
+__all__ = [
+    "SCHEMA_VERSION", "SchemaTooNewError", "SessionInfo", "SpanLink", "Store", "StoreError", "StoreLink",
+    "StoredHit", "StoredSession", "TurnOutcome", "open_store", "role_and_text",
+]
 
 DB_NAME = "blitz.db"
 SEARCH_LIMIT = 20
 SNIPPET_TOKENS = 24
 HIGHLIGHT = ("«", "»")
-
-
-class SpanLink(BaseModel):
-    """The previous turn's span context, as hex ids (OpenTelemetry's own form)."""
-
-    trace_id: str
-    span_id: str
-    trace_flags: int = 1
-
-
-class TurnOutcome(BaseModel):
-    """How one turn ended; `interrupted` when its process died during it."""
-
-    turn: int
-    started: float
-    ended: float | None
-    stop_reason: str | None
-    error: str | None
-
-
-class StoredSession(BaseModel):
-    """A session as loaded from the store."""
-
-    id: int
-    name: str
-    history: list[Message]
-    archive: list[Message]
-    turns: int
-    ledger: UsageLedger
-    todos: list[dict[str, str]]
-    last_span: SpanLink | None
-    variables: list[str]
-    """User variables earlier turns' kernel tools created or read (for the resume note)."""
-    interrupted: TurnOutcome | None = None
-    """The turn this open found still running: its process died during it."""
-
-
-class SessionInfo(BaseModel):
-    """One row of `%blitz_session list`."""
-
-    name: str
-    created: float
-    last_used: float
-    turns: int
-    usage: UsageTotals
-
-
-class StoredHit(BaseModel):
-    """One transcript passage that matched a search, best first."""
-
-    session: str
-    message: int
-    """The message's number in its session (ENG-96 `[message N, role, time]`)."""
-    turn: int
-    role: str
-    time: float
-    excerpt: str
-    """The passage with the matches between « and »."""
-    compacted: bool
-    """Compaction replaced it with a summary: the model no longer sees it."""
 
 
 @dataclass
@@ -206,7 +154,7 @@ class Store:
         # One parse for the whole log: each body is a JSON array, so their insides join into one.
         joined = "[" + ",".join(body[1:-1] for *_, body in rows if len(body) > 2) + "]"
         messages = HISTORY_ADAPTER.validate_json(joined)
-        history, archive, live = _replay(rows, messages)
+        history, archive, live = replay(rows, messages)
         ledger = UsageLedger(last_prompt_tokens=last_prompt)
         for model, totals in usage:
             if model:
@@ -300,7 +248,7 @@ class Store:
         the rows it stands for. Nothing is deleted; the transcript keeps every message."""
         live = self._live[session_id]
         now = time.time()
-        rows, covered_ids = _cut(live.rows, covered)
+        rows, covered_ids = cut(live.rows, covered)
         number = live.next_message
         first_live = rows[0][1] if rows else number + 1
         with self._write() as db:
@@ -519,67 +467,6 @@ def open_store(root: Path) -> StoreLink:
         return link
 
 
-def role_and_text(message: Message) -> tuple[str, str]:
-    """What search reads of a message, and its role as a passage shows it."""
-    if isinstance(message, UserMessage):
-        return "user", message.text
-    if isinstance(message, AssistantMessage):
-        calls = " ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
-        return "assistant", " ".join(part for part in (message.text, calls) if part)
-    if isinstance(message, ToolResultMessage):
-        return f"result of {message.name}", message.output or message.error or ""
-    assert isinstance(message, SummaryMessage)
-    return "summary", message.text
-
-
-def fts_query(text: str) -> str | None:
-    """The user's words as an FTS5 query: each word quoted (so no FTS syntax leaks in) and a
-    prefix, all required. None when there is no word at all."""
-    words = re.findall(r"\w+", text)
-    if not words:
-        return None
-    return " ".join(f'"{word}"*' for word in words)
-
-
-def _replay(rows: list[Any], messages: list[Message]) -> tuple[list[Message], list[Message], list[list[int]]]:
-    """The history and archive the rows describe: units append, a summary replaces the first
-    `covered` live messages (exactly as `Session.replace_window` did in memory)."""
-    history: list[Message] = []
-    archive: list[Message] = []
-    live: list[list[int]] = []
-    position = 0
-    for event_id, kind, count, first, covered, _variables, _body in rows:
-        chunk = messages[position : position + count]
-        position += count
-        if kind == "summary":
-            archive.extend(history[:covered])
-            history[:covered] = chunk
-            remaining, _ = _cut(live, covered)
-            live = [[event_id, first, 1], *remaining]
-        else:
-            history.extend(chunk)
-            live.append([event_id, first, count])
-    return history, archive, live
-
-
-def _cut(rows: list[list[int]], covered: int) -> tuple[list[list[int]], list[int]]:
-    """The live rows left after the first `covered` messages go, and the ids of the rows
-    touched (a row split by the cut keeps its tail live)."""
-    touched: list[int] = []
-    index = 0
-    tail: list[list[int]] = []
-    while covered > 0 and index < len(rows):
-        event_id, first, count = rows[index]
-        touched.append(event_id)
-        index += 1
-        if count <= covered:
-            covered -= count
-        else:
-            tail = [[event_id, first + covered, count - covered]]
-            covered = 0
-    return [*tail, *rows[index:]], touched
-
-
 def _insert(db: sqlite3.Connection, sql: str, parameters: tuple[Any, ...]) -> int:
     row_id = db.execute(sql, parameters).lastrowid
     assert row_id is not None
@@ -597,6 +484,3 @@ def _json_dump(value: Any) -> str:
 def _json_list(text: str) -> list[dict[str, str]]:
     value = json.loads(text or "[]")
     return value if isinstance(value, list) else []
-
-
-__all__ += ["SessionInfo", "SpanLink", "StoredHit", "StoredSession", "TurnOutcome", "open_store", "role_and_text"]

@@ -169,6 +169,9 @@ class TurnDone(BaseModel):
     usage: UsageTotals
     error: str | None = None
     leftovers: list[str] = Field(default_factory=list)
+    not_saved: str | None = None
+    """Why the session is not being saved (WS-02: its store could not be opened, or failed);
+    front ends say so on the usage line."""
 
 
 class SubagentEvent(BaseModel):

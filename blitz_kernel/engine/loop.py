@@ -194,12 +194,14 @@ class TurnRunner:
     async def _finish(self, text: str, stop: StopReason, error: str | None, turn_index: int) -> TurnResult:
         session = self.setup.session
         self._close_pending()
-        session.turns += 1
+        session.end_turn(turn_index, stop, error)
         pending = self.control.take_leftovers()
         leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
         if error is not None:
             self.events.append(ErrorEvent(kind=stop, message=error))
-        done = TurnDone(stop_reason=stop, usage=self.usage, error=error, leftovers=leftovers)
+        done = TurnDone(
+            stop_reason=stop, usage=self.usage, error=error, leftovers=leftovers, not_saved=session.not_saved
+        )
         self.events.append(done)
         handler = self.setup.on_event
         if handler is not None:
@@ -367,7 +369,7 @@ class TurnRunner:
         its results. Units keep the history valid at every moment (an aside may copy it)."""
         if isinstance(messages[0], AssistantMessage):
             check_history(list(messages))
-        self.setup.session.history.extend(messages)
+        self.setup.session.commit(messages, self.setup.session.turns)
 
     def _close_pending(self) -> None:
         """The turn ended while a response's calls were open: commit it with a result for

@@ -23,6 +23,7 @@ from ..models.base import Model, supports_vision
 from ..models.factory import build_model
 from ..tools import builtin_tools
 from ..tools.registry import KernelContext, Tool, ToolContext, ToolKind, ToolRegistry
+from ..tools.session_search import SEARCHER
 from ..trust import TrustState, TrustStore
 from .agents import AgentDefinition, AgentRegistry
 from .approval import ApprovalGate, Approver, HeadlessApprover, PendingApprovals, Policy
@@ -62,6 +63,7 @@ class Workspace:
         kernel: KernelContext | None = None,
         environ: Mapping[str, str] | None = None,
         home: Path | None = None,
+        durable: bool = True,
     ) -> None:
         self.root = root.resolve()
         self.kernel = kernel
@@ -79,7 +81,8 @@ class Workspace:
         self.hooks = HookRunner(self.config.hooks, self.root, self.telemetry)
         self.redactor = self._redactor(self.config)
         self._contexts: dict[tuple[str, int | None, int | None], ContextWindow] = {}
-        self.sessions = SessionBook()
+        # WS-02: sessions live in <root>/.blitz/blitz.db; `durable=False` keeps them in memory.
+        self.sessions = SessionBook.for_workspace(self.root) if durable else SessionBook()
         self.subagents = Subagents(self._setup, self._agent_summaries)
         self.waiting_approvals = PendingApprovals()
         """Permission requests waiting now, over every turn and aside (ENG-26)."""
@@ -94,6 +97,7 @@ class Workspace:
         kernel: KernelContext | None = None,
         environ: Mapping[str, str] | None = None,
         home: Path | None = None,
+        durable: bool = True,
     ) -> Workspace:
         """Open `path` as a workspace; `model` is a litellm name, `scripted:PATH` or a Model."""
         merged = dict(overrides or {})
@@ -101,7 +105,7 @@ class Workspace:
             merged["model"] = model
         return cls(
             Path(path), overrides=merged, model=model if not isinstance(model, str) and model else None,
-            kernel=kernel, environ=environ, home=home,
+            kernel=kernel, environ=environ, home=home, durable=durable,
         )
 
     # -- configuration ------------------------------------------------------------------------
@@ -260,10 +264,13 @@ class Workspace:
         """`run` for callers that hold typed options already (the notebook front end)."""
         state = self.session(session)
         self._claim(state)
+        front_end = front_end or FrontEnd()
+        context = front_end.kernel or self.kernel
+        state.prepare_resume_note(context.user_ns if context is not None else None)  # WS-02 restart note
         control = TurnControl()
         state.running = control  # at once: a second run or a steer meanwhile sees this turn
         try:
-            setup = await self._setup(state, options, front_end or FrontEnd())
+            setup = await self._setup(state, options, front_end)
             return await TurnRunner(setup, control).run(prompt, attachments)
         finally:
             state.running = None
@@ -336,7 +343,10 @@ class Workspace:
             agent=definition.name,
             system=self._instructions(definition, turn_model, depth, mode),
             tools=self._agent_tools(definition, root=depth == 0),
-            tool_context=ToolContext(workspace=self.root, kernel=front_end.kernel or self.kernel, session=state.name),
+            tool_context=ToolContext(
+                workspace=self.root, kernel=front_end.kernel or self.kernel, session=state.name,
+                extras={SEARCHER: self.sessions},  # search_session reads the transcript (WS-02)
+            ),
             gate=ApprovalGate(
                 front_end.approver or HeadlessApprover(),
                 headless_policy=config.approval.headless,

@@ -12,6 +12,7 @@ def builtin_tools() -> list[Tool]:
     from .images import IMAGE_TOOLS
     from .kernel import KERNEL_TOOLS
     from .notebook import NOTEBOOK_TOOLS
+    from .session_search import SESSION_TOOLS
     from .workflow import WORKFLOW_TOOLS
 
-    return [*FILE_TOOLS, *KERNEL_TOOLS, *IMAGE_TOOLS, *NOTEBOOK_TOOLS, *AGENT_TOOLS, *WORKFLOW_TOOLS]
+    return [*FILE_TOOLS, *KERNEL_TOOLS, *IMAGE_TOOLS, *NOTEBOOK_TOOLS, *SESSION_TOOLS, *AGENT_TOOLS, *WORKFLOW_TOOLS]

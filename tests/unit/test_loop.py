@@ -258,7 +258,7 @@ async def test_ENG23_approve_option_and_configured_deny(make_workspace, tmp_path
         [tool_step(call("write_file", path="b.txt", content="b")), {"text": "ok"}],
         **{"approval.tools": {"write_file": "deny"}},
     )
-    await ws2.run("write", approve="allow")
+    await ws2.run("write", approve="allow", session="second")  # "default" is held by ws (WS-02)
     assert not (tmp_path / "b.txt").exists()
     error = result_of(model2, request=1).error
     assert error == "write_file is denied by the approval policy"

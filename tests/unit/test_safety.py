@@ -93,7 +93,7 @@ async def test_WS04_a_hook_that_times_out_or_fails_blocks(tmp_path, hook_module)
         [tool_step(call("write_file", path="c.txt", content="x")), {"text": "ok"}],
         **{"hooks.pre_tool": [{"callable": f"{HOOK_MODULE}:broken"}]},
     )
-    await ws2.run("go", session="s", approve="allow")
+    await ws2.run("go", session="s2", approve="allow")
     assert tool_results(model2.requests[1])[0].error == "blocked by pre_tool hook: hook failed: RuntimeError: boom"
     assert not (tmp_path / "c.txt").exists()
 

@@ -128,6 +128,16 @@ class ToolBatch:
             raise
         return self.in_call_order()
 
+    def close(self) -> list[ToolResultMessage]:
+        """The turn ended before some calls ran (a limit, a stop): audit those as cancelled
+        too, so the trail has every call, and return the results in call order."""
+        ordered = self.in_call_order()
+        for result in ordered:
+            if result.call_id not in self.results:
+                self.results[result.call_id] = result
+                self._audit(result, "cancelled")
+        return ordered
+
     def in_call_order(self) -> list[ToolResultMessage]:
         """A result per call, in call order; a cancelled one where none came."""
         return [self.results.get(c.id) or error_result(c, CANCELLED_RESULT) for c in self.calls]
@@ -293,7 +303,7 @@ class ToolBatch:
         call = next(c for c in self.calls if c.id == result.call_id)
         decision = self._decisions.get(call.id) or Decision("cancelled", "stop")
         session = self.setup.session
-        session.audit.append(
+        session.record_audit(
             AuditRecord(
                 session=session.name, turn=session.turns, call_id=call.id, tool=call.name,
                 arguments=shorten(call.arguments, ARGUMENT_CHARS), decision=decision.decision,

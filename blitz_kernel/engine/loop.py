@@ -375,7 +375,7 @@ class TurnRunner:
         """The turn ended while a response's calls were open: commit it with a result for
         every call, a cancelled one where none came."""
         if self.pending is not None and self.batch is not None:
-            self._commit(self.pending, *self.batch.in_call_order())
+            self._commit(self.pending, *self.batch.close())
             self.pending, self.batch = None, None
 
     # -- what workflow tools may do (TurnAccess) --------------------------------------------

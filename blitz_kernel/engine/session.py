@@ -76,6 +76,7 @@ class Session:
         session = cls(
             name=stored.name, history=stored.history, archive=stored.archive, turns=stored.turns,
             ledger=stored.ledger, todos=stored.todos, log=log, interrupted=stored.interrupted,
+            audit=stored.audit, budget_added_usd=stored.budget_added_usd, budget_tripped=stored.budget_tripped,
         )
         if stored.last_span is not None:
             session._span = SpanContext(
@@ -150,6 +151,24 @@ class Session:
         """GR-05: lift a tripped session budget by `usd`."""
         self.budget_added_usd += usd
         self.budget_tripped = False
+        self._save_budget()
+
+    def trip_budget(self) -> None:
+        """GR-05: the session budget is spent; it stays so (across restarts) until added to."""
+        if not self.budget_tripped:
+            self.budget_tripped = True
+            self._save_budget()
+
+    def _save_budget(self) -> None:
+        if self.log is not None:
+            added, tripped = self.budget_added_usd, self.budget_tripped
+            self.log.write(lambda store, session_id: store.save_budget(session_id, added, tripped))
+
+    def record_audit(self, record: AuditRecord) -> None:
+        """WS-07: keep the record with the session and in the store."""
+        self.audit.append(record)
+        if self.log is not None:
+            self.log.write(lambda store, session_id: store.append_audit(session_id, record))
 
     def replace_window(self, split: int, summary: Message) -> None:
         """Put `summary` in place of the first `split` messages, archiving them (ENG-64). A

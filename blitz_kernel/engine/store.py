@@ -31,6 +31,7 @@ from ..core.history import (
     SummaryMessage,
 )
 from ..core.usage import UsageLedger, UsageTotals
+from .audit import AuditRecord
 from .store_records import (
     SessionInfo,
     SpanLink,
@@ -151,6 +152,8 @@ class Store:
             span = db.execute(
                 "SELECT trace_id, span_id, trace_flags FROM trace_links WHERE session_id = ?", (session_id,)
             ).fetchone()
+            audit = db.execute("SELECT record FROM audit WHERE session_id = ? ORDER BY id", (session_id,)).fetchall()
+            (budget,) = db.execute("SELECT budget FROM sessions WHERE id = ?", (session_id,)).fetchone()
         # One parse for the whole log: each body is a JSON array, so their insides join into one.
         joined = "[" + ",".join(body[1:-1] for *_, body in rows if len(body) > 2) + "]"
         messages = HISTORY_ADAPTER.validate_json(joined)
@@ -166,6 +169,8 @@ class Store:
             id=session_id, name=name, history=history, archive=archive, turns=turns, ledger=ledger,
             todos=_json_list(todos), last_span=SpanLink(trace_id=span[0], span_id=span[1], trace_flags=span[2]) if span else None,
             variables=sorted({name for *_, names, _body in rows if names for name in names.split()}),
+            audit=[AuditRecord.model_validate_json(record) for (record,) in audit],
+            **_budget_fields(budget),
         )
 
     def sessions(self) -> list[SessionInfo]:
@@ -321,6 +326,22 @@ class Store:
         db.execute("UPDATE sessions SET last_prompt_tokens = ? WHERE id = ?", (ledger.last_prompt_tokens, session_id))
         live.usage_json = dumped
 
+    def append_audit(self, session_id: int, record: AuditRecord) -> None:
+        """WS-07: one tool call's audit record."""
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO audit (session_id, turn, time, tool, record) VALUES (?, ?, ?, ?, ?)",
+                (session_id, record.turn, record.time.timestamp(), record.tool, record.model_dump_json()),
+            )
+
+    def save_budget(self, session_id: int, added_usd: float, tripped: bool) -> None:
+        """GR-05: the session budget's state, so a trip outlives the kernel."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE sessions SET budget = ? WHERE id = ?",
+                (json.dumps({"budget_added_usd": added_usd, "budget_tripped": tripped}), session_id),
+            )
+
     def save_span(self, session_id: int, link: SpanLink) -> None:
         with self._write() as db:
             db.execute(
@@ -465,6 +486,14 @@ def open_store(root: Path) -> StoreLink:
         link = StoreLink(None)
         link.fail(exc if isinstance(exc, StoreError) else StoreError(f"cannot open the session store: {exc}"))
         return link
+
+
+def _budget_fields(text: str) -> dict[str, Any]:
+    stored = json.loads(text or "{}")
+    return {
+        "budget_added_usd": float(stored.get("budget_added_usd", 0.0)),
+        "budget_tripped": bool(stored.get("budget_tripped", False)),
+    }
 
 
 def _insert(db: sqlite3.Connection, sql: str, parameters: tuple[Any, ...]) -> int:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ..core.history import AssistantMessage, Message, SummaryMessage, ToolResultMessage, UserMessage
 from ..core.usage import UsageLedger, UsageTotals
+from .audit import AuditRecord
 
 
 class SpanLink(BaseModel):
@@ -46,6 +47,9 @@ class StoredSession(BaseModel):
     """User variables earlier turns' kernel tools created or read (for the resume note)."""
     interrupted: TurnOutcome | None = None
     """The turn this open found still running: its process died during it."""
+    audit: list[AuditRecord] = Field(default_factory=list)
+    budget_added_usd: float = 0.0
+    budget_tripped: bool = False
 
 
 class SessionInfo(BaseModel):

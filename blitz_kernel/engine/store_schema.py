@@ -89,6 +89,20 @@ MIGRATIONS: list[str] = [
         trace_flags INTEGER NOT NULL
     );
     """,
+    # 1 → 2: the audit trail (WS-07) and the session budget's state (GR-05), so a trip
+    # survives a kernel restart.
+    """
+    CREATE TABLE audit (
+        id INTEGER PRIMARY KEY,
+        session_id INTEGER NOT NULL,
+        turn INTEGER NOT NULL,
+        time REAL NOT NULL,
+        tool TEXT NOT NULL,
+        record TEXT NOT NULL                        -- AuditRecord as JSON
+    );
+    CREATE INDEX audit_by_session ON audit (session_id, id);
+    ALTER TABLE sessions ADD COLUMN budget TEXT NOT NULL DEFAULT '{}';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

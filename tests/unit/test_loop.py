@@ -203,7 +203,7 @@ async def test_ENG16_user_agent_from_file_runs_with_its_instructions(make_worksp
     (agents / "terse.md").write_text("---\nname: terse\ndescription: short answers\ntools: read_file\n---\nAnswer in one word.\n")
     ws, model = make_workspace([{"text": "Yes."}])
     await ws.run("hi", agent="terse")
-    assert model.requests[0].system == "Answer in one word.\n\n" + VISION_NOTE + "\n"  # ENG-03: it can see images
+    assert model.requests[0].system == "Answer in one word.\n\n" + VISION_NOTE  # ENG-03: it can see images
     # ENG-04: exactly the tools it names, plus the root's workflow tools
     assert [t.name for t in model.requests[0].tools] == ["read_file", "todo", "enter_plan_mode", "exit_plan_mode"]
 

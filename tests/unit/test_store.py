@@ -538,3 +538,35 @@ def test_the_plain_front_end_says_why_once_and_not_saved_on_every_usage_line(cap
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"⚠ {reason}" and len(lines) == 3
     assert all(line.endswith("⚠ session not saved (%blitz_session show says why)") for line in lines[1:])
+
+
+async def test_WS07_GR05_audit_and_a_budget_trip_survive_a_restart(tmp_path):
+    from blitz_kernel.core.usage import Price
+    from blitz_kernel.engine.workspace import Workspace
+    from blitz_kernel.models.scripted import ScriptedModel
+
+    from .conftest import call, tool_step
+
+    def reopen(steps):
+        model = ScriptedModel(steps, price=Price(input=0.0, output=1_000_000.0))
+        overrides = {"limits.max_cost_usd_session": 1.0}
+        return Workspace.open(tmp_path, model=model, overrides=overrides, environ={}, home=tmp_path / "home")
+
+    spend = {"usage": {"prompt_tokens": 1, "completion_tokens": 2}}
+    ws = reopen([{**tool_step(call("list_files")), **spend}, {"text": "never"}])
+    result = await ws.run("go", session="s")
+    assert result.stop_reason == "max_cost" and ws.session("s").budget_tripped
+    ws.sessions.close()
+
+    again = reopen([{"text": "after the top-up"}])
+    state = again.session("s")
+    assert state.budget_tripped
+    # the ceiling tripped before the call ran: audited as cancelled all the same
+    assert [(r.tool, r.decision, r.status) for r in again.audit("s")] == [("list_files", "cancelled", "cancelled")]
+    refused = await again.run("more", session="s")
+    assert refused.stop_reason == "max_cost" and "--add-budget" in (refused.error or "")
+    again.add_budget("s", 5.0)
+    again.sessions.close()
+    third = reopen([{"text": "after the top-up"}])
+    assert not third.session("s").budget_tripped and third.session("s").budget_added_usd == 5.0
+    assert (await third.run("more", session="s")).text == "after the top-up"

@@ -32,6 +32,8 @@ from .markdown import escape_html
 UPDATE_INTERVAL_S = 0.1
 ARGS_CHARS = 100
 RESULT_CHARS = 120
+_STORE_PROBLEMS_SHOWN: set[str] = set()
+"""Why sessions are not being saved, said once per kernel; each usage line then says it short."""
 
 
 class PlainRenderer:
@@ -73,11 +75,15 @@ class PlainRenderer:
             print(f"⚠ {event.message}", flush=True)
         elif isinstance(event, TurnDone):
             self._end_text()
+            if event.not_saved and event.not_saved not in _STORE_PROBLEMS_SHOWN:  # WS-02: the reason once
+                _STORE_PROBLEMS_SHOWN.add(event.not_saved)
+                print(f"⚠ {event.not_saved}", flush=True)
             print(self.usage_line(event), flush=True)
 
     def usage_line(self, done: TurnDone) -> str:
         elapsed = time.monotonic() - self._started
-        return f"— {self._model} · {done.usage.describe()} · {elapsed:.1f} s · {done.stop_reason}"
+        unsaved = " · ⚠ session not saved (%blitz_session show says why)" if done.not_saved else ""
+        return f"— {self._model} · {done.usage.describe()} · {elapsed:.1f} s · {done.stop_reason}{unsaved}"
 
     def _show_plan(self, event: PlanEvent) -> None:
         """ENG-32 in plain mode: the plan as Markdown (it is the turn's answer, so the record

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.text import shorten
 from .io import Budget
 from .registry import ToolError
 
@@ -57,6 +58,11 @@ _OPEN_RETRIES = 3
 # -- checking a path -------------------------------------------------------------------------
 
 
+NAME_MAX = 255
+"""Bytes in one file or folder name (Linux, macOS)."""
+PATH_MAX = 4096
+
+
 def resolve_in_workspace(workspace: Path, path: str) -> Path:
     """Resolve `path` (relative to the workspace, or absolute) to a real path inside it.
 
@@ -67,6 +73,10 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
     root = workspace.resolve()
     if "\0" in path:
         raise ToolError(f"path {path!r} contains a NUL character")
+    too_long = [part for part in Path(path).parts if len(os.fsencode(part)) > NAME_MAX]
+    if too_long or len(os.fsencode(path)) > PATH_MAX:
+        # the OS would refuse it anyway, but with an error our stat calls do not all expect
+        raise ToolError(f"path {shorten(path, 60)!r} is too long for this file system")
     given = Path(path).expanduser()
     candidate = given if given.is_absolute() else root / given
     try:

@@ -409,13 +409,16 @@ async def test_view_image_refuses_a_fifo_named_like_an_image(ws: Path) -> None:
 
 
 async def test_an_unreadable_file_is_a_one_line_error(ws: Path) -> None:
-    locked = ws / "locked.txt"
-    locked.write_text("x\n")
-    locked.chmod(0)
-    try:
-        if os.access(locked, os.R_OK):
-            pytest.skip("running as root: permissions are not enforced")
-        with pytest.raises(ToolError, match="^cannot open locked.txt: Permission denied$"):
-            await call(ws, "read_file", path="locked.txt")
-    finally:
-        locked.chmod(0o644)
+    """Root reads a mode-0 file, so the open error is made the way it happens to anyone: a
+    name the file system refuses. It must come back as one clear line, never a traceback."""
+    name = "n" * 300
+    for tool in ("read_file", "write_file", "edit_file"):
+        arguments = {"path": name, "content": "x", "old": "a", "new": "b"}
+        with pytest.raises(ToolError, match="^path 'n{59}…' is too long for this file system$"):
+            await call(ws, tool, **{k: v for k, v in arguments.items() if k in _fields(tool)})
+
+def _fields(tool_name: str) -> set[str]:
+    from blitz_kernel.tools import builtin_tools
+
+    [tool] = [t for t in builtin_tools() if t.name == tool_name]
+    return set(tool.args_model.model_fields)

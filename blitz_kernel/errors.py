@@ -33,6 +33,16 @@ class UnknownAgentError(BlitzError):
         super().__init__(f"unknown agent {name!r} (known: {', '.join(sorted(known))})")
 
 
+class SubagentDepthError(BlitzError):
+    """invoke_agent past the nesting cap (ENG-70); worded for the model, which reads it."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(
+            f"sub-agents nest at most {cap} deep and this call would go deeper; "
+            "do this part yourself with your own tools"
+        )
+
+
 class SteerTooLateError(BlitzError):
     """`steer` was called while the session had no running turn (ENG-42)."""
 
@@ -100,6 +110,37 @@ class ModelTimeoutError(ModelError):
     retryable = True
 
 
+class ModelStallError(ModelError):
+    """The provider went quiet (GR-03): no first byte, or no next chunk, within its stall
+    budget. Retried like a timeout while nothing was shown, then left to the fallback chain.
+
+    `budget` is the configuration key whose limit ran out (`stall.first_byte_s` or
+    `stall.between_chunks_s`), so the message tells the user what to raise.
+    """
+
+    retryable = True
+
+    def __init__(self, model: str, cause: str, *, budget: str | None = None) -> None:
+        self.budget = budget
+        super().__init__(model, cause)
+
+
+class CircuitOpenError(ModelError):
+    """The model's circuit breaker is open after repeated failures (GR-02): it is not called
+    until its cool-down ends, so a dead provider costs no time while a fallback answers."""
+
+
+class FallbackExhaustedError(ModelError):
+    """No model of the fallback chain answered (GR-01). Named after the primary model; the
+    cause lists each model of the chain with its own one-line cause, in the order they were
+    tried, and `errors` keeps the typed errors."""
+
+    def __init__(self, model: str, failures: list[tuple[str, ModelError]]) -> None:
+        self.errors = [error for _, error in failures]
+        causes = "; ".join(f"{name}: {error.cause}" for name, error in failures)
+        super().__init__(model, f"no model of the fallback chain answered ({causes})")
+
+
 # -- limits: each ends a turn with its own stop reason (ENG-14) ---------------------------
 
 
@@ -122,12 +163,33 @@ class MaxCostError(TurnLimitError):
     def __init__(self, spent: float, ceiling: float) -> None:
         super().__init__(f"maximum cost reached (${spent:.4f} spent, ceiling ${ceiling:.4f})")
 
+    @classmethod
+    def before_call(cls, estimate: float, left: float, which: str) -> MaxCostError:
+        """GR-06: the next call was not made because its prompt alone would pass the ceiling."""
+        error = cls.__new__(cls)
+        TurnLimitError.__init__(
+            error,
+            f"maximum cost reached: the next call would cost about ${estimate:.4f}, "
+            f"more than the ${max(left, 0):.4f} left of the {which} budget",
+        )
+        return error
 
-class TurnTimeoutError(TurnLimitError):
-    stop_reason = "timeout"
 
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"turn timed out after {seconds:g} s")
+class WatchdogError(TurnLimitError):
+    """The agent repeated the same tool call with the same arguments too often (GR-04)."""
+
+    stop_reason = "watchdog"
+
+    def __init__(self, tool: str, times: int) -> None:
+        super().__init__(
+            f"stopped by the watchdog: {tool} was called {times} times in a row with the same arguments"
+        )
+
+
+class SessionBudgetError(TurnLimitError):
+    """The session's budget is spent (GR-05): no model call until the user adds budget."""
+
+    stop_reason = "max_cost"
 
 
 class ApprovalOverflowError(TurnLimitError):

@@ -13,35 +13,37 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 import time
 from typing import cast
 
+from ..core.attachments import Attachment, prompt_with_attachments
 from ..core.history import (
     AssistantMessage,
     Message,
     ToolCall,
     ToolResultMessage,
     check_history,
-    user_prompt,
 )
 from ..core.terms import PlanStatus, StopReason
 from ..core.usage import TokenUsage, UsageTotals
 from ..errors import (
     BlitzError,
     ContextWindowError,
-    MaxCostError,
     MaxTurnsError,
     ModelError,
     NothingToCompactError,
     TurnLimitError,
 )
-from ..models.base import ModelRequest, ModelResponse, TextDelta
+from ..models.base import ModelRequest, ModelResponse, ModelSwitch, TextDelta, supports_vision
 from .batch import ToolBatch
+from .budget import Budget
 from .compaction import Compactor, automatic_window, estimate_tokens
 from .events import (
     CompactionEvent,
     ErrorEvent,
     Event,
+    ModelSwitchEvent,
     PlanEvent,
     SteerEvent,
     TextEvent,
@@ -53,6 +55,7 @@ from .modes import MODE_INSTRUCTIONS, TurnMode, plan_feedback
 from .steering import TurnControl
 from .tracing import mark_error
 from .turn import TURN_SPAN, TurnResult, TurnSetup
+from .watchdog import RepeatWatch
 
 
 class _GracefulStop(Exception):
@@ -66,9 +69,11 @@ class EventHandlerError(BlitzError):
 class TurnRunner:
     """Runs one turn of `setup.session`; use once."""
 
-    def __init__(self, setup: TurnSetup, control: TurnControl) -> None:
+    def __init__(self, setup: TurnSetup, control: TurnControl, *, parent: TurnRunner | None = None) -> None:
         self.setup = setup
         self.control = control
+        self.parent = parent
+        """The caller's turn when this is a sub-agent's (ENG-70): its spend is the caller's."""
         self.pending: AssistantMessage | None = None
         """The response whose tool calls are running; committed with all its results."""
         self.batch: ToolBatch | None = None
@@ -78,6 +83,9 @@ class TurnRunner:
         self.model_calls = 0
         self._warned_unpriced = False
         self._specs = [tool.spec() for tool in setup.tools.values()]
+        self.watch = RepeatWatch(setup.limits.repeat_warn, setup.limits.repeat_stop)
+        self.budget = Budget(setup.session, setup.limits.max_cost_usd, setup.limits.max_cost_usd_session, control)
+        self._schema_tokens = len(json.dumps([spec.model_dump() for spec in self._specs])) // 4
         self.mode = setup.mode
         """The turn's mode; `enter_plan_mode` switches it from the next call (ENG-34)."""
         self.system = setup.system
@@ -87,20 +95,21 @@ class TurnRunner:
         """Set when the turn must end after the current batch, with this text as its answer."""
         setup.tool_context.turn = self
 
-    async def run(self, prompt: str) -> TurnResult:
+    async def run(self, prompt: str, attachments: list[Attachment] | None = None) -> TurnResult:
         """The turn, inside its span (ENG-90): the root of its own trace, linked to the
         session's previous turn (ENG-91)."""
         setup = self.setup
         telemetry = setup.telemetry
         attributes = {
             "blitz.agent": setup.agent, "blitz.model": setup.model.name, "blitz.session": setup.session.name,
-            "blitz.turn_index": setup.session.turns, "blitz.prompt_length": len(prompt), "blitz.attachments": 0,
-            "blitz.max_turns": setup.limits.max_turns, "blitz.plan": setup.mode is TurnMode.PLAN,
+            "blitz.turn_index": setup.session.turns, "blitz.prompt_length": len(prompt), "blitz.attachments": len(attachments or []),
+            "blitz.max_turns": setup.limits.max_turns, "blitz.max_cost_usd": setup.limits.max_cost_usd,
+            "blitz.timeout_s": setup.limits.timeout_s, "blitz.plan": setup.mode is TurnMode.PLAN,
             "blitz.mode": setup.mode.value, "blitz.prompt": telemetry.content(prompt),
         }
         previous = None if setup.span_name != TURN_SPAN else setup.session.last_turn_span
         with telemetry.root_span(setup.span_name, attributes, previous) as span:
-            result = await self._run(prompt)
+            result = await self._run(prompt, attachments or [])
             span.set_attributes({
                 "blitz.model_calls": self.model_calls, "blitz.input_tokens": result.usage.input_tokens,
                 "blitz.output_tokens": result.usage.output_tokens, "blitz.cost_usd": result.usage.cost_usd,
@@ -112,10 +121,16 @@ class TurnRunner:
                 setup.session.last_turn_span = span.get_span_context()
         return result
 
-    async def _run(self, prompt: str) -> TurnResult:
+    async def _run(self, prompt: str, attachments: list[Attachment]) -> TurnResult:
         setup = self.setup
         turn_index = setup.session.turns
-        self._commit(user_prompt(prompt))
+        refused = self.budget.refusal_before_start()
+        if refused is not None:  # GR-05: before any model call, and nothing is recorded
+            return await self._refused_result(refused, turn_index, "max_cost")
+        blocked = await self._prompt_hooks(prompt, turn_index)
+        if blocked is not None:  # WS-04: nothing is recorded
+            return await self._refused_result(blocked, turn_index, "blocked")
+        self._commit(prompt_with_attachments(prompt, attachments, vision=supports_vision(setup.model)))
         text, error = "", None
         stop: StopReason = "end_turn"
         deadline = asyncio.timeout(setup.limits.timeout_s)
@@ -128,14 +143,20 @@ class TurnRunner:
                 TurnStarted(
                     session=setup.session.name, turn_index=turn_index, prompt=prompt,
                     agent=setup.agent, model=setup.model.name,
+                    attachments=[a.summary() for a in attachments],
                 )
             )
+            for notice in setup.notices:
+                await self._emit(ErrorEvent(kind="notice", message=notice))
             async with deadline:
                 text = await self._steps()
         except TimeoutError as exc:
             stop, error = self._timeout_reason(deadline, exc)
         except asyncio.CancelledError:
             stop = "cancelled"
+            if self.parent is not None:  # a sub-agent: the caller's call is cancelled with it
+                await self._finish(text, stop, error, turn_index)
+                raise
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 task.uncancel()  # the turn is over and reported; the caller's cell goes on
@@ -149,6 +170,22 @@ class TurnRunner:
             stop, error = "error", f"internal error: {type(exc).__name__}: {exc}"
         return await self._finish(text, stop, error, turn_index)
 
+    async def _prompt_hooks(self, prompt: str, turn_index: int) -> str | None:
+        hooks = self.setup.hooks
+        if not hooks or self.setup.depth > 0:
+            return None
+        reason = await hooks.prompt_submit({"session": self.setup.session.name, "turn": turn_index, "prompt": prompt})
+        return None if reason is None else f"blocked by prompt_submit hook: {reason}"
+
+    async def _refused_result(self, reason: str, turn_index: int, stop: StopReason) -> TurnResult:
+        """A turn refused before it started: the front end shows why; nothing is recorded."""
+        await self._emit(ErrorEvent(kind=stop, message=reason))
+        await self._emit(TurnDone(stop_reason=stop, usage=self.usage, error=reason))
+        return TurnResult(
+            text="", stop_reason=stop, error=reason, usage=self.usage, events=self.events,
+            session=self.setup.session.name, turn_index=turn_index,
+        )
+
     def _timeout_reason(self, deadline: asyncio.Timeout, exc: TimeoutError) -> tuple[StopReason, str]:
         if deadline.expired():
             return "timeout", f"turn timed out after {self.setup.limits.timeout_s:g} s"
@@ -157,12 +194,14 @@ class TurnRunner:
     async def _finish(self, text: str, stop: StopReason, error: str | None, turn_index: int) -> TurnResult:
         session = self.setup.session
         self._close_pending()
-        session.turns += 1
+        session.end_turn(turn_index, stop, error)
         pending = self.control.take_leftovers()
         leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
         if error is not None:
             self.events.append(ErrorEvent(kind=stop, message=error))
-        done = TurnDone(stop_reason=stop, usage=self.usage, error=error, leftovers=leftovers)
+        done = TurnDone(
+            stop_reason=stop, usage=self.usage, error=error, leftovers=leftovers, not_saved=session.not_saved
+        )
         self.events.append(done)
         handler = self.setup.on_event
         if handler is not None:
@@ -189,6 +228,9 @@ class TurnRunner:
                 raise MaxTurnsError(limits.max_turns)
             self.model_calls += 1
             await self._compact_if_needed()
+            self.budget.check_before_call(
+                self.usage.cost_usd, self._prompt_estimate(), self.setup.prices.lookup(self.setup.model.name)
+            )
             response = await self._model_step_with_context_retry()
             if not response.tool_calls:
                 self._commit(response.to_message())
@@ -196,7 +238,7 @@ class TurnRunner:
                 return response.text
             response.tool_calls = unique_call_ids(response.tool_calls)
             self.pending = response.to_message()
-            self.batch = ToolBatch(self.setup, self.control, self._emit, response.tool_calls)
+            self.batch = ToolBatch(self.setup, self.control, self._emit, response.tool_calls, self.watch)
             await self._record_usage(response.model, response.usage)
             if self.control.stop_requested:
                 raise _GracefulStop
@@ -204,7 +246,9 @@ class TurnRunner:
             if self._end_with is None:  # else the model takes no further step: they stay leftovers
                 await self._attach_steering(results)
             self._commit(self.pending, *results)
-            self.pending, self.batch = None, None
+            tripped, self.pending, self.batch = self.batch.tripped, None, None
+            if tripped is not None:
+                raise tripped
             if self._end_with is not None:
                 return self._end_with
 
@@ -219,20 +263,24 @@ class TurnRunner:
         return await self._model_step()
 
     async def _compact_if_needed(self) -> None:
-        """ENG-60: before a step whose prompt would pass the threshold."""
+        """ENG-60: before a step whose prompt (tool schemas included) would pass the threshold."""
         setup = self.setup
-        threshold = setup.token_threshold
-        if not setup.compaction or threshold is None:
+        if not setup.compaction:
             return
-        if estimate_tokens(setup.system, setup.session.history) > threshold:
+        if self._prompt_estimate() > setup.context.threshold:
             await self._compact(required=False)
+
+    def _prompt_estimate(self) -> int:
+        """Tokens the next request will carry: system prompt, history and the tool schemas
+        (about 2.5K tokens for the built-in tools, sent with every step)."""
+        return estimate_tokens(self.system, self.setup.session.history) + self._schema_tokens
 
     async def _compact(self, *, required: bool) -> bool:
         """Summarise all but the retained tail; False when there was nothing to compact."""
         setup = self.setup
         history = setup.session.history
         try:
-            budget = setup.token_threshold // 2 if setup.token_threshold else None  # room for the summary
+            budget = setup.context.threshold // 2  # room for the summary
             split = automatic_window(history, setup.retain_events, budget)
         except NothingToCompactError:
             if required:
@@ -264,6 +312,8 @@ class TurnRunner:
             async for item in setup.model.stream(request):
                 if isinstance(item, TextDelta):
                     await self._emit(TextEvent(text=item.text, delta=True, thought=item.thought))
+                elif isinstance(item, ModelSwitch):  # GR-01: every switch is visible
+                    await self._emit(ModelSwitchEvent(failed=item.failed, reason=item.reason, answered_by=item.next))
                 else:
                     response = item
             if response is None:
@@ -283,10 +333,9 @@ class TurnRunner:
         self.usage.add(usage, cost)
         self.setup.session.ledger.record(model, usage, cost)
         await self._emit(UsageEvent(model=model, usage=usage, cost_usd=cost))
-        ceiling = self.setup.limits.max_cost_usd
-        if ceiling is None:
-            return
-        if cost is None and not self._warned_unpriced:
+        if self.parent is not None:
+            self.parent.charge(model, usage, cost)
+        if cost is None and self.budget.turn_ceiling is not None and not self._warned_unpriced:
             self._warned_unpriced = True
             await self._emit(
                 ErrorEvent(
@@ -295,8 +344,16 @@ class TurnRunner:
                     f"set prices.\"{model}\" in the configuration",
                 )
             )
-        if self.usage.cost_usd > ceiling:
-            raise MaxCostError(self.usage.cost_usd, ceiling)
+        self.budget.check_after_usage(self.usage.cost_usd)
+
+    def charge(self, model: str, usage: TokenUsage, cost: float | None) -> None:
+        """A sub-agent's call, counted as this turn's (ENG-70): usage, session ledger and the
+        ceilings (a spent ceiling ends the sub-agent; this turn stops before its next call)."""
+        self.usage.add(usage, cost)
+        self.setup.session.ledger.record(model, usage, cost)
+        if self.parent is not None:
+            self.parent.charge(model, usage, cost)
+        self.budget.check_after_usage(self.usage.cost_usd)
 
     async def _attach_steering(self, ordered: list[ToolResultMessage]) -> None:
         """ENG-40: queued steer messages ride on the batch's last result."""
@@ -312,13 +369,13 @@ class TurnRunner:
         its results. Units keep the history valid at every moment (an aside may copy it)."""
         if isinstance(messages[0], AssistantMessage):
             check_history(list(messages))
-        self.setup.session.history.extend(messages)
+        self.setup.session.commit(messages, self.setup.session.turns)
 
     def _close_pending(self) -> None:
         """The turn ended while a response's calls were open: commit it with a result for
         every call, a cancelled one where none came."""
         if self.pending is not None and self.batch is not None:
-            self._commit(self.pending, *self.batch.in_call_order())
+            self._commit(self.pending, *self.batch.close())
             self.pending, self.batch = None, None
 
     # -- what workflow tools may do (TurnAccess) --------------------------------------------
@@ -327,6 +384,16 @@ class TurnRunner:
         if self.mode is not TurnMode.PLAN:
             self.mode = TurnMode.PLAN
             self.system = self.setup.system + MODE_INSTRUCTIONS[TurnMode.PLAN]
+
+    def list_agents(self) -> list[tuple[str, str]]:
+        subagents = self.setup.subagents
+        return subagents.available(self.setup.agent) if subagents is not None else []
+
+    async def invoke_agent(self, agent: str, prompt: str, call_id: str) -> str:
+        subagents = self.setup.subagents
+        if subagents is None:
+            raise BlitzError("sub-agents are not available in this turn")
+        return await subagents.run(self, agent, prompt, call_id)
 
     def set_todos(self, items: list[dict[str, str]]) -> None:
         self.setup.session.todos = items
@@ -349,6 +416,10 @@ class TurnRunner:
         return plan_feedback(status, reason)
 
     # -- events -------------------------------------------------------------------------------
+
+    async def emit(self, event: Event) -> None:
+        """Send `event` to the front end (a sub-agent's events come through here, wrapped)."""
+        await self._emit(event)
 
     async def _emit(self, event: Event) -> None:
         self.events.append(event)

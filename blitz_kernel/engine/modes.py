@@ -95,5 +95,11 @@ def plan_feedback(status: PlanStatus, reason: str | None = None) -> str:
     return f"The user rejected the plan{because}. Revise it (still in plan mode) and call exit_plan_mode again."
 
 
+SUBAGENT_READ_ONLY = """
+
+## Read-only
+The turn that called you is in a read-only mode: use read-only tools only and change nothing.
+"""
+
 MODE_INSTRUCTIONS = {TurnMode.PLAN: PLAN_INSTRUCTIONS, TurnMode.BTW: ASIDE_INSTRUCTIONS}
 """What the system prompt gains in each mode."""

@@ -12,15 +12,18 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from ..core.terms import PlanStatus, Policy, StopReason
+from ..core.redact import Redactor
+from ..core.terms import PlanStatus, Policy, StopReason, ToolPolicy
 from ..core.usage import PriceBook, UsageTotals
 from ..models.base import Model
 from ..tools.registry import Tool, ToolContext
 from .approval import ApprovalGate
 from .events import Event
+from .hooks import HookRunner
 from .modes import PlanReviewer, TurnMode
 from .options import EventHandler
 from .session import Session
+from .subagents import Subagents
 from .tracing import Telemetry
 
 TURN_SPAN = "blitz.turn"
@@ -48,11 +51,37 @@ class TurnResult(BaseModel):
     """"approved": the front end starts the carry-out turn (`go_ahead_prompt`)."""
 
 
+DEFAULT_CONTEXT_WINDOW = 128_000
+"""The window assumed for a model nobody describes (local OpenAI-compatible servers): large
+enough for today's models, small enough that compaction still happens before most fail."""
+THRESHOLD_SHARE = 0.8
+"""Auto-compaction starts at this share of the window (ENG-60)."""
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """How many tokens the turn's model can read, and where that number came from."""
+
+    tokens: int
+    source: str
+    """"models.<key>", "litellm" or "default": shown so a wrong guess can be corrected."""
+    threshold: int
+    """Compact before a step whose prompt would pass this (ENG-60)."""
+
+    def fill(self, used: int) -> str:
+        """'ctx 42 % of 128K': how full the window is after a prompt of `used` tokens."""
+        size = f"{self.tokens / 1000:g}K" if self.tokens >= 1000 else str(self.tokens)
+        return f"ctx {round(100 * used / self.tokens)} % of {size}"
+
+
 @dataclass(frozen=True)
 class TurnLimits:
     max_turns: int = 50
     max_cost_usd: float | None = None
     timeout_s: float | None = None
+    max_cost_usd_session: float | None = None
+    repeat_warn: int = 3
+    repeat_stop: int = 5
 
 
 @dataclass(frozen=True)
@@ -72,15 +101,16 @@ class TurnSetup:
     limits: TurnLimits = field(default_factory=TurnLimits)
     allowed_tools: tuple[str, ...] | None = None
     """ENG-17: when set, every other tool is refused."""
-    policies: dict[str, Policy] = field(default_factory=dict)
+    policies: dict[str, ToolPolicy] = field(default_factory=dict)
     approve_override: Policy | None = None
     max_parallel: int = 8
     mode: TurnMode = TurnMode.NORMAL
     """The mode the turn starts in (ENG-30)."""
     compaction: bool = True
     """Automatic compaction allowed (asides never compact, ENG-51)."""
-    token_threshold: int | None = None
-    """Compact before a step whose prompt would pass this (ENG-60); None: never."""
+    context: ContextWindow = field(
+        default_factory=lambda: ContextWindow(DEFAULT_CONTEXT_WINDOW, "default", int(DEFAULT_CONTEXT_WINDOW * THRESHOLD_SHARE))
+    )
     retain_events: int = 20
     plan_reviewer: PlanReviewer | None = None
     """Who reviews a proposed plan; None means nobody can (the plan is the answer)."""
@@ -89,3 +119,13 @@ class TurnSetup:
     temperature: float | None = None
     max_tokens: int | None = None
     on_event: EventHandler | None = None
+    notices: tuple[str, ...] = ()
+    """Shown once at the turn's start (an untrusted workspace's held-back settings)."""
+    hooks: HookRunner | None = None
+    """prompt_submit / pre_tool / post_tool hooks (WS-04)."""
+    redactor: Redactor = field(default_factory=lambda: Redactor(()))
+    """Secrets replaced in every tool result before anyone reads it (WS-08)."""
+    depth: int = 0
+    """0 for a turn the user started; 1.. for sub-agents (ENG-70)."""
+    subagents: Subagents | None = None
+    """Starts sub-agents for `invoke_agent`; None where there are none to start."""

@@ -9,29 +9,47 @@ TurnSetup and hands it to the TurnRunner.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import OVERRIDE_SOURCE, BlitzConfig, load_config
+from ..config import OVERRIDE_SOURCE, BlitzConfig, check_policy_names, load_config, workspace_trust
+from ..core.attachments import Attachment
+from ..core.redact import Redactor
 from ..core.usage import PriceBook, UsageLedger
 from ..errors import BlitzError, ConfigError, SessionBusyError, SteerTooLateError, UnknownAgentError
-from ..models.base import Model
+from ..models.base import Model, supports_vision
 from ..models.factory import build_model
 from ..models.placeholder import PlaceholderModel
 from ..tools import builtin_tools
 from ..tools.registry import KernelContext, Tool, ToolContext, ToolKind, ToolRegistry
+from ..tools.session_search import SEARCHER
+from ..trust import TrustState, TrustStore
 from .agents import AgentDefinition, AgentRegistry
 from .approval import ApprovalGate, Approver, HeadlessApprover, PendingApprovals, Policy
+from .audit import AuditRecord
 from .compaction import CompactionResult, Compactor, manual_window
+from .hooks import HookRunner
+from .instructions import MemoryFile, memory_files, root_instructions
 from .loop import TurnRunner
-from .modes import MODE_INSTRUCTIONS, PlanReviewer, TurnMode
-from .options import EventHandler, FrontEnd, RunOptions
+from .modes import MODE_INSTRUCTIONS, SUBAGENT_READ_ONLY, PlanReviewer, TurnMode
+from .options import MAX_COST_USD, EventHandler, FrontEnd, RunOptions, check_number
 from .session import Session
 from .sessions import SessionBook
 from .steering import TurnControl
+from .subagents import Subagents
 from .tracing import Telemetry
-from .turn import ASIDE_SPAN, TURN_SPAN, TurnLimits, TurnResult, TurnSetup
+from .turn import (
+    ASIDE_SPAN,
+    DEFAULT_CONTEXT_WINDOW,
+    THRESHOLD_SHARE,
+    TURN_SPAN,
+    ContextWindow,
+    TurnLimits,
+    TurnResult,
+    TurnSetup,
+)
 
 
 class Workspace:
@@ -46,20 +64,27 @@ class Workspace:
         kernel: KernelContext | None = None,
         environ: Mapping[str, str] | None = None,
         home: Path | None = None,
+        durable: bool = True,
     ) -> None:
         self.root = root.resolve()
         self.kernel = kernel
         self._environ = environ
         self._home = home
         self._overrides: dict[str, Any] = dict(overrides or {})
+        self.tools = ToolRegistry(builtin_tools())
+        self.trust = workspace_trust(self.root, self._environ, self._home)
+        self._trust_notice_due = self.trust.holding_back
         self.config: BlitzConfig = self._load(self._overrides)
         self.agents = AgentRegistry.load(self.root)
-        self.tools = ToolRegistry(builtin_tools())
         self._explicit_model = model
         self.model: Model = model or self._build(self.config.model)
         self.telemetry = self._telemetry(self.config)
-        self._thresholds: dict[tuple[str, int | None], int | None] = {}
-        self.sessions = SessionBook()
+        self.hooks = HookRunner(self.config.hooks, self.root, self.telemetry)
+        self.redactor = self._redactor(self.config)
+        self._contexts: dict[tuple[str, int | None, int | None], ContextWindow] = {}
+        # WS-02: sessions live in <root>/.blitz/blitz.db; `durable=False` keeps them in memory.
+        self.sessions = SessionBook.for_workspace(self.root) if durable else SessionBook()
+        self.subagents = Subagents(self._setup, self._agent_summaries)
         self.waiting_approvals = PendingApprovals()
         """Permission requests waiting now, over every turn and aside (ENG-26)."""
 
@@ -73,6 +98,7 @@ class Workspace:
         kernel: KernelContext | None = None,
         environ: Mapping[str, str] | None = None,
         home: Path | None = None,
+        durable: bool = True,
     ) -> Workspace:
         """Open `path` as a workspace; `model` is a litellm name, `scripted:PATH` or a Model."""
         merged = dict(overrides or {})
@@ -80,24 +106,55 @@ class Workspace:
             merged["model"] = model
         return cls(
             Path(path), overrides=merged, model=model if not isinstance(model, str) and model else None,
-            kernel=kernel, environ=environ, home=home,
+            kernel=kernel, environ=environ, home=home, durable=durable,
         )
 
     # -- configuration ------------------------------------------------------------------------
 
     def _load(self, overrides: Mapping[str, Any]) -> BlitzConfig:
-        return load_config(self.root, overrides=overrides, environ=self._environ, home=self._home)
+        config = load_config(self.root, overrides=overrides, environ=self._environ, home=self._home)
+        check_policy_names(config, self.tools.names(), overrides)
+        return config
 
-    @staticmethod
-    def _telemetry(config: BlitzConfig) -> Telemetry:
+    # -- trust (WS-06) ----------------------------------------------------------------------
+
+    def trust_workspace(self) -> TrustState:
+        """Trust what this workspace's own config asks for now (`%blitz_trust`); it applies
+        from the next turn. Returns what was trusted."""
+        state = workspace_trust(self.root, self._environ, self._home)
+        TrustStore(self._home).trust(self.root, state.held)
+        self._reload_trust()
+        return state
+
+    def revoke_trust(self) -> bool:
+        """`%blitz_trust --revoke`: hold the workspace's settings back again."""
+        removed = TrustStore(self._home).revoke(self.root)
+        self._reload_trust()
+        return removed
+
+    def _reload_trust(self) -> None:
+        self.trust = workspace_trust(self.root, self._environ, self._home)
+        self.configure()  # re-read the files with the new trust
+
+    def _telemetry(self, config: BlitzConfig) -> Telemetry:
         settings = config.telemetry
-        return Telemetry(enabled=settings.enabled, exporter=settings.exporter, include_content=settings.include_content)
+        return Telemetry(
+            enabled=settings.enabled, exporter=settings.exporter, include_content=settings.include_content,
+            redact=self._redactor(config).redact,
+        )
+
+    def _redactor(self, config: BlitzConfig) -> Redactor:
+        """WS-08: the secrets of this kernel's environment and the configured key variable."""
+        environ = os.environ if self._environ is None else self._environ
+        return Redactor.from_environment(environ, [config.api_key_env])
 
     def _build(self, name: str | None, config: BlitzConfig | None = None) -> Model:
         config = config or self.config
         return build_model(
             name, workspace=self.root, api_base=config.api_base, api_key_env=config.api_key_env,
-            retries=config.model_retries,
+            retries=config.model_retries, stall_first_byte_s=config.stall.first_byte_s,
+            stall_between_chunks_s=config.stall.between_chunks_s, fallback_models=config.fallback_models,
+            breaker_failures=config.breaker.failures, breaker_cooldown_s=config.breaker.cooldown_s,
         )
 
     def configure(self, **dotted: Any) -> BlitzConfig:
@@ -106,7 +163,7 @@ class Workspace:
         be built (a scripted file that is not there, an unset `api_key_env` variable)."""
         candidate = {**self._overrides, **dotted}
         config = self._load(candidate)
-        model_settings = ("model", "api_base", "api_key_env", "model_retries")
+        model_settings = ("model", "api_base", "api_key_env", "model_retries", "stall", "fallback_models", "breaker")
         changed = [key for key in model_settings if getattr(self.config, key) != getattr(config, key)]
         rebuild = "model" in dotted or (bool(changed) and self._explicit_model is None)
         # only when it matters: a rebuilt scripted model restarts its script (ENG-06)
@@ -116,8 +173,11 @@ class Workspace:
         if rebuild and config.model and isinstance(model, PlaceholderModel) and must_build:
             key = "model" if "model" in dotted else changed[0]
             raise ConfigError(key, OVERRIDE_SOURCE, model.reason)
+        self.trust = workspace_trust(self.root, self._environ, self._home)
         telemetry = self._telemetry(config) if config.telemetry != self.config.telemetry else self.telemetry
         self._overrides, self.config, self.telemetry = candidate, config, telemetry
+        self.hooks = HookRunner(config.hooks, self.root, telemetry)
+        self.redactor = self._redactor(config)
         if rebuild:
             self._explicit_model, self.model = None, model
         return config
@@ -146,6 +206,20 @@ class Workspace:
             raise SteerTooLateError(f"session {session!r} has no running turn; send it as a prompt")
         control.steer(text)
 
+    def add_budget(self, session: str, usd: float) -> float:
+        """GR-05: add `usd` to the session's budget (lifting a trip); returns what is left."""
+        check_number("--add-budget", usd, upper=MAX_COST_USD)
+        limit = self.config.limits.max_cost_usd_session
+        if limit is None:
+            raise BlitzError("no session budget is set (limits.max_cost_usd_session); nothing to add to")
+        state = self.session(session)
+        state.add_budget(usd)
+        return limit + state.budget_added_usd - state.ledger.total.cost_usd
+
+    def audit(self, session: str = "default") -> list[AuditRecord]:
+        """WS-07: every tool call of the session, with its decision and who made it."""
+        return list(self.session(session).audit)
+
     def stop(self, session: str) -> bool:
         """Ask the running turn to stop after its current step; False when none runs."""
         control = self.session(session).running
@@ -173,6 +247,7 @@ class Workspace:
         kernel: KernelContext | None = None,
         plan: bool = False,
         plan_reviewer: PlanReviewer | None = None,
+        attachments: list[Attachment] | None = None,
     ) -> TurnResult:
         """Run one turn (ENG-10) in `session`; per-run options override the configuration for
         this turn only (ENG-16). `plan=True` is a plan-only turn (ENG-30..32). The keyword
@@ -183,19 +258,28 @@ class Workspace:
             tools=tuple(tools) if tools is not None else None, approve=approve,
         )
         front_end = FrontEnd(approver=approver, plan_reviewer=plan_reviewer, on_event=on_event, kernel=kernel)
-        return await self.run_turn(prompt, session, options, front_end)
+        return await self.run_turn(prompt, session, options, front_end, attachments=attachments)
 
     async def run_turn(
-        self, prompt: str, session: str, options: RunOptions, front_end: FrontEnd | None = None
+        self,
+        prompt: str,
+        session: str,
+        options: RunOptions,
+        front_end: FrontEnd | None = None,
+        *,
+        attachments: list[Attachment] | None = None,
     ) -> TurnResult:
         """`run` for callers that hold typed options already (the notebook front end)."""
         state = self.session(session)
         self._claim(state)
+        front_end = front_end or FrontEnd()
+        context = front_end.kernel or self.kernel
+        state.prepare_resume_note(context.user_ns if context is not None else None)  # WS-02 restart note
         control = TurnControl()
         state.running = control  # at once: a second run or a steer meanwhile sees this turn
         try:
-            setup = await self._setup(state, options, front_end or FrontEnd())
-            return await TurnRunner(setup, control).run(prompt)
+            setup = await self._setup(state, options, front_end)
+            return await TurnRunner(setup, control).run(prompt, attachments)
         finally:
             state.running = None
 
@@ -224,6 +308,8 @@ class Workspace:
         )
         result = await TurnRunner(setup, TurnControl()).run(question)
         source.ledger.merge(throwaway.ledger)
+        if source.running is not None:  # its tokens count toward the running turn's --max-cost
+            source.running.charged_usd += throwaway.ledger.total.cost_usd
         return result
 
     def _limits(self, options: RunOptions) -> TurnLimits:
@@ -232,22 +318,43 @@ class Workspace:
             max_turns=options.max_turns if options.max_turns is not None else defaults.max_turns,
             max_cost_usd=options.max_cost_usd if options.max_cost_usd is not None else defaults.max_cost_usd,
             timeout_s=options.timeout_s if options.timeout_s is not None else defaults.timeout_s,
+            max_cost_usd_session=defaults.max_cost_usd_session,
+            repeat_warn=defaults.repeat_warn,
+            repeat_stop=defaults.repeat_stop,
         )
 
-    async def _setup(self, state: Session, options: RunOptions, front_end: FrontEnd) -> TurnSetup:
-        """Everything the turn needs, resolved once; nothing patches it afterwards."""
+    def _notices(self) -> tuple[str, ...]:
+        """One-time notices for the next turn: the first turn in an untrusted workspace that
+        holds settings back says so, once per kernel (WS-06)."""
+        if self._trust_notice_due and self.trust.holding_back:
+            self._trust_notice_due = False
+            return (self.trust.notice(),)
+        return ()
+
+    def _agent_summaries(self) -> list[tuple[str, str]]:
+        """(name, description) of every agent, for list_agents and invoke_agent (ENG-70)."""
+        self.reload_agents()  # an agent file written since the last turn counts (ENG-06)
+        return [(name, self.agents.get(name).description) for name in self.agents.names()]
+
+    async def _setup(self, state: Session, options: RunOptions, front_end: FrontEnd, depth: int = 0) -> TurnSetup:
+        """Everything the turn needs, resolved once; nothing patches it afterwards. `depth` >
+        0 is a sub-agent's turn: its own instructions only, no workflow tools (ENG-02/04)."""
         config = self.config
         definition = self._agent(options.agent)
         turn_model = self._turn_model(options.model, definition)
+        settings = config.model_settings(turn_model.name)  # ENG-05: per-model beats global
         mode = options.mode
         aside = mode is TurnMode.BTW
         return TurnSetup(
             session=state,
             model=turn_model,
             agent=definition.name,
-            system=definition.instructions + MODE_INSTRUCTIONS.get(mode, ""),
-            tools=self._agent_tools(definition),
-            tool_context=ToolContext(workspace=self.root, kernel=front_end.kernel or self.kernel, session=state.name),
+            system=self._instructions(definition, turn_model, depth, mode),
+            tools=self._agent_tools(definition, root=depth == 0),
+            tool_context=ToolContext(
+                workspace=self.root, kernel=front_end.kernel or self.kernel, session=state.name,
+                extras={SEARCHER: self.sessions},  # search_session reads the transcript (WS-02)
+            ),
             gate=ApprovalGate(
                 front_end.approver or HeadlessApprover(),
                 headless_policy=config.approval.headless,
@@ -265,30 +372,57 @@ class Workspace:
             compaction=not aside,  # asides never compact (ENG-51)
             # The model's context window may need its provider library loaded (litellm: seconds
             # on first use): looked up off the event loop so a widget stays responsive.
-            token_threshold=await self._threshold_for(turn_model),
+            context=await self._context_for(turn_model),
             retain_events=config.context.retain_events,
             plan_reviewer=front_end.plan_reviewer,
             telemetry=self.telemetry,
             span_name=ASIDE_SPAN if aside else TURN_SPAN,
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
+            temperature=settings.temperature,
+            max_tokens=settings.max_tokens,
             on_event=front_end.on_event,
+            hooks=self.hooks,
+            redactor=self.redactor,
+            notices=self._notices() if depth == 0 and mode is not TurnMode.BTW else (),
+            depth=depth,
+            subagents=self.subagents,
         )
 
-    async def _threshold_for(self, model: Model) -> int | None:
-        """The threshold, looked up once per model and configuration (a thread hop per turn
-        is measurable in bench/overhead.py)."""
-        key = (model.name, self.config.context.token_threshold)
-        if key not in self._thresholds:
-            self._thresholds[key] = await asyncio.to_thread(self._token_threshold, model)
-        return self._thresholds[key]
+    def _instructions(self, definition: AgentDefinition, model: Model, depth: int, mode: TurnMode) -> str:
+        """ENG-02/03: the root agent's prompt with project memory, language and image note,
+        then the mode's text; a sub-agent's own prompt and, when read-only, a note saying so."""
+        if depth > 0:
+            return definition.instructions + (SUBAGENT_READ_ONLY if mode.read_only else "")
+        base = root_instructions(
+            definition.instructions, self.memory(), language=self.config.language, vision=supports_vision(model)
+        )
+        return base + MODE_INSTRUCTIONS.get(mode, "")
 
-    def _token_threshold(self, model: Model) -> int | None:
-        """ENG-60: configured, else 80 % of the model's context window when it is known."""
-        if self.config.context.token_threshold is not None:
-            return self.config.context.token_threshold
-        window = model.context_window()
-        return int(window * 0.8) if window else None
+    def memory(self) -> list[MemoryFile]:
+        """The project-memory files the next turn's instructions include (ENG-02)."""
+        return memory_files(self.root, self._home)
+
+    async def _context_for(self, model: Model) -> ContextWindow:
+        """The model's context window, looked up once per model and configuration (a thread
+        hop per turn is measurable in bench/overhead.py)."""
+        key = (model.name, self.config.context.token_threshold, self.config.model_settings(model.name).context_window)
+        if key not in self._contexts:
+            self._contexts[key] = await asyncio.to_thread(self._context_window, model)
+        return self._contexts[key]
+
+    def _context_window(self, model: Model) -> ContextWindow:
+        """ENG-60: the window from `models."<prefix>".context_window`, else from the model's
+        adapter (litellm's map), else DEFAULT_CONTEXT_WINDOW, so auto-compaction works for
+        models litellm does not know; the threshold is configured or 80 % of it."""
+        configured = self.config.model_settings(model.name).context_window
+        known = None if configured else model.context_window()
+        if configured:
+            tokens, source = configured, "models setting"
+        elif known:
+            tokens, source = known, "litellm"
+        else:
+            tokens, source = DEFAULT_CONTEXT_WINDOW, "default"
+        threshold = self.config.context.token_threshold or int(tokens * THRESHOLD_SHARE)
+        return ContextWindow(tokens=tokens, source=source, threshold=threshold)
 
     async def compact(self, session: str, focus: str | None = None, keep_turns: int = 1) -> CompactionResult:
         """ENG-61..64: summarise everything before the keep_turns-th most recent user turn with
@@ -336,12 +470,15 @@ class Workspace:
             return self._build(definition.model)
         return self.model
 
-    def _agent_tools(self, definition: AgentDefinition) -> dict[str, Tool]:
-        """ENG-04: exactly the tools the agent names, plus the workflow tools for the root."""
+    def _agent_tools(self, definition: AgentDefinition, *, root: bool = True) -> dict[str, Tool]:
+        """ENG-04: exactly the tools the agent names, plus the workflow tools for the root
+        (a sub-agent gets none: plans and todo lists belong to the turn the user started)."""
         names = self.tools.names()
+        workflow = [n for n in names if self.tools.get(n).kind is ToolKind.WORKFLOW]  # type: ignore[union-attr]
         if definition.tools is not None:
-            workflow = [n for n in names if self.tools.get(n).kind is ToolKind.WORKFLOW]  # type: ignore[union-attr]
             names = [*definition.tools, *(n for n in workflow if n not in definition.tools)]
+        if not root:
+            names = [n for n in names if n not in workflow]
         chosen: dict[str, Tool] = {}
         for name in names:
             tool = self.tools.get(name)

@@ -34,6 +34,9 @@ def unload(ipython: Any) -> None:
         ipython.input_transformers_cleanup.remove(keep_btw_questions)
     magics = _state.pop("magics", None)
     if magics is not None:
+        if magics._workspace is not None:
+            # WS-02: let go of the session locks, so a reloaded extension can take them again
+            magics._workspace.sessions.close()
         for kind, names in magics.magics.items():
             for name in names:
                 ipython.magics_manager.magics[kind].pop(name, None)

@@ -15,6 +15,7 @@ from ..core.terms import PlanStatus
 from ..core.text import one_line
 
 if TYPE_CHECKING:
+    from ..engine.events import ModelSwitchEvent
     from .widgets.state import ToolItem, TurnState
 
 ARGS_CHARS = 100
@@ -44,9 +45,16 @@ def result_text(tool: ToolItem) -> str:
 
 
 def usage_line(state: TurnState) -> str:
-    """`— model · tokens · cost · elapsed · stop reason`: how a turn ended and what it cost."""
+    """`— model · tokens · cost · elapsed · stop reason`: how a turn ended and what it cost;
+    a session the store could not save says so on every line (WS-02)."""
     elapsed = f"{state.elapsed_s:.1f} s" if state.elapsed_s is not None else "—"
-    return f"— {state.model} · {state.usage.describe()} · {elapsed} · {state.stop_reason}"
+    unsaved = " · ⚠ session not saved (%blitz_session show says why)" if state.not_saved else ""
+    return f"— {state.model} · {state.usage.describe()} · {elapsed} · {state.stop_reason}{unsaved}"
+
+
+def switch_line(event: ModelSwitchEvent) -> str:
+    """GR-01: `⇄ a failed (why); answered by b`."""
+    return f"⇄ {event.failed} failed ({event.reason}); answered by {event.answered_by}"
 
 
 def compaction_line(covered_events: int) -> str:

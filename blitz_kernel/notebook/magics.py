@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..engine.turn import TurnResult
     from ..engine.workspace import Workspace
 
-FAILING_STOPS = {"error", "max_turns", "max_cost", "timeout", "blocked"}
+FAILING_STOPS = {"error", "max_turns", "max_cost", "timeout", "blocked", "watchdog"}
 
 HELP = """\
 blitz_kernel — an agent in your kernel. Magics:
@@ -393,28 +393,44 @@ class BlitzMagics(Magics):
     @magic_arguments()
     @argument("action", nargs="?", default="show", choices=["list", "new", "use", "show", "snapshot", "load", "search", "delete"])
     @argument("name", nargs="*", help="session or snapshot name; for search, the text")
+    @argument("--session", dest="search_session", help="search: this session (default: the current one)")
+    @argument("--all", action="store_true", help="search: every session of the workspace")
     @line_magic
     def blitz_session(self, line: str) -> None:
-        """Sessions of this kernel: list, new NAME, use NAME, show, snapshot NAME, load SNAPSHOT,
-        search TEXT, delete NAME. Kept in memory (a kernel restart starts afresh)."""
+        """The workspace's sessions (kept in .blitz/blitz.db, so they survive a kernel restart):
+        list, new NAME, use NAME, show, snapshot NAME, load SNAPSHOT,
+        search TEXT [--session NAME | --all], delete NAME."""
 
         args = self._parse(self.blitz_session, line)
         words = " ".join(args.name)
         needs_name = {"new", "use", "snapshot", "load", "search", "delete"}
         if args.action in needs_name and not words:
             raise UsageError(f"%blitz_session {args.action} needs a name\n{usage_line(self.blitz_session)}")
+        if (args.search_session or args.all) and args.action != "search":
+            raise UsageError("--session and --all go with search")
+        if args.search_session and args.all:
+            raise UsageError("search takes --session NAME or --all, not both")
+        scope = None if args.all else args.search_session or self._current_session()
         with usage_errors():
-            self._session_action(args.action, words)
+            self._session_action(args.action, words, scope)
 
-    def _session_action(self, action: str, name: str) -> None:
+    def _session_action(self, action: str, name: str, scope: str | None = None) -> None:
+        import time
+
         book = self.workspace().sessions
         current = self._current_session()
+        if book.store_problem:
+            print(f"⚠ {book.store_problem}")
         if action == "list":
-            for session in book.names():
-                state = book.get(session)
-                marker = "*" if session == current else " "
-                print(f"{marker} {session}: {state.turns} turn(s), {state.ledger.total.describe()}")
-            if not book.names():
+            listing = book.listing()
+            if listing:
+                print(f"  {'session':<24} {'turns':>5}  {'last used':<16} {'cost':<12} held by")
+            for row in listing:
+                marker = "*" if row.name == current else " "
+                used = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.last_used)) if row.last_used else "-"
+                held = f"another kernel ({row.held_by.describe()})" if row.held_by else "-"
+                print(f"{marker} {row.name:<24} {row.turns:>5}  {used:<16} {row.usage.describe_cost():<12} {held}")
+            if not listing:
                 print(f"no sessions yet; the next %%blitz uses {current!r}")
         elif action in ("new", "use", "load"):
             state = book.create(name) if action == "new" else book.load(name) if action == "load" else book.get(name)
@@ -424,10 +440,15 @@ class BlitzMagics(Magics):
             book.snapshot(current, name)
             print(f"snapshot {name!r} of session {current!r}: load it with %blitz_session load {name}")
         elif action == "search":
-            hits = book.search(name)
-            print(f"{len(hits)} match(es) for {name!r}")
+            hits = book.search(name, scope)
+            where = "any session" if scope is None else f"session {scope!r}"
+            if not hits:
+                print(f"no match for {name!r} in {where}" + (" (try --all)" if scope is not None else ""))
             for hit in hits:
-                print(f"  {hit.session} #{hit.index} {hit.role}: {hit.excerpt}")
+                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hit.time)) if hit.time else ""
+                turn = f"turn {hit.turn + 1}, " if hit.turn is not None else ""
+                gone = ", compacted" if hit.compacted else ""
+                print(f"{hit.session} [{turn}message {hit.index}, {hit.role}, {when}{gone}]\n    {hit.excerpt}")
         elif action == "delete":
             book.delete(name)
             if self._session_in_use == name:
@@ -437,11 +458,17 @@ class BlitzMagics(Magics):
             self._show_session(current)
 
     def _show_session(self, name: str) -> None:
-        state = self.workspace().session(name)
+        book = self.workspace().sessions
+        state = book.get(name)
         kinds = [m.kind for m in state.history]
+        saved = "saved in .blitz/blitz.db" if state.saved else "in memory only (not saved)"
         print(f"session {name!r}: {state.turns} turn(s), {len(kinds)} message(s) in the history"
-              f" ({kinds.count('summary')} summary), {len(state.archive)} compacted away")
+              f" ({kinds.count('summary')} summary), {len(state.archive)} compacted away; {saved}")
         print(f"usage: {state.ledger.total.describe()}")
+        outcomes = book.outcomes(name)
+        if outcomes:
+            last = outcomes[-1]
+            print(f"last turn ({last.turn + 1}): {last.stop_reason or 'running'}" + (f" — {last.error}" if last.error else ""))
         for item in state.todos:
             print(f"  [{'x' if item.get('status') == 'done' else ' '}] {item.get('content')}")
 

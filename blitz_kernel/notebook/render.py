@@ -18,14 +18,17 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, assert_never
 
+from ..core.text import one_line
 from ..engine.events import (
     CompactionEvent,
     ErrorEvent,
     Event,
+    ModelSwitchEvent,
     PermissionDecision,
     PermissionRequest,
     PlanEvent,
     SteerEvent,
+    SubagentEvent,
     TextEvent,
     ToolCallEvent,
     ToolResultEvent,
@@ -33,8 +36,18 @@ from ..engine.events import (
     TurnStarted,
     UsageEvent,
 )
-from .lines import call_line, compaction_detail, plan_heading_with_reason, result_text, usage_line
+from .lines import (
+    RESULT_CHARS,
+    args_line,
+    call_line,
+    compaction_detail,
+    plan_heading_with_reason,
+    result_text,
+    switch_line,
+    usage_line,
+)
 from .markdown import escape_html
+from .widgets.state import NOTICE_KINDS
 
 if TYPE_CHECKING:
     from ..engine.options import EventHandler
@@ -42,6 +55,8 @@ if TYPE_CHECKING:
     from .widgets.state import Item, PlanItem, TurnState
 
 UPDATE_INTERVAL_S = 0.1
+_STORE_PROBLEMS_SHOWN: set[str] = set()
+"""Why sessions are not being saved, said once per kernel; each usage line then says it short."""
 GO_AHEAD = "*To carry it out, run a `%%blitz` cell such as “Carry out the plan.”*"
 
 
@@ -123,10 +138,17 @@ class PlainPresenter:
                 self._new_items()
                 self._show_result(event.id)
             case ErrorEvent():
-                if event.kind == "unpriced":
+                if event.kind in NOTICE_KINDS:
                     self._output.line(f"⚠ {event.message}")
+            case ModelSwitchEvent():
+                self._output.line(switch_line(event))
+            case SubagentEvent():
+                self._show_subagent(event)
             case TurnDone():
                 self._new_items()
+                if event.not_saved and event.not_saved not in _STORE_PROBLEMS_SHOWN:  # WS-02: the reason once
+                    _STORE_PROBLEMS_SHOWN.add(event.not_saved)
+                    self._output.line(f"⚠ {event.not_saved}")
                 self._output.line(usage_line(self.state))
             case (
                 TextEvent() | ToolCallEvent() | PlanEvent() | CompactionEvent() | PermissionRequest()
@@ -181,6 +203,21 @@ class PlainPresenter:
             self._output.line(f"{item['line']}: {detail}")
         # thoughts stay out of plain output (the widget shows them collapsed); an error ends
         # the cell as a one-line message instead (magics.TurnFailedError)
+
+    def _show_subagent(self, event: SubagentEvent) -> None:
+        """ENG-70 in plain mode: a sub-agent's calls, results and answer, indented under the
+        call that started it (two spaces a level)."""
+        wrapper = event
+        while isinstance(wrapper.event, SubagentEvent):
+            wrapper = wrapper.event
+        inner, indent = wrapper.event, "  " * wrapper.depth
+        if isinstance(inner, ToolCallEvent):
+            self._output.line(f"{indent}⚙ {inner.name}({args_line(inner.args)})")
+        elif isinstance(inner, ToolResultEvent):
+            body = inner.preview if inner.status == "ok" else f"{inner.status}: {inner.error}"
+            self._output.line(f"{indent}  ↳ {inner.name}: {one_line(body or '(no output)', RESULT_CHARS)}")
+        elif isinstance(inner, TextEvent) and inner.repeat and not inner.thought:
+            self._output.line(f"{indent}» {event.agent}: {one_line(inner.text, RESULT_CHARS)}")
 
     def _show_result(self, call_id: str) -> None:
         tool = self.state.tool(call_id)

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ValidationError
 
 from ..core.history import ImagePart
-from ..models.base import ToolSpec
+from ..core.tools import ToolSpec
 
 
 class ToolKind(enum.StrEnum):
@@ -69,6 +69,14 @@ class TurnAccess(Protocol):
         """Replace the session's todo list."""
         ...
 
+    def list_agents(self) -> list[tuple[str, str]]:
+        """(name, description) of the agents the turn may invoke (ENG-70)."""
+        ...
+
+    async def invoke_agent(self, agent: str, prompt: str, call_id: str) -> str:
+        """Run `agent` as a sub-agent for call `call_id`; its final answer (ENG-70)."""
+        ...
+
 
 @dataclass
 class ToolContext:
@@ -83,6 +91,8 @@ class ToolContext:
     """The running turn, for workflow tools (plan mode, todo); None outside a turn."""
     deadline: float | None = None
     """`time.monotonic()` by which the turn must end (its --timeout), for tools that block."""
+    call_id: str | None = None
+    """The id of the call this context was handed to (each call gets its own copy)."""
     extras: dict[str, Any] = field(default_factory=dict)
 
 

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
+from blitz_kernel.core.history import Message, ToolResultMessage
 from blitz_kernel.engine.events import PermissionDecision, PermissionRequest, Verdict
 from blitz_kernel.engine.workspace import Workspace
+from blitz_kernel.models.base import ModelRequest
 from blitz_kernel.models.scripted import ScriptedModel, Step
 from blitz_kernel.tools.registry import Tool, ToolContext, ToolKind
 
@@ -73,6 +75,22 @@ class NeverAnswers:
         self.asked.set()
         await asyncio.Event().wait()
         return []
+
+
+def tool_results(source: ModelRequest | list[Message]) -> list[ToolResultMessage]:
+    """The tool results in what a model was sent (a request) or in a history, in order."""
+    messages = source.messages if isinstance(source, ModelRequest) else source
+    return [m for m in messages if isinstance(m, ToolResultMessage)]
+
+
+def result_of(model: ScriptedModel, call_id: str | None = None, request: int = -1) -> ToolResultMessage:
+    """The result of call `call_id` (default: the first call) as the model read it in its
+    `request`-th request (default: the last one)."""
+    results = tool_results(model.requests[request])
+    if call_id is None:
+        return results[0]
+    [found] = [r for r in results if r.call_id == call_id]
+    return found
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:

@@ -36,15 +36,16 @@ from blitz_kernel.engine.events import (
 )
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.base import supports_vision
-from blitz_kernel.models.litellm_model import to_openai_messages
+from blitz_kernel.models.openai_wire import to_openai_messages
 from blitz_kernel.models.placeholder import PlaceholderModel
 from blitz_kernel.models.scripted import ScriptedModel
 from blitz_kernel.tools import builtin_tools
-from blitz_kernel.tools.images import image_dimensions, sniff_media_type, view_image
-from blitz_kernel.tools.kernel import run_python
+from blitz_kernel.tools.images import view_image
+from blitz_kernel.tools.media import image_dimensions, sniff_media_type
 from blitz_kernel.tools.registry import ToolContext, ToolError, ToolKind, ToolOutput
+from blitz_kernel.tools.run_python import run_python
 
-from .conftest import call, tool_step
+from .conftest import call, tool_results, tool_step
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the headless backend)
@@ -297,7 +298,7 @@ async def test_run_pythons_figures_ride_on_its_result_event_not_in_the_history(t
     assert [base64.b64decode(image.data_base64) for image in first.images + failed.images] == shown
     assert first.images_omitted == failed.images_omitted == 0
     # what the model receives is unchanged: text (with the "figures:" note), no pixels
-    results = [m for m in model.requests[2].messages if isinstance(m, ToolResultMessage)]
+    results = tool_results(model.requests[2])
     assert [bool(r.images) for r in results] == [False, False]
     assert "figures:\nfig-1:" in (results[0].output or "") and "fig-2:" in (results[1].error or "")
     assert all("data_base64" not in json.dumps(m.model_dump()) for m in model.requests[2].messages[1:])

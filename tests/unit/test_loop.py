@@ -24,12 +24,22 @@ from blitz_kernel.engine.events import (
     TurnDone,
     UsageEvent,
 )
+from blitz_kernel.engine.instructions import VISION_NOTE
 from blitz_kernel.engine.options import FrontEnd, RunOptions
+from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError, SteerTooLateError, UnknownAgentError
 from blitz_kernel.models.scripted import ScriptedModel
 from blitz_kernel.tools.registry import ToolKind
 
-from .conftest import ConcurrencyProbe, NeverAnswers, ScriptedApprover, call, tool_step
+from .conftest import (
+    ConcurrencyProbe,
+    NeverAnswers,
+    ScriptedApprover,
+    call,
+    result_of,
+    tool_results,
+    tool_step,
+)
 
 
 async def test_ENG10_prompt_is_the_last_user_message_and_answer_is_returned(make_workspace):
@@ -81,7 +91,7 @@ async def test_ENG12_batch_runs_at_most_max_parallel_and_results_keep_call_order
     assert result.stop_reason == "end_turn"
     assert probe.peak == 2
     assert sorted(probe.calls) == labels  # each call exactly once
-    results = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    results = tool_results(model.requests[1])
     assert [json.loads(r.to_model_content())["result"].split("(")[1] for r in results] == [f"{x})" for x in labels]
 
 
@@ -101,7 +111,7 @@ async def test_ENG12_cancel_gives_every_call_a_result_and_the_next_turn_works(ma
     assert probe.calls == ["a"]  # queued calls failed fast, never ran
     history = ws.session("s").history
     check_history(history)
-    cancelled = [m for m in history if isinstance(m, ToolResultMessage)]
+    cancelled = tool_results(history)
     assert [m.ok for m in cancelled] == [False, False, False]
     assert all("cancelled" in (m.error or "") for m in cancelled)
     follow_up = await ws.run("again", session="s")
@@ -193,7 +203,7 @@ async def test_ENG16_user_agent_from_file_runs_with_its_instructions(make_worksp
     (agents / "terse.md").write_text("---\nname: terse\ndescription: short answers\ntools: read_file\n---\nAnswer in one word.\n")
     ws, model = make_workspace([{"text": "Yes."}])
     await ws.run("hi", agent="terse")
-    assert model.requests[0].system == "Answer in one word."
+    assert model.requests[0].system == "Answer in one word.\n\n" + VISION_NOTE  # ENG-03: it can see images
     # ENG-04: exactly the tools it names, plus the root's workflow tools
     assert [t.name for t in model.requests[0].tools] == ["read_file", "todo", "enter_plan_mode", "exit_plan_mode"]
 
@@ -201,7 +211,7 @@ async def test_ENG16_user_agent_from_file_runs_with_its_instructions(make_worksp
 async def test_ENG17_tools_outside_the_allowed_list_are_refused(make_workspace):
     ws, model = make_workspace([tool_step(call("list_files"), call("glob", pattern="*")), {"text": "ok"}])
     await ws.run("look", tools=["glob", "read_file"])
-    results = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    results = tool_results(model.requests[1])
     assert results[0].error == "list_files isn't among the tools this command allows (glob, read_file)"
     assert results[1].ok
 
@@ -210,14 +220,14 @@ async def test_invalid_arguments_become_an_error_the_model_can_correct(make_work
     ws, model = make_workspace([tool_step(call("read_file", wrong=1)), {"text": "ok"}])
     result = await ws.run("read")
     assert result.stop_reason == "end_turn"
-    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    error = result_of(model, request=1).error
     assert error.startswith("invalid arguments for read_file: path: Field required")
 
 
 async def test_unknown_tool_is_an_error_result(make_workspace):
     ws, model = make_workspace([tool_step(call("rm_rf")), {"text": "ok"}])
     await ws.run("x")
-    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    error = result_of(model, request=1).error
     assert error.startswith("unknown tool 'rm_rf'")
 
 
@@ -225,7 +235,7 @@ async def test_ENG23_ENG25_mutating_tool_denied_headless_with_reason_and_nothing
     ws, model = make_workspace([tool_step(call("write_file", path="out.txt", content="x")), {"text": "ok"}])
     result = await ws.run("write")
     assert not (tmp_path / "out.txt").exists()
-    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    error = result_of(model, request=1).error
     assert error == "write_file was denied: approval needed but nobody can answer (headless)"
     decisions = [e for e in result.events if isinstance(e, PermissionDecision)]
     assert [d.decision for d in decisions] == ["deny"]
@@ -248,9 +258,9 @@ async def test_ENG23_approve_option_and_configured_deny(make_workspace, tmp_path
         [tool_step(call("write_file", path="b.txt", content="b")), {"text": "ok"}],
         **{"approval.tools": {"write_file": "deny"}},
     )
-    await ws2.run("write", approve="allow")
+    await ws2.run("write", approve="allow", session="second")  # "default" is held by ws (WS-02)
     assert not (tmp_path / "b.txt").exists()
-    error = [m for m in model2.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    error = result_of(model2, request=1).error
     assert error == "write_file is denied by the approval policy"
 
 
@@ -272,7 +282,7 @@ async def test_ENG24_allow_once_always_and_deny_with_reason(make_workspace, tmp_
     assert len(approver.requests) == 1  # one request per batch, read-only call not in it
     assert [c.name for c in approver.requests[0].calls] == ["write_file", "write_file"]
     assert (tmp_path / "a.txt").exists() and not (tmp_path / "b.txt").exists()
-    results = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    results = tool_results(model.requests[1])
     assert results[1].error == "write_file was denied: not that one"
     assert result.stop_reason == "end_turn"
 
@@ -287,7 +297,7 @@ async def test_ENG24_missing_decision_is_a_denial(make_workspace, tmp_path):
     ws, model = make_workspace([tool_step(call("write_file", path="a.txt", content="a")), {"text": "ok"}])
     await ws.run("write", approver=ScriptedApprover(lambda request: []))
     assert not (tmp_path / "a.txt").exists()
-    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    error = result_of(model, request=1).error
     assert "no decision" in error
 
 
@@ -297,7 +307,7 @@ async def test_ENG26_pending_request_expires_as_denial(make_workspace, tmp_path)
     )
     result = await ws.run("write", approver=NeverAnswers())
     assert result.stop_reason == "end_turn"
-    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    error = result_of(model, request=1).error
     assert "expired" in error
 
 
@@ -309,7 +319,7 @@ async def test_ENG40_steer_message_rides_on_the_next_tool_result(make_workspace)
     await asyncio.wait_for(probe.started.wait(), 5)
     ws.steer("s", "use pandas")
     result = await task
-    delivered = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0]
+    delivered = result_of(model, request=1)
     assert json.loads(delivered.to_model_content())["message_from_user"] == "use pandas"
     assert [e.count for e in result.events if isinstance(e, SteerEvent)] == [1]
     assert result.leftovers == []
@@ -388,7 +398,7 @@ async def test_tool_that_raises_unexpectedly_becomes_an_error_result(make_worksp
     ws.tools.register(Tool("broken", "breaks", SleepArgs, ToolKind.READ_ONLY, broken))
     result = await ws.run("x")
     assert result.stop_reason == "end_turn"
-    error = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)][0].error
+    error = result_of(model, request=1).error
     assert error == "broken failed: RuntimeError: boom"
 
 
@@ -459,7 +469,7 @@ async def test_stop_ends_a_pending_permission_request_as_denied(make_workspace, 
     result = await asyncio.wait_for(turn, 5)
     assert result.stop_reason == "cancelled"
     assert not (tmp_path / "a.txt").exists()
-    [denied] = [m for m in ws.session("s").history if isinstance(m, ToolResultMessage)]
+    [denied] = tool_results(ws.session("s").history)
     assert "stopped before a decision" in denied.error
 
 
@@ -500,7 +510,7 @@ async def test_ENG34_enter_plan_mode_restricts_later_calls_of_its_own_batch(make
     ws, model = make_workspace([tool_step(call("enter_plan_mode"), call("write_file", path="a.txt", content="x")), {"text": "ok"}])
     await ws.run("careful", approve="allow")
     assert not (tmp_path / "a.txt").exists()
-    assert results_of_last(model)[-1].error.startswith("plan mode: write_file is disabled")
+    assert tool_results(model.requests[-1])[-1].error.startswith("plan mode: write_file is disabled")
     assert "## Plan mode" in model.requests[1].system
 
 
@@ -522,9 +532,6 @@ async def test_ENG06_configuring_a_limit_keeps_the_model(make_workspace):
     assert (await ws.run("2")).text == "step two"
 
 
-def results_of_last(model):
-    return [m for m in model.requests[-1].messages if isinstance(m, ToolResultMessage)]
-
 
 async def test_ENG42_steer_while_the_turn_ends_is_refused_not_lost(make_workspace):
     """Regression: a steer sent while the end-of-turn handler runs was accepted and lost."""
@@ -541,3 +548,122 @@ async def test_ENG42_steer_while_the_turn_ends_is_refused_not_lost(make_workspac
     result = await ws.run("go", session="s", on_event=on_event)
     assert result.leftovers == [] and result.dropped == []
     assert refused and "next prompt" in refused[0]
+
+
+async def test_GR04_watchdog_warns_then_stops_a_looping_agent(make_workspace, tmp_path):
+    (tmp_path / "a.txt").write_text("same\n")
+    same = call("read_file", path="a.txt")
+    steps = [tool_step(same) for _ in range(4)] + [{"text": "never"}]
+    ws, model = make_workspace(steps, **{"limits.repeat_warn": 2, "limits.repeat_stop": 4})
+    result = await ws.run("loop", session="s")
+    assert result.stop_reason == "watchdog"
+    assert result.error == "stopped by the watchdog: read_file was called 4 times in a row with the same arguments"
+    assert len(model.requests) == 4  # the fourth call was refused, no fifth step
+    first, second, third = (tool_results(model.requests[i])[-1] for i in (1, 2, 3))
+    assert "[watchdog]" not in (first.output or "")
+    assert "[watchdog] you called read_file 2 times" in (second.output or "")
+    assert "3 times" in (third.output or "")
+    [last] = tool_results(ws.session("s").history)[-1:]
+    assert last.error is not None and "limits.repeat_stop" in last.error
+    statuses = [e.status for e in result.events if e.type == "tool_result"]
+    assert statuses == ["ok", "ok", "ok", "blocked"]
+
+
+async def test_GR04_different_arguments_reset_the_count(make_workspace, tmp_path):
+    (tmp_path / "a.txt").write_text("a\n")
+    (tmp_path / "b.txt").write_text("b\n")
+    a, b = call("read_file", path="a.txt"), call("read_file", path="b.txt")
+    ws, _ = make_workspace(
+        [tool_step(a), tool_step(a), tool_step(b), tool_step(a), tool_step(a), {"text": "fine"}],
+        **{"limits.repeat_warn": 2, "limits.repeat_stop": 3},
+    )
+    result = await ws.run("alternate", session="s")
+    assert result.stop_reason == "end_turn" and result.text == "fine"
+
+
+PRICED = Price(input=1.0, output=1_000_000.0)
+"""Output at $1 a token, so two tokens are a visible spend; input cheap, so the pre-call
+estimate (GR-06) of a few thousand prompt tokens stays far below a dollar."""
+
+
+async def test_GR05_session_budget_trips_refuses_later_turns_and_add_budget_lifts_it(tmp_path):
+    steps = [{"text": "a", "usage": {"prompt_tokens": 1, "completion_tokens": 2}}] * 3
+    model = ScriptedModel(steps, price=PRICED)
+    ws = Workspace.open(tmp_path, model=model, overrides={"limits.max_cost_usd_session": 3.0}, environ={}, home=tmp_path / "h")
+    first = await ws.run("one", session="s")
+    assert first.stop_reason == "end_turn" and first.usage.cost_usd == pytest.approx(2.0)
+    second = await ws.run("two", session="s")
+    assert second.stop_reason == "max_cost" and "session budget of $3.00 is spent" in (second.error or "")
+    assert ws.session("s").budget_tripped
+    history_before = list(ws.session("s").history)
+    refused = await ws.run("three", session="s")
+    assert refused.stop_reason == "max_cost" and "--add-budget" in (refused.error or "")
+    assert len(model.requests) == 2  # refused before any model call
+    assert ws.session("s").history == history_before  # and nothing recorded
+    left = ws.add_budget("s", 10.0)
+    assert left == pytest.approx(9.0, abs=1e-4) and not ws.session("s").budget_tripped
+    assert (await ws.run("four", session="s")).stop_reason == "end_turn"
+
+
+async def test_GR06_a_call_that_would_pass_the_turn_ceiling_is_not_made(tmp_path):
+    model = ScriptedModel([{"text": "never"}], price=Price(input=1.0, output=1.0))
+    ws = Workspace.open(tmp_path, model=model, environ={}, home=tmp_path / "h")
+    result = await ws.run("x" * 40_000, session="s", max_cost_usd=0.001)  # ≈ 10K+ tokens ≈ $0.01
+    assert result.stop_reason == "max_cost"
+    assert result.error is not None and result.error.startswith("maximum cost reached: the next call would cost about $0.01")
+    assert model.requests == []
+
+
+def test_GR07_run_options_refuse_non_finite_numbers():
+    from blitz_kernel.engine.options import RunOptionError
+
+    for bad in ({"max_cost_usd": float("nan")}, {"timeout_s": float("inf")}, {"timeout_s": 1e309}, {"max_turns": 0}, {"tools": ()}):
+        with pytest.raises(RunOptionError):
+            RunOptions(**bad)
+
+
+async def test_ENG02_project_memory_layers_in_a_fixed_order_each_marked(tmp_path):
+    home = tmp_path / "home"
+    (home / ".blitz").mkdir(parents=True)
+    (home / ".blitz" / "AGENTS.md").write_text("Prefer polars.\n")
+    (tmp_path / "AGENTS.md").write_text("Data lives in data/.\n")
+    (tmp_path / "BLITZ.md").write_text("Never touch raw/.\n")
+    model = ScriptedModel([{"text": "ok"}, {"text": "ok"}], vision=False)
+    ws = Workspace.open(tmp_path, model=model, overrides={"language": "German"}, environ={}, home=home)
+    await ws.run("hi", session="s")
+    system = model.requests[0].system
+    order = [system.index(marker) for marker in (
+        "## Project memory (from ~/.blitz/AGENTS.md)\nPrefer polars.",
+        "## Project memory (from AGENTS.md)\nData lives in data/.",
+        "## Project memory (from BLITZ.md)\nNever touch raw/.",
+        "## Language\nReply in German",
+    )]
+    assert order == sorted(order)
+    assert "## Images" not in system  # a blind model is not told about view_image
+    assert [m.label for m in ws.memory()] == ["~/.blitz/AGENTS.md", "AGENTS.md", "BLITZ.md"]
+    (tmp_path / "BLITZ.md").write_bytes(b"\xff\xfe not text")  # unreadable: skipped, never fatal
+    await ws.run("again", session="s")
+    assert "from BLITZ.md" not in model.requests[1].system
+
+
+async def test_ENG10_ENG11_attachments_go_ahead_of_the_prompt_images_first(tmp_path):
+    from blitz_kernel.core.attachments import Attachment
+    from blitz_kernel.core.history import ImagePart, TextPart
+
+    figure = Attachment(kind="figure", name="fig", image=ImagePart(data_base64="iVBORw0KGgo="))
+    frame = Attachment(kind="variable", name="df", text="DataFrame 3×2")
+    for vision in (True, False):
+        model = ScriptedModel([{"text": "ok"}], vision=vision)
+        ws = Workspace.open(tmp_path, model=model, environ={}, home=tmp_path / "h")
+        result = await ws.run("explain @df and @fig", session=f"s{vision}", attachments=[frame, figure])
+        parts = model.requests[0].messages[-1].parts
+        text = parts[-1]
+        assert isinstance(text, TextPart) and text.text.endswith("explain @df and @fig")
+        assert text.text.startswith("[Attachment variable @df]\nDataFrame 3×2\n[End of @df]")
+        if vision:
+            assert isinstance(parts[0], ImagePart) and len(parts) == 2
+        else:
+            assert len(parts) == 1 and "left out because this model cannot see images" in text.text
+        started = result.events[0]
+        assert started.type == "turn_started"
+        assert [(a.kind, a.name) for a in started.attachments] == [("variable", "df"), ("figure", "fig")]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -20,14 +21,8 @@ from blitz_kernel.engine.compaction import automatic_window, manual_window, rend
 from blitz_kernel.engine.events import CompactionEvent, PlanEvent
 from blitz_kernel.engine.modes import PlanReview, go_ahead_prompt
 from blitz_kernel.errors import CompactionError, NothingToCompactError
-from blitz_kernel.models.scripted import ScriptedModel
 
-from .conftest import ConcurrencyProbe, call, tool_step
-
-
-def results_of(request) -> list[ToolResultMessage]:
-    return [m for m in request.messages if isinstance(m, ToolResultMessage)]
-
+from .conftest import ConcurrencyProbe, call, tool_results, tool_step
 
 # -- plan mode ---------------------------------------------------------------------------------
 
@@ -35,7 +30,7 @@ def results_of(request) -> list[ToolResultMessage]:
 async def test_ENG30_ENG31_plan_mode_refuses_mutating_tools_with_the_exact_text(make_workspace, tmp_path):
     ws, model = make_workspace([tool_step(call("write_file", path="a.txt", content="x"), call("list_files")), {"text": "plan"}])
     await ws.run("plan it", plan=True, approve="allow")
-    refused, listed = results_of(model.requests[1])
+    refused, listed = tool_results(model.requests[1])
     assert refused.error == (
         "plan mode: write_file is disabled because it could change something. Describe this step in the plan instead."
     )
@@ -53,7 +48,7 @@ async def test_ENG32_headless_plan_is_the_turns_answer(make_workspace):
     assert model.remaining == 1  # the turn ended with the plan, no further model call
     [event] = [e for e in result.events if isinstance(e, PlanEvent)]
     assert event.status == "unreviewed"
-    [feedback] = [m for m in ws.session("default").history if isinstance(m, ToolResultMessage)]
+    [feedback] = tool_results(ws.session("default").history)
     assert feedback.output.startswith("Nobody can review the plan here (headless)")
 
 
@@ -73,7 +68,7 @@ async def test_ENG32_approved_plan_ends_the_turn_and_rejected_plan_continues(mak
     )
     result = await ws.run("plan", plan=True, plan_reviewer=reviewer, session="s")
     assert reviewer.seen == ["v1", "v2"]
-    rejected = results_of(model.requests[1])[0]
+    rejected = tool_results(model.requests[1])[0]
     assert rejected.output.startswith("The user rejected the plan: use polars.")
     assert result.plan_status == "approved" and result.text == "v2"
     check_history(ws.session("s").history)
@@ -89,7 +84,7 @@ async def test_ENG34_enter_plan_mode_applies_from_the_next_call(make_workspace, 
         ]
     )
     await ws.run("careful", approve="allow")
-    assert results_of(model.requests[2])[-1].error.startswith("plan mode: write_file is disabled")
+    assert tool_results(model.requests[2])[-1].error.startswith("plan mode: write_file is disabled")
     assert not (tmp_path / "a.txt").exists()
 
 
@@ -117,7 +112,7 @@ async def test_ENG50_aside_sees_the_history_records_nothing_and_is_read_only(mak
     assert result.text == "It was data.csv."
     aside_request = model.requests[1]
     assert [m.kind for m in aside_request.messages] == ["user", "assistant", "user"]
-    assert results_of(model.requests[2])[0].error == (
+    assert tool_results(model.requests[2])[0].error == (
         "btw is read-only: write_file is disabled because it could change something."
     )
     assert not (tmp_path / "x.txt").exists()
@@ -277,7 +272,9 @@ async def test_ENG61_nothing_to_compact_through_the_workspace(make_workspace):
 async def test_ENG60_automatic_compaction_before_a_step_that_would_pass_the_threshold(make_workspace):
     big = "x" * 4000
     steps = [{"text": big}, {"text": big}, {"text": "SUMMARY"}, {"text": "fine"}]
-    ws, model = make_workspace(steps, **{"context.token_threshold": 1500, "context.retain_events": 1})
+    probe, _ = make_workspace([])
+    schemas = len(json.dumps([probe.tools.get(n).spec().model_dump() for n in probe.tools.names()])) // 4
+    ws, model = make_workspace(steps, **{"context.token_threshold": schemas + 1500, "context.retain_events": 1})
     await ws.run("one", session="s")
     await ws.run("two", session="s")
     result = await ws.run("three", session="s")
@@ -286,6 +283,32 @@ async def test_ENG60_automatic_compaction_before_a_step_that_would_pass_the_thre
     assert event.automatic and event.covered_events == 4 and event.tokens_after < event.tokens_before
     assert [m.kind for m in model.requests[3].messages] == ["summary", "user"]
     assert result.text == "fine"
+
+
+async def test_ENG60_tool_schemas_count_toward_the_threshold(make_workspace):
+    """The schemas ride on every request; a threshold below them compacts at once."""
+    steps = [{"text": "a"}, {"text": "SUMMARY"}, {"text": "b"}]
+    ws, model = make_workspace(steps, **{"context.token_threshold": 1000, "context.retain_events": 1})
+    await ws.run("short", session="s")
+    result = await ws.run("again", session="s")
+    assert model.requests[1].system.startswith("You summarise") and result.text == "b"
+
+
+async def test_ENG60_unknown_model_gets_the_default_window_and_says_so(make_workspace):
+    ws, model = make_workspace([{"text": "a"}])
+    context = await ws._context_for(model)
+    assert (context.tokens, context.source, context.threshold) == (128_000, "default", 102_400)
+    assert context.fill(42_000) == "ctx 33 % of 128K"
+
+
+async def test_ENG05_per_model_context_window_and_generation_settings(make_workspace):
+    ws, model = make_workspace(
+        [{"text": "a"}], **{"models": {"scripted": {"context_window": 32_000, "temperature": 0.2}}, "max_tokens": 99}
+    )
+    await ws.run("hi", session="s")
+    context = await ws._context_for(model)
+    assert (context.tokens, context.source, context.threshold) == (32_000, "models setting", 25_600)
+    assert (model.requests[0].temperature, model.requests[0].max_tokens) == (0.2, 99)
 
 
 async def test_context_window_rejection_compacts_once_and_retries(make_workspace):
@@ -315,7 +338,7 @@ async def test_aside_never_compacts(make_workspace):
     ws.session("s").history.append(answer(big))
     result = await ws.aside("s", "quick?")
     assert result.text == "aside" and not [e for e in result.events if isinstance(e, CompactionEvent)]
-    assert isinstance(model, ScriptedModel)
+    assert len(model.requests) == 2  # the turn's step and the aside's, no summarising call
 
 
 def test_ENG60_automatic_window_keeps_less_when_the_tail_alone_is_too_big():

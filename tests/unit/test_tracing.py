@@ -15,7 +15,7 @@ def spans_by_name(ws):
 async def test_ENG90_turn_span_is_a_root_with_model_and_tool_children(make_workspace, tmp_path):
     (tmp_path / "a.txt").write_text("secret content")
     ws, _ = make_workspace([tool_step(call("read_file", path="a.txt")), {"text": "done", "usage": {"prompt_tokens": 9, "completion_tokens": 2}}], **TELEMETRY)
-    await ws.run("read a.txt please", session="s", max_turns=7)
+    await ws.run("read a.txt please", session="s", max_turns=7, max_cost_usd=0.5)
     spans = spans_by_name(ws)
     [turn] = spans["blitz.turn"]
     assert turn.parent is None
@@ -23,6 +23,7 @@ async def test_ENG90_turn_span_is_a_root_with_model_and_tool_children(make_works
     assert attributes["blitz.agent"] == "blitz" and attributes["blitz.model"] == "scripted"
     assert attributes["blitz.session"] == "s" and attributes["blitz.turn_index"] == 0
     assert attributes["blitz.max_turns"] == 7 and attributes["blitz.plan"] is False
+    assert attributes["blitz.max_cost_usd"] == 0.5 and "blitz.timeout_s" not in attributes  # None is left out
     assert attributes["blitz.prompt_length"] == len("read a.txt please")
     assert attributes["blitz.model_calls"] == 2 and attributes["blitz.stop_reason"] == "end_turn"
     assert len(spans["blitz.model_call"]) == 2 and len(spans["blitz.tool_call"]) == 1

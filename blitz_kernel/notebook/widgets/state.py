@@ -21,10 +21,12 @@ from ...engine.events import (
     CompactionEvent,
     ErrorEvent,
     Event,
+    ModelSwitchEvent,
     PermissionDecision,
     PermissionRequest,
     PlanEvent,
     SteerEvent,
+    SubagentEvent,
     TextEvent,
     ToolCallEvent,
     ToolResultEvent,
@@ -32,7 +34,7 @@ from ...engine.events import (
     TurnStarted,
     UsageEvent,
 )
-from ..lines import compaction_line, plan_heading
+from ..lines import compaction_line, plan_heading, switch_line
 
 if TYPE_CHECKING:
     from ...engine.turn import TurnResult
@@ -130,6 +132,8 @@ SYNCED = (
 """The fields the widget mirrors as traits (same names)."""
 
 OPEN_STATUSES = ("queued", "waiting", "running")
+NOTICE_KINDS = ("unpriced", "notice")
+"""Error events that are warnings to show, not the turn's failure."""
 
 
 def _now_ms() -> float:
@@ -169,6 +173,8 @@ class TurnState:
     notice: str = ""
     stop_reason: str = ""
     error: str | None = None
+    not_saved: str | None = None
+    """Why the session is not being saved (the store failed), from TurnDone (WS-02)."""
     elapsed_s: float | None = None
     done_seen: bool = False
     dirty: set[str] = field(default_factory=lambda: set(SYNCED))
@@ -205,6 +211,11 @@ class TurnState:
                 self._on_error(event)
             case TurnDone():
                 self._on_done(event)
+            case ModelSwitchEvent():
+                self.notice = switch_line(event)
+                self.dirty.add("notice")
+            case SubagentEvent():
+                self._on_subagent(event)
             case _:
                 assert_never(event)
 
@@ -248,16 +259,27 @@ class TurnState:
         self._batch.append(event.id)
         self._add(item)
 
-    def _on_permission_request(self, event: PermissionRequest) -> None:
+    def _on_subagent(self, event: SubagentEvent) -> None:
+        """A sub-agent's event (ENG-70): its permission requests are answered here like the
+        turn's own, saying which agent asks; the call that started it stays running."""
+        inner = event.event
+        while isinstance(inner, SubagentEvent):
+            inner = inner.event
+        if isinstance(inner, PermissionRequest):
+            self._on_permission_request(inner, agent=event.agent)
+        elif isinstance(inner, PermissionDecision):
+            self._on_decision(inner)
+
+    def _on_permission_request(self, event: PermissionRequest, agent: str | None = None) -> None:
         asked = {call.id for call in event.calls}
-        for call_id in self._batch:
+        for call_id in self._batch if agent is None else ():
             tool = self._tools[call_id]
             if tool["status"] == "running":
                 tool["status"] = "waiting" if call_id in asked else "queued"
         calls: list[PendingCallEntry] = [
             {"id": c.id, "name": c.name, "args": c.args, "decision": None} for c in event.calls
         ]
-        self.pending = {"request_id": event.request_id, "calls": calls}
+        self.pending = {"request_id": event.request_id, "calls": calls, "agent": agent}
         self.dirty.update(("items", "pending"))
 
     def _on_decision(self, event: PermissionDecision) -> None:
@@ -323,7 +345,7 @@ class TurnState:
                    "heading": plan_heading(event.status)})
 
     def _on_error(self, event: ErrorEvent) -> None:
-        if event.kind == "unpriced":
+        if event.kind in NOTICE_KINDS:
             self.notice = event.message
             self.dirty.add("notice")
 
@@ -337,6 +359,7 @@ class TurnState:
         self.close_review()
         self.usage = event.usage.model_copy()
         self.stop_reason, self.error = event.stop_reason, event.error
+        self.not_saved = event.not_saved
         if event.error:
             self._add({"kind": "error", "message": event.error})
         self._mark_steers(len(event.leftovers), "next_prompt", "sent as the next prompt", oldest=False)

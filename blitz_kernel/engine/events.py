@@ -54,6 +54,9 @@ class PendingCall(BaseModel):
     reason: str | None = None
     """Why this call asks when its policy would often let it run (`ask-if-risky`: what in
     the code was flagged)."""
+    preview: str | None = None
+    """What the call will change, as plain text: a unified diff (edit_file, write_file), the
+    cell's old and new source (notebook_edit), the code (run_python)."""
 
 
 class PermissionRequest(BaseModel):
@@ -172,6 +175,8 @@ class TurnDone(BaseModel):
     not_saved: str | None = None
     """Why the session is not being saved (WS-02: its store could not be opened, or failed);
     front ends say so on the usage line."""
+    undoable: bool = False
+    """The turn changed files, cells or variables that `Workspace.undo` can restore."""
 
 
 class SubagentEvent(BaseModel):

@@ -46,10 +46,48 @@ def result_text(tool: ToolItem) -> str:
 
 def usage_line(state: TurnState) -> str:
     """`— model · tokens · cost · elapsed · stop reason`: how a turn ended and what it cost;
-    a session the store could not save says so on every line (WS-02)."""
+    then how full the context is (when the engine says), which fallback model answered
+    (GR-01), and for a session the store could not save, that (WS-02)."""
     elapsed = f"{state.elapsed_s:.1f} s" if state.elapsed_s is not None else "—"
-    unsaved = " · ⚠ session not saved (%blitz_session show says why)" if state.not_saved else ""
-    return f"— {state.model} · {state.usage.describe()} · {elapsed} · {state.stop_reason}{unsaved}"
+    extras = [context_fill(state.context_used, state.context_window), *state.switches]
+    if state.not_saved:
+        extras.append("⚠ session not saved (%blitz_session show says why)")
+    tail = "".join(f" · {extra}" for extra in extras if extra)
+    return f"— {state.model} · {state.usage.describe()} · {elapsed} · {state.stop_reason}{tail}"
+
+
+def switch_note(event: ModelSwitchEvent) -> str:
+    """GR-01 on the usage line and the widget footer: `answered by b after a failed (why)`."""
+    return f"answered by {event.answered_by} after {event.failed} failed ({event.reason})"
+
+
+def context_fill(used: int | None, window: int | None) -> str:
+    """`ctx 42 % of 128K`: how full the model's context is; "" when the engine did not say."""
+    if not used or not window:
+        return ""
+    return f"ctx {round(100 * used / window)} % of {_tokens_short(window)}"
+
+
+def _tokens_short(tokens: int) -> str:
+    if tokens >= 1_000_000 and tokens % 1_000_000 == 0:
+        return f"{tokens // 1_000_000}M"
+    if tokens >= 1000:
+        return f"{round(tokens / 1024) if tokens % 1024 == 0 else round(tokens / 1000)}K"
+    return str(tokens)
+
+
+def size_short(size: int) -> str:
+    """`812 B`, `2.1 KB`, `3.4 MB` (attachment chips)."""
+    if size < 1000:
+        return f"{size} B"
+    if size < 1_000_000:
+        return f"{size / 1000:.1f} KB"
+    return f"{size / 1_000_000:.1f} MB"
+
+
+def attachment_label(kind: str, name: str, size: int) -> str:
+    """`variable df · 2.1 KB`: an attachment chip's words (widget and static rendering)."""
+    return f"{kind} {name} · {size_short(size)}"
 
 
 def switch_line(event: ModelSwitchEvent) -> str:

@@ -13,7 +13,8 @@ import contextlib
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..engine.events import Event, PermissionRequest
+from ..engine.events import Event
+from .widgets.nested import asked
 
 if TYPE_CHECKING:
     from ..engine.turn import TurnResult
@@ -98,8 +99,9 @@ class WidgetPresenter:
     def hold(self, event: Event) -> Awaitable[None] | None:
         """A permission request waits (bounded) for the displayed widget to render: the engine
         reads `approver.interactive` as soon as the event handler returns."""
-        if isinstance(event, PermissionRequest):
-            return self.controller.wait_until_seen(event)
+        request = asked(event)
+        if request is not None:
+            return self.controller.wait_until_seen(request)
         return None
 
     async def finish(self, result: TurnResult) -> list[str]:

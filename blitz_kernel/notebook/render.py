@@ -217,7 +217,7 @@ class PlainPresenter:
             body = inner.preview if inner.status == "ok" else f"{inner.status}: {inner.error}"
             self._output.line(f"{indent}  ↳ {inner.name}: {one_line(body or '(no output)', RESULT_CHARS)}")
         elif isinstance(inner, TextEvent) and inner.repeat and not inner.thought:
-            self._output.line(f"{indent}» {event.agent}: {one_line(inner.text, RESULT_CHARS)}")
+            self._output.line(f"{indent}» {wrapper.agent}: {one_line(inner.text, RESULT_CHARS)}")
 
     def _show_result(self, call_id: str) -> None:
         tool = self.state.tool(call_id)

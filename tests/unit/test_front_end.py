@@ -281,7 +281,7 @@ def test_a_widget_that_never_renders_takes_the_request_off(make_workspace: Any):
         waiting = presenter.on_event(ASK)
         assert waiting is not None
         await asyncio.wait_for(waiting, 5)
-        assert controller.state.pending == {} and not controller.approver.interactive
+        assert controller.state.pending is None and not controller.approver.interactive
 
     widget_turn(make_workspace, scenario, render_timeout=0.01)
 

@@ -73,7 +73,7 @@ def test_a_turn_folds_into_items_with_live_statuses():
         TurnDone(stop_reason="end_turn", usage=UsageTotals(input_tokens=5, output_tokens=2, calls=1, priced=False)),
     ):
         state.apply(event)
-    assert state.pending == {}
+    assert state.pending is None
     assert [t["status"] for t in state.tool_items()] == ["done", "error"]
     assert state.steers[0]["status"] == "delivered" and state.steers[0]["detail"] == "with read_file"
     assert state.footer()["cost"] == "unpriced" and state.stop_reason == "end_turn"

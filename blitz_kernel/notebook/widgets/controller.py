@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, assert_never
 from ...engine.events import Event, PermissionDecision, PermissionRequest, TextEvent, TurnDone
 from ...engine.modes import PlanReview
 from ...errors import BlitzError, SteerTooLateError
+from .nested import asked
 from .state import TurnState
 from .sync import WidgetSync
 from .view import (
@@ -138,7 +139,9 @@ class TurnController:
         """Steer messages that came when no turn ran (SteerTooLateError): the next prompt."""
         self.cell_task = asyncio.current_task()
         """The task a second Stop cancels: the cell's, as a kernel interrupt would."""
-        self._request: OpenRequest | None = None
+        self._requests: dict[str, OpenRequest] = {}
+        """Open permission requests by id: the turn's own, or several at once when parallel
+        sub-agents ask (ENG-70; request ids are unique in the kernel)."""
         self._review: OpenReview | None = None
         self._review_ids = 0
         self._asides: dict[int, asyncio.Task[None]] = {}
@@ -161,12 +164,13 @@ class TurnController:
     def observe(self, event: Event) -> None:
         """What an event (already folded into the state) means for the buttons: a permission
         request opens now, not when the approver starts waiting, since a click may come first."""
-        if isinstance(event, PermissionRequest):
-            self._request = OpenRequest(event, asyncio.get_running_loop().create_future())
+        request = asked(event)
+        if request is not None and request.request_id not in self._requests:
+            self._requests[request.request_id] = OpenRequest(request, asyncio.get_running_loop().create_future())
 
     def send(self, event: Event) -> None:
         """Let the sync send what `event` changed: at once for what a user waits on."""
-        self.changed(urgent=isinstance(event, PermissionRequest | TurnDone))
+        self.changed(urgent=isinstance(event, TurnDone) or asked(event) is not None)
 
     def changed(self, *, urgent: bool = False) -> None:
         if self.sync is None:
@@ -208,8 +212,8 @@ class TurnController:
         self.changed(urgent=not isinstance(message, SteerMessage | AsideMessage))
 
     def _on_decide(self, message: DecideMessage) -> None:
-        request = self._request
-        if request is None or message.request_id != request.request.request_id:
+        request = self._requests.get(message.request_id)
+        if request is None:
             return  # an answer to a request that is over: stale
         if message.call_id not in {call.id for call in request.request.calls} or message.call_id in request.decisions:
             return
@@ -217,7 +221,7 @@ class TurnController:
         request.decisions[message.call_id] = PermissionDecision(
             call_id=message.call_id, decision=message.decision, reason=reason if message.decision == "deny" else None
         )
-        self.state.decide_call(message.call_id, message.decision)
+        self.state.decide_call(message.request_id, message.call_id, message.decision)
         if request.complete():
             request.resolve()
 
@@ -328,17 +332,17 @@ class TurnController:
     async def ask(self, request: PermissionRequest) -> list[PermissionDecision]:
         """Show the request (the PermissionRequest event already put it in the state) and
         wait for an answer per call. Cancelled (force stop, interrupt): the buttons go away."""
-        open_request = self._request
-        if open_request is None or open_request.request.request_id != request.request_id:
+        open_request = self._requests.get(request.request_id)
+        if open_request is None:
             open_request = OpenRequest(request, asyncio.get_running_loop().create_future())
-            self._request = open_request
+            self._requests[request.request_id] = open_request
         if self.state.stopping:
             self._deny_open_request(STOPPED_REASON)
         try:
             return await open_request.answered
         finally:
-            self._request = None
-            self.state.clear_pending()
+            self._requests.pop(request.request_id, None)
+            self.state.close_request(request.request_id)
             self.changed(urgent=True)
 
     async def review_plan(self, plan: str) -> PlanReview:
@@ -360,18 +364,16 @@ class TurnController:
 
     def withdraw(self, request: PermissionRequest) -> None:
         """Nobody can answer the request: take it off the widget."""
-        if self._request is not None and self._request.request.request_id == request.request_id:
-            self._request = None
-        self.state.clear_pending()
+        self._requests.pop(request.request_id, None)
+        self.state.close_request(request.request_id)
         self.changed(urgent=True)
 
     def _deny_open_request(self, reason: str) -> None:
-        request = self._request
-        if request is None:
-            return
-        for call in request.request.calls:
-            request.decisions.setdefault(call.id, PermissionDecision(call_id=call.id, decision="deny", reason=reason))
-        request.resolve()
+        """Stop pressed: every open request (the turn's and its sub-agents') is denied."""
+        for request in list(self._requests.values()):
+            for call in request.request.calls:
+                request.decisions.setdefault(call.id, PermissionDecision(call_id=call.id, decision="deny", reason=reason))
+            request.resolve()
 
     # -- the end of the turn --------------------------------------------------------------
 

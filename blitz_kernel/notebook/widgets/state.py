@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
-from ...core.terms import PlanStatus, ToolOutcome, Verdict
+from ...core.terms import Verdict
 from ...core.usage import UsageTotals
 from ...engine.events import (
     CompactionEvent,
@@ -34,96 +34,44 @@ from ...engine.events import (
     TurnStarted,
     UsageEvent,
 )
-from ..lines import compaction_line, plan_heading, switch_line
+from ..lines import (
+    attachment_label,
+    compaction_line,
+    context_fill,
+    plan_heading,
+    switch_note,
+)
+from .items import (
+    FINAL_STATUS,
+    OPEN_STATUSES,
+    AsideEntry,
+    AsideStatus,
+    AttachmentChip,
+    CompactionItem,
+    ErrorItem,
+    Item,
+    PendingCallEntry,
+    PendingRequest,
+    Phase,
+    PlanItem,
+    PreviewKind,
+    SteerEntry,
+    SteerStatus,
+    TextItem,
+    ThoughtItem,
+    ToolItem,
+    ToolStatus,
+)
+from .nested import Path, SubagentCards, new_tool
+
+__all__ = [
+    "FINAL_STATUS", "OPEN_STATUSES", "AsideEntry", "AsideStatus", "AttachmentChip", "CompactionItem", "ErrorItem",
+    "Item", "PendingCallEntry", "PendingRequest", "Phase", "PlanItem", "SteerEntry", "SteerStatus", "TextItem",
+    "ThoughtItem", "ToolItem", "ToolStatus", "TurnState",
+]
 
 if TYPE_CHECKING:
     from ...engine.turn import TurnResult
-
-ToolStatus = Literal["queued", "waiting", "running", "done", "error", "denied", "cancelled", "blocked"]
-"""A tool card's status: open (queued, waiting, running) or how the call ended."""
-SteerStatus = Literal["queued", "delivered", "next_prompt", "dropped"]
-AsideStatus = Literal["thinking", "answered", "failed", "cancelled"]
-Phase = Literal["running", "finishing", "done"]
-
-FINAL_STATUS: dict[ToolOutcome, ToolStatus] = {
-    "ok": "done", "error": "error", "denied": "denied", "cancelled": "cancelled", "blocked": "blocked",
-}
-"""The card status of each way a call can end (ToolResultEvent.status)."""
-
-
-class TextItem(TypedDict):
-    kind: Literal["text"]
-    text: str
-
-
-class ThoughtItem(TypedDict):
-    kind: Literal["thought"]
-    text: str
-
-
-class ToolItem(TypedDict):
-    kind: Literal["tool"]
-    id: str
-    name: str
-    args: dict[str, Any]
-    status: ToolStatus
-    started_ms: float
-    ended_ms: float | None
-    preview: str
-    error: str | None
-    decision: Verdict | None
-    images: int
-    """Images the card shows (they travel apart, in `TurnState.images`)."""
-    images_omitted: int
-
-
-class PlanItem(TypedDict):
-    kind: Literal["plan"]
-    plan: str
-    status: PlanStatus
-    reason: str | None
-    heading: str
-    """What became of the plan, in words: the widget shows this, so the wording lives in
-    Python only (lines.plan_heading)."""
-
-
-class CompactionItem(TypedDict):
-    kind: Literal["compaction"]
-    covered_events: int
-    tokens_before: int
-    tokens_after: int
-    line: str
-    """The one-line note the widget shows (lines.compaction_line)."""
-
-
-class ErrorItem(TypedDict):
-    kind: Literal["error"]
-    message: str
-
-
-Item = TextItem | ThoughtItem | ToolItem | PlanItem | CompactionItem | ErrorItem
-
-
-class SteerEntry(TypedDict):
-    id: int
-    text: str
-    status: SteerStatus
-    detail: str
-
-
-class AsideEntry(TypedDict):
-    id: int
-    question: str
-    status: AsideStatus
-    answer: str
-    error: str | None
-
-
-class PendingCallEntry(TypedDict):
-    id: str
-    name: str
-    args: dict[str, Any]
-    decision: Verdict | None
 
 SYNCED = (
     "header", "items", "live", "pending", "review", "steers", "asides", "footer", "phase", "stopping", "notice",
@@ -131,9 +79,12 @@ SYNCED = (
 )
 """The fields the widget mirrors as traits (same names)."""
 
-OPEN_STATUSES = ("queued", "waiting", "running")
 NOTICE_KINDS = ("unpriced", "notice")
 """Error events that are warnings to show, not the turn's failure."""
+PREVIEW_KINDS: dict[str, PreviewKind] = {
+    "edit_file": "diff", "write_file": "diff", "notebook_edit": "cell", "run_python": "code",
+}
+"""How the approval card shows each tool's preview (others: plain text)."""
 
 
 def _now_ms() -> float:
@@ -157,8 +108,22 @@ class TurnState:
     """Finished blocks in order: text, thought, tool, plan, compaction, error."""
     live_text: str = ""
     live_thought: str = ""
-    pending: dict[str, Any] = field(default_factory=dict)
-    """The open permission request ({} when none): request_id and its calls with decisions."""
+    pending: PendingRequest | None = None
+    """The permission request the card shows (None when none): its calls with decisions."""
+    waiting_requests: list[PendingRequest] = field(default_factory=list)
+    """Further requests open at once (parallel sub-agents each ask): shown one after another."""
+    attachments: list[AttachmentChip] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    """Warnings to show (untrusted workspace, unpriced model, session not saved, switches)."""
+    switches: list[str] = field(default_factory=list)
+    """GR-01: each fallback switch, in words, for the footer and the usage line."""
+    context_used: int | None = None
+    context_window: int | None = None
+    undoable: bool = False
+    """The turn changed files, cells or variables that `Workspace.undo` can restore."""
+    undone: str = ""
+    """Set once the turn was undone from its Undo this turn button: the static rendering
+    says so (the report in short)."""
     review: dict[str, Any] = field(default_factory=dict)
     """The plan waiting for Approve plan / Reject ({} when none): review_id and the plan."""
     steers: list[SteerEntry] = field(default_factory=list)
@@ -181,6 +146,10 @@ class TurnState:
     _tools: dict[str, ToolItem] = field(default_factory=dict)
     _batch: list[str] = field(default_factory=list)
     """Ids of the tool calls of the current model response."""
+    _subagents: SubagentCards | None = None
+
+    def __post_init__(self) -> None:
+        self._subagents = SubagentCards(self._tools)
 
     # -- engine events --------------------------------------------------------------------
 
@@ -212,8 +181,8 @@ class TurnState:
             case TurnDone():
                 self._on_done(event)
             case ModelSwitchEvent():
-                self.notice = switch_line(event)
-                self.dirty.add("notice")
+                self.switches.append(switch_note(event))  # the footer says it
+                self.dirty.add("footer")
             case SubagentEvent():
                 self._on_subagent(event)
             case _:
@@ -222,6 +191,10 @@ class TurnState:
     def _on_started(self, event: TurnStarted) -> None:
         self.model, self.agent, self.turn_index = event.model, event.agent, event.turn_index
         self.session, self.prompt = event.session, event.prompt
+        self.attachments = [
+            {"kind": a.kind, "name": a.name, "size": a.size, "label": attachment_label(a.kind, a.name, a.size)}
+            for a in event.attachments
+        ]
         self.dirty.update(("header", "footer"))
 
     def _on_text(self, event: TextEvent) -> None:
@@ -250,36 +223,42 @@ class TurnState:
             self._close_step()
         if all(self._tools[call_id]["status"] not in OPEN_STATUSES for call_id in self._batch):
             self._batch = []  # a new model response: the previous batch has finished
-        item: ToolItem = {
-            "kind": "tool", "id": event.id, "name": event.name, "args": event.args,
-            "status": "running", "started_ms": _now_ms(), "ended_ms": None,
-            "preview": "", "error": None, "decision": None, "images": 0, "images_omitted": 0,
-        }
+        item = new_tool(event.id, event.name, event.args)
         self._tools[event.id] = item
         self._batch.append(event.id)
         self._add(item)
 
     def _on_subagent(self, event: SubagentEvent) -> None:
-        """A sub-agent's event (ENG-70): its permission requests are answered here like the
-        turn's own, saying which agent asks; the call that started it stays running."""
-        inner = event.event
-        while isinstance(inner, SubagentEvent):
-            inner = inner.event
+        """A sub-agent's event (ENG-70): folded into the card of the `invoke_agent` call that
+        started it (nested.py); its permission requests are answered in the turn's own card,
+        saying which agent asks. The call that started it stays running meanwhile."""
+        assert self._subagents is not None
+        path, agent, inner, changed = self._subagents.apply(event)
         if isinstance(inner, PermissionRequest):
-            self._on_permission_request(inner, agent=event.agent)
+            self._on_permission_request(inner, agent=agent, scope=path)
         elif isinstance(inner, PermissionDecision):
-            self._on_decision(inner)
+            self._decide_pending(inner.call_id, inner.decision, path)
+        elif isinstance(inner, ErrorEvent) and inner.kind in NOTICE_KINDS:
+            self.add_notice(f"{agent}: {inner.message}")
+        if changed:
+            self.dirty.add("items")
 
-    def _on_permission_request(self, event: PermissionRequest, agent: str | None = None) -> None:
+    def _on_permission_request(self, event: PermissionRequest, agent: str | None = None, scope: Path = ()) -> None:
         asked = {call.id for call in event.calls}
-        for call_id in self._batch if agent is None else ():
+        for call_id in self._batch if not scope else ():
             tool = self._tools[call_id]
             if tool["status"] == "running":
                 tool["status"] = "waiting" if call_id in asked else "queued"
         calls: list[PendingCallEntry] = [
-            {"id": c.id, "name": c.name, "args": c.args, "decision": None} for c in event.calls
+            {"id": c.id, "name": c.name, "args": c.args, "decision": None, "reason": c.reason,
+             "preview": c.preview, "preview_kind": PREVIEW_KINDS.get(c.name, "text") if c.preview else ""}
+            for c in event.calls
         ]
-        self.pending = {"request_id": event.request_id, "calls": calls, "agent": agent}
+        request: PendingRequest = {"request_id": event.request_id, "calls": calls, "agent": agent, "scope": list(scope)}
+        if self.pending is None:
+            self.pending = request
+        else:
+            self.waiting_requests.append(request)
         self.dirty.update(("items", "pending"))
 
     def _on_decision(self, event: PermissionDecision) -> None:
@@ -287,23 +266,53 @@ class TurnState:
         if tool is not None:
             tool["decision"] = event.decision
             tool["status"] = "denied" if event.decision == "deny" else "queued"
-        calls = self.pending.get("calls", [])
-        for call in calls:
-            if call["id"] == event.call_id:
-                call["decision"] = event.decision
-        if all(call["decision"] for call in calls):
-            self.clear_pending()
+        if self._decide_pending(event.call_id, event.decision, ()):
             for call_id in self._batch:  # the batch runs once every call has its answer
                 queued = self._tools[call_id]
                 if queued["status"] == "queued":
                     queued["status"], queued["started_ms"] = "running", _now_ms()
         self.dirty.update(("items", "pending"))
 
-    def clear_pending(self) -> None:
-        """The request is answered or gone (the turn was stopped): no buttons stay up."""
-        if self.pending:
-            self.pending = {}
+    def _decide_pending(self, call_id: str, decision: Verdict, scope: Path) -> bool:
+        """Record a decision on the open request of `scope`; True when that request is then
+        fully answered (and so taken off the card)."""
+        for request in self._open_requests():
+            if tuple(request["scope"]) != scope or call_id not in {c["id"] for c in request["calls"]}:
+                continue
+            for call in request["calls"]:
+                if call["id"] == call_id:
+                    call["decision"] = decision
             self.dirty.add("pending")
+            if all(call["decision"] for call in request["calls"]):
+                self.close_request(request["request_id"])
+                return True
+            return False
+        return False
+
+    def _open_requests(self) -> list[PendingRequest]:
+        return ([self.pending] if self.pending is not None else []) + self.waiting_requests
+
+    def close_request(self, request_id: str) -> None:
+        """One request is answered or withdrawn: the next waiting one (if any) takes the card."""
+        if self.pending is not None and self.pending["request_id"] == request_id:
+            self.pending = self.waiting_requests.pop(0) if self.waiting_requests else None
+            self.dirty.add("pending")
+        else:
+            self.waiting_requests = [r for r in self.waiting_requests if r["request_id"] != request_id]
+
+    def clear_pending(self) -> None:
+        """Every request is answered or gone (the turn was stopped): no buttons stay up."""
+        self.waiting_requests = []
+        if self.pending is not None:
+            self.pending = None
+            self.dirty.add("pending")
+
+    def add_notice(self, text: str) -> None:
+        """A warning the widget shows (each once), one a line."""
+        if text and text not in self.notices:
+            self.notices.append(text)
+            self.notice = "\n".join(self.notices)
+            self.dirty.add("notice")
 
     def _on_tool_result(self, event: ToolResultEvent) -> None:
         tool = self._tools.get(event.id)
@@ -346,8 +355,7 @@ class TurnState:
 
     def _on_error(self, event: ErrorEvent) -> None:
         if event.kind in NOTICE_KINDS:
-            self.notice = event.message
-            self.dirty.add("notice")
+            self.add_notice(event.message)
 
     def _on_done(self, event: TurnDone) -> None:
         self.done_seen = True
@@ -360,6 +368,12 @@ class TurnState:
         self.usage = event.usage.model_copy()
         self.stop_reason, self.error = event.stop_reason, event.error
         self.not_saved = event.not_saved
+        if event.not_saved:
+            self.add_notice(f"session not saved: {event.not_saved}")
+        self.undoable = event.undoable
+        # ctx fill: only when the engine reports both numbers (an older engine has neither)
+        self.context_used = getattr(event, "context_used", None)
+        self.context_window = getattr(event, "context_window", None)
         if event.error:
             self._add({"kind": "error", "message": event.error})
         self._mark_steers(len(event.leftovers), "next_prompt", "sent as the next prompt", oldest=False)
@@ -429,12 +443,15 @@ class TurnState:
                 tool["status"] = "running"
                 self.dirty.add("items")
 
-    def decide_call(self, call_id: str, decision: Verdict) -> None:
+    def decide_call(self, request_id: str, call_id: str, decision: Verdict) -> None:
         """Show a click at once, before the engine's decision event confirms it."""
-        for call in self.pending.get("calls", []):
-            if call["id"] == call_id:
-                call["decision"] = decision
-                self.dirty.add("pending")
+        for request in self._open_requests():
+            if request["request_id"] != request_id:
+                continue
+            for call in request["calls"]:
+                if call["id"] == call_id:
+                    call["decision"] = decision
+                    self.dirty.add("pending")
 
     # -- what the front end is sent --------------------------------------------------------
 
@@ -442,16 +459,17 @@ class TurnState:
         """The JSON value of one synced field; fresh containers, so traitlets sees a change."""
         if name == "header":
             return {"prompt": self.prompt, "label": self.label, "session": self.session, "model": self.model,
-                    "agent": self.agent, "turn_index": self.turn_index, "started_ms": self.started_ms}
+                    "agent": self.agent, "turn_index": self.turn_index, "started_ms": self.started_ms,
+                    "attachments": [dict(chip) for chip in self.attachments]}
         if name == "items":
             return [dict(item) for item in self.items]
         if name == "live":
             return {"text": self.live_text, "thought": self.live_thought}
         if name == "pending":
-            if not self.pending:
+            if self.pending is None:
                 return {}
-            return {"request_id": self.pending["request_id"],
-                    "calls": [dict(call) for call in self.pending["calls"]]}
+            return {**self.pending, "calls": [dict(call) for call in self.pending["calls"]],
+                    "waiting": len(self.waiting_requests)}
         if name == "review":
             return dict(self.review)
         if name in ("steers", "asides"):
@@ -469,6 +487,8 @@ class TurnState:
             "cached_tokens": usage.cached_tokens, "calls": usage.calls,
             "cost": usage.describe_cost(), "priced": usage.priced,
             "elapsed_s": self.elapsed_s, "stop_reason": self.stop_reason,
+            "switches": list(self.switches),
+            "context": context_fill(self.context_used, self.context_window),
         }
 
     def take_dirty(self) -> dict[str, Any]:

@@ -43,6 +43,23 @@ def _short_value(value: Any) -> Any:
     return value
 
 
+def _call_records(tools: list[ToolItem]) -> list[dict[str, Any]]:
+    """The record's tool calls; an `invoke_agent` call carries its sub-agent's calls (ENG-70)."""
+    records = []
+    for tool in tools:
+        record = {
+            "id": tool["id"], "name": tool["name"], "args": _short_value(tool["args"]),
+            "status": tool["status"], "decision": tool["decision"],
+            "result": shorten(tool["error"] or tool["preview"] or "", RECORD_RESULT_CHARS),
+            "images": tool["images"],
+        }
+        nested = [item for item in tool["nested"] if item["kind"] == "tool"]
+        if nested:
+            record["subagent_calls"] = _call_records(nested)
+        records.append(record)
+    return records
+
+
 def turn_record(state: TurnState, final_text: str) -> dict[str, Any]:
     """The `blitz` metadata of the static output (JSON-able)."""
     return {
@@ -55,18 +72,12 @@ def turn_record(state: TurnState, final_text: str) -> dict[str, Any]:
         "text": final_text,
         "stop_reason": state.stop_reason,
         "error": state.error,
-        "tool_calls": [
-            {
-                "id": tool["id"], "name": tool["name"], "args": _short_value(tool["args"]),
-                "status": tool["status"], "decision": tool["decision"],
-                "result": shorten(tool["error"] or tool["preview"] or "", RECORD_RESULT_CHARS),
-                "images": tool["images"],
-            }
-            for tool in state.tool_items()
-        ],
+        "tool_calls": _call_records(state.tool_items()),
         "usage": state.usage.model_dump(),
         "elapsed_s": round(state.elapsed_s or 0.0, 3),
         "steering": [{"text": s["text"], "status": s["status"]} for s in state.steers],
+        "attachments": [{"kind": c["kind"], "name": c["name"], "size": c["size"]} for c in state.attachments],
+        "undone": bool(state.undone),
     }
 
 
@@ -114,11 +125,41 @@ def code_span(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def nested_lines(tool: ToolItem, depth: int = 1) -> list[tuple[str, str]]:
+    """A sub-agent's turn under its `invoke_agent` call (ENG-70): (markdown, plain) lines,
+    each indented one level deeper than the call; its own calls nest again."""
+    lines: list[tuple[str, str]] = []
+    md_indent, plain_indent = "  " * depth, "  " * depth
+    for item in tool["nested"]:
+        if item["kind"] == "tool":
+            line = tool_line(item)
+            lines.append((f"{md_indent}- {code_span(line)}", f"{plain_indent}{line}"))
+            lines.extend(nested_lines(item, depth + 1))
+        elif item["kind"] == "text" and item["text"]:
+            line = f"» {tool['args'].get('agent', 'sub-agent')}: {one_line(item['text'], 300)}"
+            lines.append((f"{md_indent}- {code_span(line)}", f"{plain_indent}{line}"))
+        elif item["kind"] == "error":
+            line = f"✗ {one_line(item['message'], 300)}"
+            lines.append((f"{md_indent}- {code_span(line)}", f"{plain_indent}{line}"))
+    return lines
+
+
+def attachments_line(state: TurnState) -> tuple[str, str] | None:
+    """The prompt's attachments (ENG-11) as the chips' words, or None when there are none."""
+    if not state.attachments:
+        return None
+    labels = [chip["label"] for chip in state.attachments]
+    return ("*Attached:* " + ", ".join(code_span(label) for label in labels), "Attached: " + ", ".join(labels))
+
+
 def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
     """(markdown, plain) pieces in the order the turn produced them."""
     pieces: list[tuple[str, str]] = []
     if state.label:
         pieces.append((f"*{escape_html(state.label)}*", state.label))
+    attached = attachments_line(state)
+    if attached:
+        pieces.append(attached)
     # A plan that ended the turn is its answer (ENG-32): shown once, as the plan.
     plans = {item["plan"] for item in state.items if item["kind"] == "plan"}
     answer = "" if final_text in plans else final_text
@@ -132,7 +173,11 @@ def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
             if item["name"] == "exit_plan_mode" and item["status"] == "done":
                 continue  # the plan item below shows it, and what became of it
             line = tool_line(item)
-            pieces.append((f"- {code_span(line)}", line))
+            nested = nested_lines(item)
+            pieces.append((
+                "\n".join([f"- {code_span(line)}", *(md for md, _ in nested)]),
+                "\n".join([line, *(text for _, text in nested)]),
+            ))
         elif item["kind"] == "plan":
             heading = plan_heading_with_reason(item["status"], item["reason"])
             pieces.append((f"**{escape_html(heading)}**\n\n{escape_html(item['plan'])}", f"{heading}\n{item['plan']}"))
@@ -168,6 +213,12 @@ def static_bundle(state: TurnState, final_text: str) -> tuple[dict[str, str], di
         question = code_span(one_line(aside["question"], 300))
         markdown.append(f"\n\n> **Aside** (not part of the session): {question}\n>\n{quoted}")
         plain.append(f"Aside (not part of the session): {aside['question']}\n{answer}")
+    for notice in state.notices:
+        markdown.append(f"\n\n*{code_span('⚠ ' + one_line(notice, 300))}*")
+        plain.append(f"⚠ {notice}")
+    if state.undone:
+        markdown.append(f"\n\n**{escape_html(state.undone)}**")
+        plain.append(state.undone)
     footer = usage_line(state)
     small = f"<sub>{escape_html(footer)}</sub>"
     markdown.append(f"\n\n{small}" if markdown else small)

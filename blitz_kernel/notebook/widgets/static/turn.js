@@ -182,14 +182,29 @@ function toolImages(tool, cards) {
   return node;
 }
 
-function toolCard(tool, cards) {
+// A sub-agent's turn inside its invoke_agent card (ENG-70): its text and tool cards, nested
+// again for its own sub-agents. Call ids are unique only within one agent's turn, so cards are
+// keyed by their path ("c1/c2").
+function nestedTurn(tool, cards, key) {
+  if (!tool.nested || !tool.nested.length) return null;
+  const agent = (tool.args && tool.args.agent) || "sub-agent";
+  return h("div", { class: "blitz-nested", role: "group", "aria-label": `${agent} turn` },
+    h("div", { class: "blitz-label", text: `${agent}` }),
+    tool.nested.map((item) => itemNode(item, cards, `${key}/`)).filter(Boolean));
+}
+
+function toolCard(tool, cards, prefix = "") {
   const openCards = cards.open;
-  const images = toolImages(tool, cards);
-  const details = h("details", { class: `blitz-tool blitz-tool-${tool.status}`, "data-tool-id": tool.id });
-  if (openCards.has(tool.id)) details.open = true;
+  const key = `${prefix}${tool.id}`;
+  const images = prefix ? null : toolImages(tool, cards);
+  const details = h("details", { class: `blitz-tool blitz-tool-${tool.status}`, "data-tool-id": key });
+  // a running sub-agent opens its card once, so its work shows as it streams
+  if (tool.name === "invoke_agent" && tool.status === "running" && !cards.seen.has(key)) openCards.add(key);
+  cards.seen.add(key);
+  if (openCards.has(key)) details.open = true;
   details.addEventListener("toggle", () => {
-    if (details.open) openCards.add(tool.id);
-    else openCards.delete(tool.id);
+    if (details.open) openCards.add(key);
+    else openCards.delete(key);
   });
   const elapsed = h("span", { class: "blitz-elapsed" });
   const tick = () => {
@@ -207,15 +222,16 @@ function toolCard(tool, cards) {
     h("div", { class: "blitz-tool-body" },
       h("div", { class: "blitz-label", text: "arguments" }),
       h("pre", { class: "blitz-code" }, h("code", { text: JSON.stringify(tool.args, null, 2) })),
+      nestedTurn(tool, cards, key),
       tool.error || tool.preview
-        ? [h("div", { class: "blitz-label", text: tool.error ? "error" : "result" }),
+        ? [h("div", { class: "blitz-label", text: tool.status === "blocked" ? "blocked" : tool.error ? "error" : "result" }),
            h("pre", { class: "blitz-code blitz-result" }, h("code", { text: tool.error || tool.preview }))]
         : null,
       images));
   return details;
 }
 
-function itemNode(item, cards) {
+function itemNode(item, cards, prefix = "") {
   switch (item.kind) {
     case "text":
       return renderMarkdown(item.text);
@@ -224,7 +240,7 @@ function itemNode(item, cards) {
     case "tool":
       // a plan that was answered shows as the plan item that follows
       if (item.name === "exit_plan_mode" && item.status === "done") return null;
-      return toolCard(item, cards);
+      return toolCard(item, cards, prefix);
     case "plan":
       return h("div", { class: `blitz-plan blitz-plan-${item.status}` },
         h("div", { class: "blitz-label", text: item.heading }),
@@ -265,10 +281,39 @@ function reviewCard(review, send) {
     h("div", { class: "blitz-buttons" }, buttons, reason));
 }
 
+// What a call will change (issue 10): a unified diff with its added and removed lines marked,
+// a cell's old and new source, or the code. Always text nodes, never HTML. Long ones fold, with
+// their line count in the summary.
+const FOLD_LINES = 30;
+const PREVIEW_LABEL = { diff: "diff", cell: "cell source", code: "code", text: "preview" };
+
+function diffLine(line) {
+  let kind = "";
+  if (line.startsWith("+++") || line.startsWith("---")) kind = "blitz-diff-file";
+  else if (line.startsWith("@@")) kind = "blitz-diff-hunk";
+  else if (line.startsWith("+")) kind = "blitz-diff-add";
+  else if (line.startsWith("-")) kind = "blitz-diff-del";
+  return h("span", { class: `blitz-diff-line ${kind}`.trim(), text: `${line}\n` });
+}
+
+function previewNode(call) {
+  const text = call.preview || "";
+  const kind = call.preview_kind || "text";
+  const lines = text.replace(/\n$/, "").split("\n");
+  const code = kind === "diff" ? h("code", {}, lines.map(diffLine)) : h("code", { text });
+  const pre = h("pre", { class: `blitz-code blitz-preview blitz-preview-${kind}`, "aria-label": `${PREVIEW_LABEL[kind] || "preview"} of ${call.name}` }, code);
+  const label = `${PREVIEW_LABEL[kind] || "preview"} · ${lines.length} line${lines.length === 1 ? "" : "s"}`;
+  if (lines.length <= FOLD_LINES) return [h("div", { class: "blitz-label", text: label }), pre];
+  return h("details", { class: "blitz-preview-fold" }, h("summary", { text: `${label} (folded)` }), pre);
+}
+
 function permissionCard(model, pending, send) {
   if (!pending || !pending.request_id) return null;
+  const names = [...new Set(pending.calls.map((call) => call.name))].join(", ");
+  const asker = pending.agent ? `${pending.agent} asks to run ${names}` : "Permission needed";
   const card = h("div", { class: "blitz-permission", role: "group", "aria-label": "Permission request" },
-    h("div", { class: "blitz-label", text: "Permission needed" }));
+    h("div", { class: "blitz-label", text: asker }),
+    pending.waiting ? h("div", { class: "blitz-note", text: `${pending.waiting} more request${pending.waiting === 1 ? "" : "s"} waiting` }) : null);
   for (const call of pending.calls) {
     const reason = h("input", {
       type: "text", class: "blitz-reason", placeholder: "reason (optional, the model reads it)",
@@ -282,7 +327,8 @@ function permissionCard(model, pending, send) {
     card.append(h("div", { class: "blitz-call", role: "group", "aria-label": `${call.name} call` },
       h("div", { class: "blitz-call-head" }, h("span", { class: "blitz-tool-name", text: call.name }),
         done ? h("span", { class: "blitz-status", text: call.decision === "deny" ? "denied" : "allowed" }) : null),
-      h("pre", { class: "blitz-code" }, h("code", { text: JSON.stringify(call.args, null, 2) })),
+      call.reason ? h("div", { class: "blitz-ask-reason", text: `why it asks: ${call.reason}` }) : null,
+      call.preview ? previewNode(call) : h("pre", { class: "blitz-code" }, h("code", { text: JSON.stringify(call.args, null, 2) })),
       done ? null : h("div", { class: "blitz-buttons" },
         h("button", { class: "blitz-allow", type: "button", onclick: decide("allow") }, "Allow once"),
         h("button", { type: "button", onclick: decide("always"), title: "Allow this tool for the rest of the session" }, "Always allow"),
@@ -301,6 +347,8 @@ function footerText(footer, header, phase) {
     ? footer.elapsed_s * 1000 : Date.now() - (header.started_ms || Date.now());
   parts.push(seconds(elapsed));
   parts.push(footer.stop_reason || (phase === "finishing" ? "finishing side questions" : "running"));
+  if (footer.context) parts.push(footer.context);
+  for (const note of footer.switches || []) parts.push(note);
   return parts.join(" · ");
 }
 
@@ -310,9 +358,10 @@ function render({ model, el }) {
   const turnId = () => model.get("turn_id");
   const send = (message) => model.send({ ...message, turn_id: turnId() });
   // Cards keep their open/closed state and their image nodes across redraws.
-  const cards = { open: new Set(), imageNodes: new Map(), images: {} };
+  const cards = { open: new Set(), seen: new Set(), imageNodes: new Map(), images: {} };
 
   const prompt = h("div", { class: "blitz-prompt" });
+  const chips = h("div", { class: "blitz-chips", role: "list", "aria-label": "Attachments" });
   const body = h("div", { class: "blitz-body", "aria-live": "polite" });
   const live = h("div", { class: "blitz-live" });
   const permission = h("div", { class: "blitz-permission-slot" });
@@ -346,7 +395,7 @@ function render({ model, el }) {
 
   const controls = h("div", { class: "blitz-controls" }, steerBox, asideBox, stopButton, stopHint);
   const root = h("div", { class: "blitz-turn" },
-    prompt, body, live, permission, reviewSlot, steerLog, asideLog, notice, controls, footer);
+    prompt, chips, body, live, permission, reviewSlot, steerLog, asideLog, notice, controls, footer);
   el.replaceChildren(root);
 
   const drawHeader = () => {
@@ -354,6 +403,9 @@ function render({ model, el }) {
     prompt.replaceChildren(...(header.label
       ? [h("span", { class: "blitz-carry-out", text: header.label })]
       : [h("span", { class: "blitz-label", text: "Prompt" }), h("span", { text: header.prompt || "" })]));
+    chips.replaceChildren(...(header.attachments || []).map((chip) => h("span", {
+      class: `blitz-chip blitz-chip-${chip.kind}`, role: "listitem", title: `@${chip.name} (${chip.kind})`, text: chip.label,
+    })));
   };
   const drawItems = () => {
     cards.images = model.get("images") || {};
@@ -399,7 +451,10 @@ function render({ model, el }) {
   const drawFooter = () => {
     footer.textContent = footerText(model.get("footer") || {}, model.get("header") || {}, model.get("phase"));
   };
-  const drawNotice = () => { notice.textContent = model.get("notice") || ""; };
+  const drawNotice = () => {
+    const lines = (model.get("notice") || "").split("\n").filter(Boolean);
+    notice.replaceChildren(...lines.map((line) => h("div", { class: "blitz-notice", role: "note", text: `⚠ ${line}` })));
+  };
 
   const draws = {
     header: drawHeader, items: drawItems, live: drawLive, pending: drawPermission, review: drawReview, steers: drawSteers,

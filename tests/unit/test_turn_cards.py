@@ -1,0 +1,237 @@
+"""The widget's newer cards without a kernel: sub-agent turns nested in their invoke_agent card
+(ENG-70) with their permission requests answered in the turn's card, attachment chips (ENG-11),
+the footer's fallback switch and context fill (GR-01), notices, and the approval card's reason
+and preview (issue 10/11). Sub-agent events come from real engine turns on a ScriptedModel."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from blitz_kernel.core.attachments import AttachmentSummary
+from blitz_kernel.core.usage import UsageTotals
+from blitz_kernel.engine.events import (
+    ErrorEvent,
+    Event,
+    ModelSwitchEvent,
+    PendingCall,
+    PermissionRequest,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnDone,
+    TurnStarted,
+)
+from blitz_kernel.engine.workspace import Workspace
+from blitz_kernel.models.scripted import ScriptedModel
+from blitz_kernel.notebook.lines import attachment_label, context_fill, usage_line
+from blitz_kernel.notebook.widgets.controller import TurnController
+from blitz_kernel.notebook.widgets.nested import asked
+from blitz_kernel.notebook.widgets.state import TurnState
+from blitz_kernel.notebook.widgets.static import static_bundle
+from blitz_kernel.notebook.widgets.view import DecideMessage, ReadyMessage
+
+from .conftest import ScriptedApprover, call, tool_step
+
+START = TurnStarted(session="s", turn_index=0, prompt="Go.", agent="blitz", model="m")
+DONE = TurnDone(stop_reason="end_turn", usage=UsageTotals())
+
+
+def _agent(root: Path, name: str, tools: str = "read_file, write_file, invoke_agent") -> None:
+    agents = root / ".blitz" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / f"{name}.md").write_text(f"---\nname: {name}\ndescription: the {name}\ntools: {tools}\n---\nWork.\n")
+
+
+def _workspace(root: Path, steps: list[Any]) -> Workspace:
+    return Workspace.open(root, model=ScriptedModel(steps), environ={}, home=root / "home")
+
+
+def folded(events: list[Event]) -> TurnState:
+    state = TurnState(turn_id="t", prompt="", session="")
+    for event in events:
+        state.apply(event)
+    return state
+
+
+# -- 1. sub-agent cards ----------------------------------------------------------------------
+
+
+async def test_ENG70_a_subagents_turn_nests_in_its_invoke_agent_card(tmp_path: Path):
+    """Two levels deep, with the same call id (`c1`) at every level: each card is found in its
+    own agent's turn, and the root card that shares the id is left alone."""
+    _agent(tmp_path, "reviewer")
+    _agent(tmp_path, "checker")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    ws = _workspace(tmp_path, [
+        tool_step({**call("invoke_agent", agent="reviewer", prompt="review a.py"), "id": "c1"}),
+        tool_step({**call("invoke_agent", agent="checker", prompt="check"), "id": "c1"}),
+        tool_step({**call("read_file", path="a.py"), "id": "c1"}),
+        {"text": "checked: fine"},
+        {"text": "The **review**: fine"},
+        {"text": "All good."},
+    ])
+    result = await ws.run("review", session="s", approver=ScriptedApprover("allow"))
+    state = folded(result.events)
+
+    [card] = state.tool_items()
+    assert card["name"] == "invoke_agent" and card["status"] == "done"
+    kinds = [(item["kind"], item.get("name", item.get("text"))) for item in card["nested"]]
+    assert kinds == [("tool", "invoke_agent"), ("text", "The **review**: fine")]
+    inner_call = card["nested"][0]
+    assert inner_call["kind"] == "tool" and inner_call["agent"] == "reviewer" and inner_call["status"] == "done"
+    [read, answer] = inner_call["nested"]
+    assert read["kind"] == "tool" and (read["name"], read["agent"], read["status"]) == ("read_file", "checker", "done")
+    assert answer == {"kind": "text", "text": "checked: fine"}
+
+    data, metadata = static_bundle(state, result.text)
+    plain = data["text/plain"].splitlines()
+    at = plain.index(next(line for line in plain if line.startswith("⚙ invoke_agent(agent=\"reviewer\"")))
+    assert plain[at + 1].startswith("  ⚙ invoke_agent(agent=\"checker\"")
+    assert plain[at + 2].startswith("    ⚙ read_file(path=\"a.py\")")
+    assert plain[at + 3] == "    » checker: checked: fine"
+    assert plain[at + 4] == "  » reviewer: The **review**: fine"
+    assert "\n  - `⚙ invoke_agent" in data["text/markdown"]
+    [record] = metadata["blitz"]["tool_calls"]
+    assert record["subagent_calls"][0]["subagent_calls"][0]["name"] == "read_file"
+
+
+async def test_ENG70_a_subagents_permission_request_is_answered_in_the_widget(tmp_path: Path):
+    """The sub-agent's request shows in the turn's one permission card, naming the agent; an
+    Allow clicked there (a DecideMessage, as the browser sends it) lets its write_file run."""
+    _agent(tmp_path, "reviewer")
+    ws = _workspace(tmp_path, [
+        tool_step({**call("invoke_agent", agent="reviewer", prompt="fix it"), "id": "c1"}),
+        tool_step({**call("write_file", path="fixed.txt", content="ok"), "id": "c1"}),
+        {"text": "wrote it"},
+        {"text": "Fixed."},
+    ])
+    controller = TurnController(ws, "s", "fix")
+    controller.receive(ReadyMessage(kind="ready", turn_id=controller.turn_id))
+    shown: list[dict[str, Any]] = []
+
+    def on_event(event: Event) -> None:
+        controller.apply(event)
+        request = asked(event)
+        if request is not None:
+            shown.append(controller.state.synced_value("pending"))
+            # the click arrives later, as a comm message would
+            asyncio.get_running_loop().call_soon(controller.receive, DecideMessage(
+                kind="decide", turn_id=controller.turn_id, request_id=request.request_id,
+                call_id=request.calls[0].id, decision="allow"))
+
+    result = await ws.run("fix", session="s", approver=controller.approver, on_event=on_event)
+    assert result.text == "Fixed."
+    assert (tmp_path / "fixed.txt").read_text() == "ok"
+    [pending] = shown
+    assert pending["agent"] == "reviewer" and pending["scope"] == ["c1"]
+    assert [c["name"] for c in pending["calls"]] == ["write_file"]
+    state = controller.state
+    assert state.pending is None
+    [card] = state.tool_items()
+    assert card["decision"] is None  # the root card with the same id was not the one allowed
+    nested_write = card["nested"][0]
+    assert nested_write["kind"] == "tool" and (nested_write["decision"], nested_write["status"]) == ("allow", "done")
+
+
+def test_ENG70_parallel_subagent_requests_queue_on_the_one_card():
+    state = folded([START, ToolCallEvent(id="a", name="invoke_agent", args={"agent": "x", "prompt": "p"}),
+                    ToolCallEvent(id="b", name="invoke_agent", args={"agent": "y", "prompt": "p"})])
+    from blitz_kernel.engine.events import PermissionDecision, SubagentEvent
+
+    def wrapped(call_id: str, agent: str, event: Event) -> SubagentEvent:
+        return SubagentEvent(call_id=call_id, agent=agent, depth=1, event=event)
+
+    for call_id, agent, request_id in (("a", "x", "perm-7"), ("b", "y", "perm-8")):
+        state.apply(wrapped(call_id, agent, ToolCallEvent(id="c1", name="write_file", args={"path": agent})))
+        state.apply(wrapped(call_id, agent, PermissionRequest(
+            request_id=request_id, calls=[PendingCall(id="c1", name="write_file", args={"path": agent})])))
+    shown = state.synced_value("pending")
+    assert (shown["request_id"], shown["agent"], shown["waiting"]) == ("perm-7", "x", 1)
+    state.apply(wrapped("a", "x", PermissionDecision(call_id="c1", decision="deny")))
+    shown = state.synced_value("pending")
+    assert (shown["request_id"], shown["agent"], shown["waiting"]) == ("perm-8", "y", 0)
+    assert state.tool_items()[0]["nested"][0]["status"] == "denied"  # type: ignore[typeddict-item]
+    assert state.tool_items()[1]["nested"][0]["status"] == "waiting"  # type: ignore[typeddict-item]
+
+
+# -- 2. attachment chips ---------------------------------------------------------------------
+
+
+def test_ENG11_attachments_are_chips_in_the_header_and_the_static_rendering():
+    started = START.model_copy(update={"attachments": [
+        AttachmentSummary(kind="variable", name="df", size=2100), AttachmentSummary(kind="cell", name="cell:3", size=80),
+    ]})
+    state = folded([started, DONE])
+    chips = state.synced_value("header")["attachments"]
+    assert [chip["label"] for chip in chips] == ["variable df · 2.1 KB", "cell cell:3 · 80 B"]
+    data, metadata = static_bundle(state, "")
+    assert "Attached: variable df · 2.1 KB, cell cell:3 · 80 B" in data["text/plain"]
+    assert "*Attached:* `variable df · 2.1 KB`, `cell cell:3 · 80 B`" in data["text/markdown"]
+    assert metadata["blitz"]["attachments"][0] == {"kind": "variable", "name": "df", "size": 2100}
+
+
+def test_an_attachment_name_with_markup_stays_text():
+    assert attachment_label("file", "<b>x</b>", 5) == "file <b>x</b> · 5 B"
+    started = START.model_copy(update={"attachments": [AttachmentSummary(kind="file", name="<img src=x>", size=5)]})
+    data, _ = static_bundle(folded([started, DONE]), "")
+    assert "<img" not in data["text/markdown"]
+
+
+# -- 3. footer and notices -------------------------------------------------------------------
+
+
+def test_GR01_the_switch_and_the_context_fill_are_on_the_footer_and_the_usage_line():
+    switch = ModelSwitchEvent(failed="openai/gpt-4.1", reason="429 rate limit", answered_by="anthropic/claude")
+    done = DONE.model_copy()
+    state = folded([START, switch, done])
+    footer = state.synced_value("footer")
+    assert footer["switches"] == ["answered by anthropic/claude after openai/gpt-4.1 failed (429 rate limit)"]
+    assert footer["context"] == ""  # the engine did not report the fill: nothing made up
+    assert "answered by anthropic/claude after openai/gpt-4.1 failed (429 rate limit)" in usage_line(state)
+    state.context_used, state.context_window = 55_000, 131_072
+    assert context_fill(state.context_used, state.context_window) == "ctx 42 % of 128K"
+    assert usage_line(state).endswith("· ctx 42 % of 128K · answered by anthropic/claude after openai/gpt-4.1 failed (429 rate limit)")
+    assert context_fill(10, None) == "" and context_fill(50_000, 200_000) == "ctx 25 % of 200K"
+
+
+def test_notices_accumulate_one_a_line_and_the_static_rendering_keeps_them():
+    state = folded([
+        START, ErrorEvent(kind="notice", message="untrusted workspace: approval.tools held back; %blitz_trust"),
+        ErrorEvent(kind="unpriced", message="m has no price"), ErrorEvent(kind="unpriced", message="m has no price"),
+        DONE.model_copy(update={"not_saved": "the store is read-only"}),
+    ])
+    assert state.synced_value("notice").split("\n") == [
+        "untrusted workspace: approval.tools held back; %blitz_trust", "m has no price",
+        "session not saved: the store is read-only",
+    ]
+    data, _ = static_bundle(state, "")
+    assert "⚠ untrusted workspace: approval.tools held back; %blitz_trust" in data["text/plain"]
+
+
+# -- 4. the approval card --------------------------------------------------------------------
+
+
+def test_the_approval_card_carries_the_reason_and_a_typed_preview():
+    diff = "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    state = folded([START, ToolCallEvent(id="c1", name="edit_file", args={}),
+                    ToolCallEvent(id="c2", name="run_python", args={"code": "df.to_csv('o.csv')"}),
+                    PermissionRequest(request_id="perm-1", calls=[
+                        PendingCall(id="c1", name="edit_file", args={}, preview=diff),
+                        PendingCall(id="c2", name="run_python", args={"code": "df.to_csv('o.csv')"},
+                                    reason="writes a file: df.to_csv('o.csv')", preview="df.to_csv('o.csv')"),
+                    ])])
+    calls = state.synced_value("pending")["calls"]
+    assert [(c["preview_kind"], c["reason"]) for c in calls] == [
+        ("diff", None), ("code", "writes a file: df.to_csv('o.csv')")]
+    assert calls[0]["preview"] == diff
+
+
+def test_a_blocked_call_keeps_the_hooks_reason_on_its_card():
+    state = folded([START, ToolCallEvent(id="c1", name="run_python", args={"code": "1"}),
+                    ToolResultEvent(id="c1", name="run_python", ok=False, status="blocked",
+                                    error="blocked by pre_tool hook: no shell")])
+    [card] = state.tool_items()
+    assert (card["status"], card["error"]) == ("blocked", "blocked by pre_tool hook: no shell")
+    data, _ = static_bundle(state, "")
+    assert "⊘ blocked blocked by pre_tool hook: no shell" in data["text/plain"]

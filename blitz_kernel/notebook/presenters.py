@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..engine.turn import TurnResult
     from ..tools.registry import KernelContext
     from .widgets.controller import TurnController
+    from .widgets.undo import UndoControl
 
 ASIDE_WAIT_S = 60.0
 """How long a finished turn waits for side questions still being answered."""
@@ -86,6 +87,7 @@ class WidgetPresenter:
         self._kernel = kernel
         self._output: WidgetOutput = output or IPythonWidgetOutput()
         self._handle: Any = None
+        self.undo: UndoControl | None = None
 
     def catch_up(self) -> None:
         """Display the widget with the state so far (its comm opens now)."""
@@ -117,7 +119,17 @@ class WidgetPresenter:
         controller.finish(result)
         self._replace_widget(result.text)
         controller.close()
+        if self.state.undoable and self._handle is not None:
+            self._offer_undo(result.text)
         return follow_up
+
+    def _offer_undo(self, final_text: str) -> None:
+        """Undo this turn (issue 10 §3), under the static rendering: a widget of its own, as
+        the turn's widget is gone. Kept on the presenter for tests; its comm keeps it alive."""
+        from .widgets.undo import UndoControl
+
+        self.undo = UndoControl(self.controller.workspace, self.state, self._output, self._handle, final_text)
+        self._output.show(self.undo.view)
 
     def abandon(self) -> None:
         """Leave what was shown as a static rendering, and close the widget."""

@@ -235,3 +235,86 @@ def test_a_blocked_call_keeps_the_hooks_reason_on_its_card():
     assert (card["status"], card["error"]) == ("blocked", "blocked by pre_tool hook: no shell")
     data, _ = static_bundle(state, "")
     assert "⊘ blocked blocked by pre_tool hook: no shell" in data["text/plain"]
+
+
+# -- 5. Undo this turn -----------------------------------------------------------------------
+
+
+class RecordingOutput:
+    """The cell's outputs as a test sees them (the widget presenter's WidgetOutput)."""
+
+    def __init__(self) -> None:
+        self.shown: list[Any] = []
+        self.replaced: list[tuple[Any, dict[str, str], dict[str, Any] | None]] = []
+
+    def show(self, view: Any) -> Any:
+        self.shown.append(view)
+        return f"display-{len(self.shown)}"
+
+    def replace(self, handle: Any, data: dict[str, str], metadata: dict[str, Any] | None = None) -> None:
+        self.replaced.append((handle, data, metadata))
+
+    def append(self, data: dict[str, str]) -> None:
+        pass
+
+
+async def _finished_widget_turn(ws: Workspace, done: TurnDone, turn_index: int = 0) -> tuple[Any, RecordingOutput]:
+    from blitz_kernel.engine.turn import TurnResult
+    from blitz_kernel.notebook.presenters import WidgetPresenter
+
+    controller = TurnController(ws, "s", "go")
+    output = RecordingOutput()
+    presenter = WidgetPresenter(controller, output=output)
+    controller.state.apply(START.model_copy(update={"turn_index": turn_index}))
+    presenter.catch_up()
+    controller.state.apply(done)
+    result = TurnResult(text="", stop_reason="end_turn", usage=UsageTotals(), session="s", turn_index=turn_index)
+    await presenter.finish(result)
+    return presenter, output
+
+
+async def test_an_undoable_turn_leaves_an_undo_button_under_its_rendering(tmp_path: Path):
+    from blitz_kernel.notebook.widgets.undo import UndoButton
+
+    ws = _workspace(tmp_path, [])
+    presenter, output = await _finished_widget_turn(ws, DONE.model_copy(update={"undoable": True}))
+    assert isinstance(output.shown[-1], UndoButton) and output.shown[-1].status == "ready"
+    assert presenter.undo is not None
+    _, plain_output = await _finished_widget_turn(ws, DONE)  # nothing to undo: no button
+    assert not any(isinstance(view, UndoButton) for view in plain_output.shown)
+
+
+async def test_undo_refuses_to_skip_later_turns_and_says_how_to_rewind(tmp_path: Path):
+    ws = _workspace(tmp_path, [{"text": "one"}, {"text": "two"}, {"text": "three"}])
+    for prompt in ("a", "b", "c"):
+        await ws.run(prompt, session="s")
+    presenter, _ = await _finished_widget_turn(ws, DONE.model_copy(update={"undoable": True}), turn_index=0)
+    control = presenter.undo
+    control._receive(control.view, {"kind": "undo", "turn_id": control.state.turn_id}, [])
+    assert (control.view.status, control.view.report) == ("blocked", "undo the later turns first (%blitz_rewind 3)")
+    assert control.task is None  # nothing was undone out of order
+    control._receive(control.view, {"kind": "undo", "turn_id": "another-turn"}, [])  # stale: ignored
+    assert control.task is None
+
+
+async def test_undo_this_turn_restores_the_file_and_marks_the_rendering(tmp_path: Path):
+    import pytest
+
+    if not hasattr(Workspace, "undo"):
+        pytest.skip("Workspace.undo (the undo engine, issue 10) is not merged into this branch yet")
+    ws = _workspace(tmp_path, [tool_step(call("write_file", path="new.txt", content="x")), {"text": "Wrote it."}])
+    result = await ws.run("write", session="s", approver=ScriptedApprover("allow"))
+    done = next(e for e in result.events if isinstance(e, TurnDone))
+    assert done.undoable and (tmp_path / "new.txt").exists()
+    presenter, output = await _finished_widget_turn(ws, done, turn_index=result.turn_index)
+    control = presenter.undo
+    control.click()
+    assert control.view.status == "running" and control.task is not None
+    await asyncio.wait_for(control.task, 10)
+    assert control.view.status == "done", control.view.report
+    assert not (tmp_path / "new.txt").exists()
+    handle, data, metadata = output.replaced[-1]
+    assert handle == "display-1" and "This turn was undone." in data["text/plain"]
+    assert metadata is not None and metadata["blitz"]["undone"] is True
+    control.click()  # "Undone": a second click does nothing
+    assert control.view.status == "done"

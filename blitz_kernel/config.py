@@ -37,6 +37,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from .core.terms import HeadlessPolicy, Policy
 from .core.usage import Price
 from .errors import ConfigError
+from .mcp.config import McpConfig
 
 TelemetryExporter = Literal["console", "otlp", "memory"]
 
@@ -186,6 +187,8 @@ class BlitzConfig(_Section):
     """Per-model settings by model name or prefix; the longest matching key wins (ENG-05)."""
     language: str | None = Field(default=None, min_length=1, max_length=40)
     """Reply language, added to the root agent's instructions (ENG-02)."""
+    mcp: McpConfig = McpConfig()
+    """MCP servers whose tools the agents are offered (`[mcp.servers.NAME]`)."""
 
     def model_settings(self, model: str) -> ModelSettings:
         """The settings for `model`: the longest key of `models` it starts with, each field

@@ -141,6 +141,8 @@ class TurnRunner:
                     agent=setup.agent, model=setup.model.name,
                 )
             )
+            for notice in setup.notices:
+                await self._emit(notice)
             async with deadline:
                 text = await self._steps()
         except TimeoutError as exc:

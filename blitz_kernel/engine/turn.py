@@ -121,3 +121,6 @@ class TurnSetup:
     """0 for a turn the user started; 1.. for sub-agents (ENG-70)."""
     subagents: Subagents | None = None
     """Starts sub-agents for `invoke_agent`; None where there are none to start."""
+    notices: tuple[Event, ...] = ()
+    """Problems found while setting the turn up (an MCP server that did not start), sent to
+    the front end right after `turn_started`."""

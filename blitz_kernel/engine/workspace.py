@@ -16,6 +16,9 @@ from typing import Any
 from ..config import BlitzConfig, load_config
 from ..core.usage import PriceBook, UsageLedger
 from ..errors import BlitzError, SessionBusyError, SteerTooLateError, UnknownAgentError
+from ..mcp import is_mcp_name
+from ..mcp.manager import McpManager, server_entries, trusted_by_environment
+from ..mcp.toolset import Offer, offer
 from ..models.base import Model, supports_vision
 from ..models.factory import build_model
 from ..tools import builtin_tools
@@ -23,6 +26,7 @@ from ..tools.registry import KernelContext, Tool, ToolContext, ToolKind, ToolReg
 from .agents import AgentDefinition, AgentRegistry
 from .approval import ApprovalGate, Approver, HeadlessApprover, PendingApprovals, Policy
 from .compaction import CompactionResult, Compactor, manual_window
+from .events import ErrorEvent
 from .instructions import MemoryFile, memory_files, root_instructions
 from .loop import TurnRunner
 from .modes import MODE_INSTRUCTIONS, SUBAGENT_READ_ONLY, PlanReviewer, TurnMode
@@ -73,6 +77,8 @@ class Workspace:
         self.subagents = Subagents(self._setup, self._agent_summaries)
         self.waiting_approvals = PendingApprovals()
         """Permission requests waiting now, over every turn and aside (ENG-26)."""
+        self.mcp = McpManager(self.root, trusted=lambda: trusted_by_environment(self.root, self._environ))
+        """The MCP servers, started when a turn first offers their tools (issue 13)."""
 
     @classmethod
     def open(
@@ -267,12 +273,14 @@ class Workspace:
         settings = config.model_settings(turn_model.name)  # ENG-05: per-model beats global
         mode = options.mode
         aside = mode is TurnMode.BTW
+        mcp = await self._mcp_offer(definition, turn_model)
         return TurnSetup(
             session=state,
             model=turn_model,
             agent=definition.name,
-            system=self._instructions(definition, turn_model, depth, mode),
-            tools=self._agent_tools(definition, root=depth == 0),
+            system=self._instructions(definition, turn_model, depth, mode) + mcp.system_note(),
+            tools={**self._agent_tools(definition, root=depth == 0), **mcp.tools},
+            notices=tuple(ErrorEvent(kind="mcp", message=problem) for problem in mcp.problems.values()),
             tool_context=ToolContext(workspace=self.root, kernel=front_end.kernel or self.kernel, session=state.name),
             gate=ApprovalGate(
                 front_end.approver or HeadlessApprover(),
@@ -302,6 +310,14 @@ class Workspace:
             depth=depth,
             subagents=self.subagents,
         )
+
+    async def _mcp_offer(self, definition: AgentDefinition, model: Model) -> Offer:
+        """The MCP tools the agent's list names (every enabled server's for an agent without a
+        list), their servers started first; the servers that could not start are reported."""
+        if not self.config.mcp.servers and not self.mcp.connections:
+            return Offer()
+        self.mcp.configure(server_entries(self.config.mcp, self.root, self._home))
+        return await offer(self.mcp, definition.tools, vision=supports_vision(model))
 
     def _instructions(self, definition: AgentDefinition, model: Model, depth: int, mode: TurnMode) -> str:
         """ENG-02/03: the root agent's prompt with project memory, language and image note,
@@ -397,6 +413,8 @@ class Workspace:
             names = [n for n in names if n not in workflow]
         chosen: dict[str, Tool] = {}
         for name in names:
+            if is_mcp_name(name):
+                continue  # MCP tools come from their servers at the turn's setup (_mcp_offer)
             tool = self.tools.get(name)
             if tool is None:
                 raise BlitzError(f"agent {definition.name!r} names an unknown tool {name!r}")
@@ -406,7 +424,7 @@ class Workspace:
     def _check_tool_names(self, tools: tuple[str, ...] | None) -> tuple[str, ...] | None:
         if tools is None:
             return None
-        unknown = [name for name in tools if name not in self.tools]
+        unknown = [name for name in tools if name not in self.tools and not is_mcp_name(name)]
         if unknown:
             raise BlitzError(
                 f"unknown tool(s) {', '.join(unknown)} in the allowed tools; known: {', '.join(self.tools.names())}"

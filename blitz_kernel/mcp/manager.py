@@ -259,14 +259,14 @@ class ServerConnection:
         if self._stop is not None:
             self._stop.set()
         if task is not None and not task.done():
-            try:
-                if self._loop is asyncio.get_running_loop():
-                    await asyncio.wait_for(asyncio.shield(task), timeout=10)
-                else:
-                    self.kill()
-            except (TimeoutError, asyncio.CancelledError):
-                task.cancel()
-                raise
+            if self._loop is not asyncio.get_running_loop():
+                self.kill()
+            else:
+                if self._client is None:
+                    task.cancel()  # still connecting: nothing waits for the stop event yet
+                # Bounded: the SDK closes stdin, then SIGTERMs and SIGKILLs within seconds.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(task), timeout=15)
         self._client = None
         if self.status in ("ready", "starting"):
             self.status = "stopped"

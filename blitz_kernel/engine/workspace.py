@@ -316,8 +316,13 @@ class Workspace:
         list), their servers started first; the servers that could not start are reported."""
         if not self.config.mcp.servers and not self.mcp.connections:
             return Offer()
+        return await offer(self.mcp_servers(), definition.tools, vision=supports_vision(model))
+
+    def mcp_servers(self) -> McpManager:
+        """The MCP servers as the configuration says now (a changed server restarts on its
+        next use), for a turn or `%blitz_mcp`."""
         self.mcp.configure(server_entries(self.config.mcp, self.root, self._home))
-        return await offer(self.mcp, definition.tools, vision=supports_vision(model))
+        return self.mcp
 
     def _instructions(self, definition: AgentDefinition, model: Model, depth: int, mode: TurnMode) -> str:
         """ENG-02/03: the root agent's prompt with project memory, language and image note,

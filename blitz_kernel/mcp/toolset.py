@@ -151,7 +151,7 @@ def _timeout(connection: ServerConnection, ctx: ToolContext) -> float:
     return timeout
 
 
-async def _guarded(connection: ServerConnection, timeout: float, request: Any) -> Any:
+async def _guarded(connection: ServerConnection, limit_s: float, request: Any) -> Any:
     """Await an SDK request; its failures become errors the model reads. A cancelled call is
     cancelled on the server too: the SDK sends `notifications/cancelled` when its caller is
     cancelled."""
@@ -165,7 +165,7 @@ async def _guarded(connection: ServerConnection, timeout: float, request: Any) -
         raise ToolError(str(exc)) from None
     except MCPError as exc:
         if exc.code == REQUEST_TIMEOUT:
-            raise ToolError(f"MCP server {name!r} did not answer within {timeout:g} s") from None
+            raise ToolError(f"MCP server {name!r} did not answer within {limit_s:g} s") from None
         if exc.code == CONNECTION_CLOSED or not connection.alive:
             cause = f"the connection closed during the call ({exc.message})"
             connection.mark_dead(cause)

@@ -69,7 +69,7 @@ class PlainRenderer:
             print(f"⚙ {event.name}({_short_args(event.args)})", flush=True)
         elif isinstance(event, ToolResultEvent):
             print(f"  ↳ {event.name}: {_result_line(event)}", flush=True)
-        elif isinstance(event, ErrorEvent) and event.kind == "unpriced":
+        elif isinstance(event, ErrorEvent) and event.kind in ("unpriced", "mcp"):
             print(f"⚠ {event.message}", flush=True)
         elif isinstance(event, TurnDone):
             self._end_text()

@@ -53,6 +53,14 @@ async def mcp_workspace(tmp_path: Path) -> AsyncIterator[MakeMcp]:
         await workspace.mcp.aclose()
 
 
+def gone(pid: int) -> bool:
+    """Exited (a zombie not yet reaped counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
 def tool_names(model: ScriptedModel, request: int = 0) -> list[str]:
     return [spec.name for spec in model.requests[request].tools]
 
@@ -301,7 +309,7 @@ async def test_restart_starts_a_new_server_process(mcp_workspace: MakeMcp):
     assert pid is not None
     connection = await ws.mcp.restart("t")
     assert connection.pid not in (None, pid) and connection.starts == 2
-    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    assert gone(pid)
 
 
 # -- streamable HTTP ---------------------------------------------------------------------------

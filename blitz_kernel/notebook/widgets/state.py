@@ -219,6 +219,8 @@ class TurnState:
         if event.kind == "unpriced":
             self.notice = event.message
             self.dirty.add("notice")
+        elif event.kind == "mcp":  # an MCP server that could not be used this turn
+            self._add({"kind": "error", "message": event.message})
 
     def _on_done(self, event: TurnDone) -> None:
         self.done_seen = True

@@ -7,7 +7,8 @@
 
 Tools: `echo` (text, read-only hint), `slow` (sleeps), `fail` (raises), `image` (a small PNG),
 `crash` (the process exits mid-call), `structured` (structured content). One resource:
-`notes://readme`. `--pid-file PATH` writes the server's pid there (the kernel test checks that
+`notes://readme`. With BLITZ_TEST_MCP_LOG set, `slow` writes there when it starts and when it
+is cancelled. `--pid-file PATH` writes the server's pid there (the kernel test checks that
 it is gone after shutdown).
 """
 
@@ -28,6 +29,14 @@ PNG_1X1 = base64.b64decode(
 README = "The warehouse holds 3 tables: orders, customers, items."
 
 
+def note(text: str) -> None:
+    """Append a line to the file named by BLITZ_TEST_MCP_LOG (what the tests read)."""
+    path = os.environ.get("BLITZ_TEST_MCP_LOG")
+    if path:
+        with open(path, "a") as file:
+            file.write(text + "\n")
+
+
 def build_server() -> MCPServer:
     server = MCPServer("blitz-test-server", log_level="WARNING")
 
@@ -39,7 +48,12 @@ def build_server() -> MCPServer:
     @server.tool()
     async def slow(seconds: float) -> str:
         """Sleep for `seconds`, then say so."""
-        await asyncio.sleep(seconds)
+        note("slow started")
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            note("slow cancelled")  # the client's notifications/cancelled reached the server
+            raise
         return f"slept {seconds:g} s"
 
     @server.tool()

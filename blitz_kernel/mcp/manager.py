@@ -130,7 +130,7 @@ class ServerConnection:
     def alive(self) -> bool:
         """Connected and usable from the running loop."""
         client = self._client
-        if client is None or self._task is None or self._task.done():
+        if client is None or self.status != "ready" or self._task is None or self._task.done():
             return False
         try:
             if asyncio.get_running_loop() is not self._loop:

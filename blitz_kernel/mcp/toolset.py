@@ -171,11 +171,14 @@ async def _guarded(connection: ServerConnection, limit_s: float, request: Any) -
             connection.mark_dead(cause)
             raise ToolError(f"MCP server {name!r} stopped: {cause}; it is started again on its next use") from None
         raise ToolError(f"MCP server {name!r}: {exc.message}") from None
-    except Exception as exc:
-        if not connection.alive:
-            connection.mark_dead(describe_error(exc))
-            raise ToolError(f"MCP server {name!r} stopped: {describe_error(exc)}; it is started again on its next use") from None
+    except (ValueError, RuntimeError) as exc:  # a result the SDK could not accept
         raise ToolError(f"MCP server {name!r}: {describe_error(exc)}") from None
+    except Exception as exc:
+        # The transport failed (an HTTP server that went away, a pipe that broke): connect
+        # afresh on the next use rather than reuse a broken session.
+        cause = describe_error(exc)
+        connection.mark_dead(cause)
+        raise ToolError(f"MCP server {name!r} failed: {cause}; it is connected again on its next use") from None
 
 
 def render_result(result: Any, *, vision: bool) -> str | ToolOutput:

@@ -88,14 +88,34 @@ def test_a_blitz_turn_calls_a_stdio_server_tool(mcp_kernel: tuple[KernelDriver, 
     assert "from the kernel" in tool_message["content"]
 
 
-def test_restart_then_no_orphan_after_shutdown(mcp_kernel: tuple[KernelDriver, Path]):
+def test_restart_starts_a_new_process_and_stops_the_old(mcp_kernel: tuple[KernelDriver, Path]):
     kernel, pid_file = mcp_kernel
     cell = kernel.run("%blitz_mcp restart warehouse", timeout=90)
     assert cell.status == "ok", cell.reply
     assert "restarted MCP server 'warehouse'" in cell.stdout
     pids = [int(line) for line in pid_file.read_text().split()]
     assert len(pids) == 2 and alive(pids[1])
-    assert wait_until_gone(pids[:1]) == []  # the restart stopped the first process
+    assert wait_until_gone(pids[:1]) == []
+    missing = kernel.run("%blitz_mcp restart nowhere")
+    assert missing.ename == "UsageError" and "no MCP server named 'nowhere'" in missing.evalue
+
+
+def test_unload_ext_stops_the_servers(mcp_kernel: tuple[KernelDriver, Path]):
+    kernel, pid_file = mcp_kernel
+    running = [int(line) for line in pid_file.read_text().split()][-1]
+    assert alive(running)
+    assert kernel.run("%unload_ext blitz_kernel").status == "ok"
+    assert wait_until_gone([running]) == []
+    assert kernel.run("%load_ext blitz_kernel").status == "ok"
+    again = kernel.run("%blitz_mcp", timeout=90)
+    assert again.status == "ok", again.reply
+    assert "ready · 6 tools" in again.stdout
+
+
+def test_no_orphan_server_after_the_kernel_shuts_down(mcp_kernel: tuple[KernelDriver, Path]):
+    kernel, pid_file = mcp_kernel
+    pids = [int(line) for line in pid_file.read_text().split()]
+    assert alive(pids[-1])
     kernel.client.stop_channels()
     kernel.manager.shutdown_kernel(now=False)
     assert wait_until_gone(pids) == []

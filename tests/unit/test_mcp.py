@@ -7,6 +7,7 @@ import asyncio
 import base64
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 
 from blitz_kernel.config import load_config
 from blitz_kernel.engine.approval import HEADLESS_REASON
-from blitz_kernel.engine.events import ErrorEvent, ToolCallEvent, ToolResultEvent
+from blitz_kernel.engine.events import ErrorEvent, ToolResultEvent
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import ConfigError
 from blitz_kernel.models.scripted import ScriptedModel, Step
@@ -217,27 +218,37 @@ async def test_the_turn_timeout_cuts_an_mcp_call_short(mcp_workspace: MakeMcp):
     assert result.stop_reason == "timeout"
 
 
-async def test_interrupt_during_a_slow_call_cancels_it_and_the_server_stays_usable(mcp_workspace: MakeMcp):
-    ws, _ = mcp_workspace([tool_step(call("mcp__t__slow", seconds=60)), {"text": "unused"}])
-    calling = asyncio.Event()
-
-    def on_event(event: Any) -> None:
-        if isinstance(event, ToolCallEvent):
-            calling.set()
-
-    turn = asyncio.ensure_future(ws.run("slow", approve="allow", on_event=on_event))
-    await asyncio.wait_for(calling.wait(), 30)
-    await asyncio.sleep(0.3)  # let the request reach the server before the interrupt
-    turn.cancel()
+async def test_interrupt_during_a_slow_call_cancels_it_on_the_server_too(mcp_workspace: MakeMcp, tmp_path: Path):
+    log = tmp_path / "server.log"
+    ws, _ = mcp_workspace([tool_step(call("mcp__t__slow", seconds=60)), {"text": "unused"}],
+                          {"t": stdio_server(env={"BLITZ_TEST_MCP_LOG": str(log)})})
+    turn = asyncio.ensure_future(ws.run("slow", approve="allow"))
+    await wait_for_line(log, "slow started")
+    turn.cancel()  # what the kernel's interrupt does to the running cell
     result = await turn
     assert result.stop_reason == "cancelled"
     [event] = [e for e in result.events if isinstance(e, ToolResultEvent)]
     assert event.status == "cancelled"
-    # the connection survived: the next turn uses it without a restart
+    await wait_for_line(log, "slow cancelled")
+    # the connection survived: it answers without a restart
     connection = await ws.mcp.connection("t")
     answer = await connection.client().call_tool("echo", {"text": "still here"})
     assert answer.content[0].text == "still here"
     assert connection.starts == 1
+
+
+async def wait_for_line(path: Path, line: str) -> None:
+    """Wait (off the loop) until the file the server writes holds `line`."""
+    assert await asyncio.to_thread(_poll_for_line, path, line, 30.0), f"{line!r} never reached {path}"
+
+
+def _poll_for_line(path: Path, line: str, limit_s: float) -> bool:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if path.exists() and line in path.read_text():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 async def test_untrusted_workspace_servers_are_refused_with_the_way_out(tmp_path: Path):

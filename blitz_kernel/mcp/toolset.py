@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
+from opentelemetry import trace
 from pydantic import BaseModel, Field
 
 from ..core.history import ImagePart
@@ -127,6 +128,8 @@ def _object_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
 
 def _caller(manager: McpManager, server: str, tool: str, vision: bool) -> Any:
     async def call(args: BaseModel, ctx: ToolContext) -> str | ToolOutput:
+        # ENG-90: the tool call's span (current here) names the server and its own tool name.
+        trace.get_current_span().set_attributes({"blitz.mcp.server": server, "blitz.mcp.tool": tool})
         arguments = args.as_dict() if isinstance(args, PassthroughArgs) else args.model_dump()
         connection = await _connection(manager, server)
         timeout = _timeout(connection, ctx)

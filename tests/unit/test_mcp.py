@@ -90,6 +90,17 @@ async def test_a_call_result_returns_to_the_model(mcp_workspace: MakeMcp):
     model.assert_complete()
 
 
+async def test_ENG90_the_tool_span_names_the_server_and_tool(mcp_workspace: MakeMcp):
+    ws, _ = mcp_workspace([tool_step(call("mcp__t__echo", text="hi")), {"text": "done"}],
+                          **{"telemetry.enabled": True, "telemetry.exporter": "memory"})
+    await ws.run("echo", approve="allow")
+    assert ws.telemetry.memory is not None
+    [span] = [s for s in ws.telemetry.memory.get_finished_spans() if s.name == "blitz.tool_call"]
+    attributes = dict(span.attributes or {})
+    assert attributes["blitz.tool"] == "mcp__t__echo"
+    assert attributes["blitz.mcp.server"] == "t" and attributes["blitz.mcp.tool"] == "echo"
+
+
 async def test_structured_content_becomes_the_result(mcp_workspace: MakeMcp):
     ws, model = mcp_workspace([tool_step(call("mcp__t__structured", city="Oslo")), {"text": "done"}])
     await ws.run("weather", approve="allow")

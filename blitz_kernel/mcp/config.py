@@ -31,7 +31,8 @@ class McpServerConfig(BaseModel):
     args: list[str] = []
     """stdio: its arguments."""
     env: dict[str, str] = {}
-    """stdio: extra environment variables for the server (on top of PATH, HOME and the like)."""
+    """stdio: extra environment variables for the server (on top of PATH, HOME and the like);
+    `${VAR}` in a value is read from the kernel's environment when the server starts."""
     cwd: str | None = None
     """stdio: its working directory; relative paths are relative to the workspace."""
     url: str | None = None

@@ -19,6 +19,7 @@ import asyncio
 import atexit
 import contextlib
 import os
+import re
 import signal
 import tempfile
 import time
@@ -210,9 +211,8 @@ class ServerConnection:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
             cwd = (self.workspace / config.cwd) if config.cwd else self.workspace
-            params = StdioServerParameters(
-                command=config.command, args=list(config.args), env=dict(config.env) or None, cwd=str(cwd)
-            )
+            env = {name: _expand(value, name) for name, value in config.env.items()}
+            params = StdioServerParameters(command=config.command, args=list(config.args), env=env or None, cwd=str(cwd))
             # The server's stderr goes to a file, not the cell: its log lines would flood the
             # notebook; the end of it is quoted when the server fails.
             self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
@@ -426,6 +426,22 @@ def _kill_at_exit() -> None:
     signal their process groups rather than leave orphans."""
     for manager in list(_MANAGERS):
         manager.kill_all()
+
+
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _expand(value: str, name: str) -> str:
+    """`${VAR}` in an `env` value is read from the kernel's environment when the server
+    starts, so a token need not be written into a config file."""
+
+    def lookup(match: re.Match[str]) -> str:
+        found = os.environ.get(match.group(1))
+        if found is None:
+            raise McpUnavailable(f"env {name!r} needs the environment variable {match.group(1)}, which is not set")
+        return found
+
+    return _REFERENCE.sub(lookup, value)
 
 
 def describe_error(exc: BaseException) -> str:

@@ -262,6 +262,21 @@ def _poll_for_line(path: Path, line: str, limit_s: float) -> bool:
     return False
 
 
+async def test_env_values_read_variables_when_the_server_starts(mcp_workspace: MakeMcp, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch):
+    log = tmp_path / "env.log"
+    monkeypatch.setenv("BLITZ_TEST_LOG_DIR", str(tmp_path))
+    ws, _ = mcp_workspace([tool_step(call("mcp__t__slow", seconds=0)), {"text": "ok"}],
+                          {"t": stdio_server(env={"BLITZ_TEST_MCP_LOG": "${BLITZ_TEST_LOG_DIR}/env.log"})})
+    await ws.run("slow", approve="allow")
+    assert "slow started" in log.read_text()
+
+    missing, _ = mcp_workspace([{"text": "ok"}], {"t": stdio_server(env={"TOKEN": "${BLITZ_NOT_SET_ANYWHERE}"})})
+    result = await missing.run("hi")
+    [notice] = [e for e in result.events if isinstance(e, ErrorEvent) and e.kind == "mcp"]
+    assert "BLITZ_NOT_SET_ANYWHERE" in notice.message and "not set" in notice.message
+
+
 async def test_untrusted_workspace_servers_are_refused_with_the_way_out(tmp_path: Path):
     (tmp_path / "blitz.toml").write_text(
         f'[mcp.servers.repo]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n'

@@ -215,15 +215,11 @@ class ServerConnection:
             params = StdioServerParameters(command=config.command, args=list(config.args), env=env or None, cwd=str(cwd))
             # The server's stderr goes to a file, not the cell: its log lines would flood the
             # notebook; the end of it is quoted when the server fails.
+            if self._errlog is not None:
+                self._errlog.close()
             self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-            before = _child_pids()
-            async with Client(stdio_client(params, errlog=self._errlog), **common) as client:
-                new = _child_pids() - before - _claimed_pids()
-                self.pid = min(new) if len(new) == 1 else None
-                try:
-                    yield client
-                finally:
-                    self.pid = None
+            async with Client(self._spawned(stdio_client(params, errlog=self._errlog)), **common) as client:
+                yield client
         else:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
@@ -240,6 +236,28 @@ class ServerConnection:
                 Client(streamable_http_client(str(config.url), http_client=http), **common) as client,
             ):
                 yield client
+
+    @contextlib.asynccontextmanager
+    async def _spawned(self, transport: Any) -> AsyncIterator[Any]:
+        """The SDK's stdio transport, noting the server's pid: the new child of this process.
+        Spawns are one at a time so that two servers starting together are told apart."""
+        lock = _spawn_lock()
+        await lock.acquire()
+        held = True
+        try:
+            before = _child_pids()
+            async with transport as streams:
+                new = _child_pids() - before
+                self.pid = min(new) if len(new) == 1 else None
+                lock.release()
+                held = False
+                try:
+                    yield streams
+                finally:
+                    self.pid = None
+        finally:
+            if held:
+                lock.release()
 
     def _stderr_tail(self) -> str:
         errlog = self._errlog
@@ -279,7 +297,8 @@ class ServerConnection:
                 os.killpg(pid, signal.SIGTERM)
 
     def mark_dead(self, cause: str) -> None:
-        self.status, self.last_error = "stopped", cause
+        stderr = self._stderr_tail()
+        self.status, self.last_error = "stopped", cause + (f"; its stderr ends: {stderr}" if stderr else "")
 
 
 class McpManager:
@@ -401,8 +420,14 @@ class McpManager:
 _MANAGERS: weakref.WeakSet[McpManager] = weakref.WeakSet()
 
 
-def _claimed_pids() -> set[int]:
-    return {pid for manager in list(_MANAGERS) for pid in manager.pids()}
+_SPAWN_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _spawn_lock() -> asyncio.Lock:
+    loop = asyncio.get_running_loop()
+    if loop not in _SPAWN_LOCKS:
+        _SPAWN_LOCKS[loop] = asyncio.Lock()
+    return _SPAWN_LOCKS[loop]
 
 
 def _child_pids() -> set[int]:

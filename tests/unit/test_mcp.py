@@ -408,3 +408,12 @@ def test_server_configuration_errors_name_the_key(tmp_path: Path, server: dict[s
 def test_a_server_name_must_fit_in_tool_names(tmp_path: Path):
     with pytest.raises(ConfigError, match="mcp__<server>__<tool>"):
         load_config(tmp_path, overrides={"mcp.servers.a__b": {"command": "x"}}, environ={}, home=tmp_path)
+
+
+async def test_servers_starting_together_each_know_their_process(mcp_workspace: MakeMcp):
+    ws, _ = mcp_workspace([{"text": "ok"}], {"a": stdio_server(), "b": stdio_server(), "c": stdio_server()})
+    await ws.run("hi")
+    pids = [ws.mcp.connections[name].pid for name in "abc"]
+    assert None not in pids and len(set(pids)) == 3
+    await ws.mcp.aclose()
+    assert all(gone(pid) for pid in pids if pid is not None)

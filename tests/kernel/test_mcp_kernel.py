@@ -45,6 +45,7 @@ def mcp_kernel(server: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactor
         f"command = {json.dumps(sys.executable)}\n"
         f"args = [{json.dumps(SERVER)}, \"--pid-file\", {json.dumps(str(pid_file))}]\n"
         "timeout_s = 30\n"
+        '[mcp.servers.broken]\ncommand = "/nonexistent/blitz-mcp-server"\n'
         '[approval.tools]\n"mcp__warehouse__image" = "deny"\n'
     )
     env = kernel_environment(home, BLITZ_MODEL="openai/fake-model", BLITZ_API_BASE=server.base_url, OPENAI_API_KEY=FAKE_KEY)
@@ -64,7 +65,9 @@ def test_blitz_mcp_lists_servers_tools_and_policies(mcp_kernel: tuple[KernelDriv
     cell = kernel.run("%blitz_mcp", timeout=90)
     assert cell.status == "ok", cell.reply
     out = cell.stdout
-    assert "MCP servers (1):" in out
+    assert "MCP servers (2):" in out
+    assert "• broken — stdio: /nonexistent/blitz-mcp-server — failed · tools unknown" in out
+    assert "last error: FileNotFoundError" in out
     assert f"• warehouse — stdio: {sys.executable} {SERVER}" in out and "ready · 6 tools" in out
     lines = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.strip().startswith("mcp__")}
     assert lines["mcp__warehouse__echo"] == "ask" and lines["mcp__warehouse__image"] == "deny"
@@ -82,6 +85,7 @@ def test_a_blitz_turn_calls_a_stdio_server_tool(mcp_kernel: tuple[KernelDriver, 
     cell = kernel.run("%%blitz -s mcp --approve allow\nEcho something.", timeout=90)
     assert cell.status == "ok", cell.reply
     assert "⚙ mcp__warehouse__echo(" in cell.stdout
+    assert "⚠ MCP server 'broken' failed to start" in cell.stdout  # the turn went on without it
     names = {t["function"]["name"] for t in server.requests[0].body["tools"]}
     assert "mcp__warehouse__echo" in names
     [tool_message] = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]

@@ -417,3 +417,13 @@ async def test_servers_starting_together_each_know_their_process(mcp_workspace: 
     assert None not in pids and len(set(pids)) == 3
     await ws.mcp.aclose()
     assert all(gone(pid) for pid in pids if pid is not None)
+
+
+def test_the_widget_shows_an_mcp_notice_in_the_turn():
+    from blitz_kernel.notebook.widgets.state import TurnState
+
+    state = TurnState(turn_id="t1", prompt="", session="s")
+    state.apply(ErrorEvent(kind="mcp", message="MCP server 'x' failed to start: FileNotFoundError"))
+    assert {"kind": "error", "message": "MCP server 'x' failed to start: FileNotFoundError"} in [
+        {k: item.get(k) for k in ("kind", "message")} for item in state.synced_value("items")
+    ]

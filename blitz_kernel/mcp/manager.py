@@ -413,9 +413,6 @@ class McpManager:
         for connection in self.connections.values():
             connection.kill()
 
-    def pids(self) -> set[int]:
-        return {c.pid for c in self.connections.values() if c.pid is not None}
-
 
 _MANAGERS: weakref.WeakSet[McpManager] = weakref.WeakSet()
 

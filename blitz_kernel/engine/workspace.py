@@ -216,6 +216,16 @@ class Workspace:
         state.add_budget(usd)
         return limit + state.budget_added_usd - state.ledger.total.cost_usd
 
+    def context_of(self, session: str) -> str | None:
+        """How full the session's context is ("ctx 42 % of 128K (litellm)"), from its last
+        prompt; None before any model call. The window is the current model's."""
+        used = self.session(session).ledger.last_prompt_tokens
+        if not used:
+            return None
+        cached = [known for key, known in self._contexts.items() if key[0] == self.model.name]
+        context = cached[-1] if cached else self._context_window(self.model)
+        return f"{context.fill(used)} ({context.source})"
+
     def audit(self, session: str = "default") -> list[AuditRecord]:
         """WS-07: every tool call of the session, with its decision and who made it."""
         return list(self.session(session).audit)
@@ -280,6 +290,23 @@ class Workspace:
         try:
             setup = await self._setup(state, options, front_end)
             return await TurnRunner(setup, control).run(prompt, attachments)
+        finally:
+            state.running = None
+
+    async def continue_turn(
+        self, session: str, options: RunOptions | None = None, front_end: FrontEnd | None = None
+    ) -> TurnResult:
+        """Issue 12 §5: a turn that stopped at `max_turns` goes on for `options.max_turns` more
+        steps in the same context: no new prompt, the model takes the next step."""
+        state = self.session(session)
+        if not state.history or state.history[-1].kind != "tool_result":
+            raise BlitzError(f"session {session!r} has no turn to continue: its last turn ended with an answer")
+        self._claim(state)
+        control = TurnControl()
+        state.running = control
+        try:
+            setup = await self._setup(state, options or RunOptions(), front_end or FrontEnd())
+            return await TurnRunner(setup, control).run(None)
         finally:
             state.running = None
 

@@ -37,6 +37,8 @@ def unload(ipython: Any) -> None:
     workspace = getattr(magics, "_workspace", None)
     if workspace is not None:
         workspace.mcp.close_soon()  # MCP servers end with the extension (issue 13)
+        # WS-02: let go of the session locks, so a reloaded extension can take them again
+        workspace.sessions.close()
     for registered in (magics, _state.pop("mcp_magics", None)):
         if registered is not None:
             for kind, names in registered.magics.items():

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core.history import ImagePart
-from ..models.base import ToolSpec
+from ..core.tools import ToolSpec
 
 
 class ToolKind(enum.StrEnum):

@@ -105,7 +105,7 @@ def _server_lines(workspace: Workspace, connection: ServerConnection) -> list[st
     policies = dict(workspace.config.approval.tools)
     hints = {listed.name: listed.annotations for listed in connection.tools}
     for tool in server_tools(workspace.mcp, connection, vision=False):
-        policy = resolve_policy(tool.name, True, policies, None, set())
+        policy, _ = resolve_policy(tool.name, True, policies, None, set())
         original = tool.name.split("__", 2)[-1]
         hint = hints.get(original)
         note = "  (the server says read-only; still asks)" if hint is not None and hint.read_only_hint and policy == "ask" else ""

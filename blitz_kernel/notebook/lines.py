@@ -65,14 +65,17 @@ def context_fill(used: int | None, window: int | None) -> str:
     """`ctx 42 % of 128K`: how full the model's context is; "" when the engine did not say."""
     if not used or not window:
         return ""
-    return f"ctx {round(100 * used / window)} % of {_tokens_short(window)}"
+    percent = 100 * used / window
+    shown = "<1" if percent < 1 else str(round(percent))
+    return f"ctx {shown} % of {_tokens_short(window)}"
 
 
 def _tokens_short(tokens: int) -> str:
     if tokens >= 1_000_000 and tokens % 1_000_000 == 0:
         return f"{tokens // 1_000_000}M"
-    if tokens >= 1000:
-        return f"{round(tokens / 1024) if tokens % 1024 == 0 else round(tokens / 1000)}K"
+    if tokens >= 1000:  # 128000 and 131072 are both "128K", as model cards say
+        binary = tokens % 1024 == 0 and tokens % 1000 != 0
+        return f"{round(tokens / 1024) if binary else round(tokens / 1000)}K"
     return str(tokens)
 
 

@@ -314,12 +314,18 @@ class BlitzMagics(Magics):
 
     @magic_arguments()
     @argument("-s", "--session", help="session (default: the notebook's)")
+    @argument("--add-budget", metavar="USD", help="add to the session budget (limits.max_cost_usd_session)")
     @line_magic
     def blitz_usage(self, line: str) -> None:
-        """Tokens and cost of a session, per model."""
+        """Tokens and cost of a session, per model; `--add-budget USD` lifts a spent session budget."""
         args = self._parse(self.blitz_usage, line)
         session = _name(args.session, "--session", self.blitz_usage) or self._current_session()
         workspace = self.workspace()
+        if args.add_budget is not None:
+            with usage_errors():
+                left = workspace.add_budget(session, _positive(float, args.add_budget, "--add-budget"))
+            print(f"session {session!r}: budget raised; ${left:.2f} left")
+            return
         if session not in workspace.sessions.names():  # asking must not create it
             print(f"session {session!r}: no model calls yet")
             return
@@ -465,6 +471,16 @@ class BlitzMagics(Magics):
         print(f"session {name!r}: {state.turns} turn(s), {len(kinds)} message(s) in the history"
               f" ({kinds.count('summary')} summary), {len(state.archive)} compacted away; {saved}")
         print(f"usage: {state.ledger.total.describe()}")
+        workspace = self.workspace()
+        context = workspace.context_of(name)
+        if context is not None:
+            print(f"context: {context}")
+        memory = workspace.memory()
+        print("project memory: " + (", ".join(m.label for m in memory) if memory else "none (AGENTS.md, BLITZ.md, ~/.blitz/AGENTS.md)"))
+        limit = workspace.config.limits.max_cost_usd_session
+        if limit is not None:
+            spent = " (spent: %blitz_usage --add-budget USD to go on)" if state.budget_tripped else ""
+            print(f"session budget: ${limit + state.budget_added_usd:.2f}{spent}")
         outcomes = book.outcomes(name)
         if outcomes:
             last = outcomes[-1]

@@ -193,6 +193,7 @@ def test_GR01_the_switch_and_the_context_fill_are_on_the_footer_and_the_usage_li
     assert context_fill(state.context_used, state.context_window) == "ctx 42 % of 128K"
     assert usage_line(state).endswith("· ctx 42 % of 128K · answered by anthropic/claude after openai/gpt-4.1 failed (429 rate limit)")
     assert context_fill(10, None) == "" and context_fill(50_000, 200_000) == "ctx 25 % of 200K"
+    assert context_fill(258, 128_000) == "ctx <1 % of 128K"
 
 
 def test_notices_accumulate_one_a_line_and_the_static_rendering_keeps_them():

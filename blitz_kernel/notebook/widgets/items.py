@@ -131,3 +131,5 @@ class AttachmentChip(TypedDict):
     """`variable df · 2.1 KB`: the chip's words, written once here (lines.attachment_label)."""
 
 OPEN_STATUSES = ("queued", "waiting", "running")
+NOTICE_KINDS = ("unpriced", "notice", "mcp")
+"""Error events that are warnings to show, not the turn's failure."""

@@ -43,6 +43,7 @@ from ..lines import (
 )
 from .items import (
     FINAL_STATUS,
+    NOTICE_KINDS,
     OPEN_STATUSES,
     AsideEntry,
     AsideStatus,
@@ -65,7 +66,7 @@ from .items import (
 from .nested import Path, SubagentCards, new_tool
 
 __all__ = [
-    "FINAL_STATUS", "OPEN_STATUSES", "AsideEntry", "AsideStatus", "AttachmentChip", "CompactionItem", "ErrorItem",
+    "FINAL_STATUS", "NOTICE_KINDS", "OPEN_STATUSES", "AsideEntry", "AsideStatus", "AttachmentChip", "CompactionItem", "ErrorItem",
     "Item", "PendingCallEntry", "PendingRequest", "Phase", "PlanItem", "SteerEntry", "SteerStatus", "TextItem",
     "ThoughtItem", "ToolItem", "ToolStatus", "TurnState",
 ]
@@ -79,8 +80,6 @@ SYNCED = (
 )
 """The fields the widget mirrors as traits (same names)."""
 
-NOTICE_KINDS = ("unpriced", "notice")
-"""Error events that are warnings to show, not the turn's failure."""
 PREVIEW_KINDS: dict[str, PreviewKind] = {
     "edit_file": "diff", "write_file": "diff", "notebook_edit": "cell", "run_python": "code",
 }
@@ -371,9 +370,7 @@ class TurnState:
         if event.not_saved:
             self.add_notice(f"session not saved: {event.not_saved}")
         self.undoable = event.undoable
-        # ctx fill: only when the engine reports both numbers (an older engine has neither)
-        self.context_used = getattr(event, "context_used", None)
-        self.context_window = getattr(event, "context_window", None)
+        self.context_used, self.context_window = event.context_used, event.context_window
         if event.error:
             self._add({"kind": "error", "message": event.error})
         self._mark_steers(len(event.leftovers), "next_prompt", "sent as the next prompt", oldest=False)

@@ -19,6 +19,10 @@ takes the reviewer when the turn starts, and a reviewer cannot answer "nobody is
 `--plan` turn learns first whether its widget is seen (probe, then render) and passes no
 reviewer when it is not: the plan is then the answer, as in plain mode.
 
+Continue (issue 12 §5): a widget turn that stops at `max_turns` offers Continue; pressed, the
+cell goes on with `Workspace.continue_turn` (the same turn context, no new prompt) in a widget of
+its own. Plain output cannot be clicked: the step limit fails the cell as before.
+
 Outputs are only ever produced in the cell's own context: output made in a comm callback would
 be parented to the comm message and land nowhere, so the probe's answer is shown through a
 callback that runs in the context the cell turn was created in.
@@ -50,6 +54,7 @@ if TYPE_CHECKING:
 TICK_S = 0.1
 """The ticker's period: a kernel interrupt reaches an awaiting cell within about this long."""
 CARRY_OUT_LABEL = "Carrying out the approved plan"
+CONTINUE_LABEL = "Continuing past the step limit"
 
 
 @dataclass
@@ -60,6 +65,8 @@ class NextTurn:
     plan: bool
     label: str = ""
     """Shown instead of the prompt (which the user did not type)."""
+    resume: bool = False
+    """Continue pressed at the step limit (issue 12 §5): `continue_turn`, no new prompt."""
 
 
 async def run_turn_in_cell(
@@ -82,10 +89,12 @@ async def run_turn_in_cell(
         while queue:
             planned = queue.pop(0)
             probe = FrontEndProbe() if widget_capable else None
-            turn = CellTurn(workspace, session, planned.prompt, probe=probe, label=planned.label)
+            turn = CellTurn(workspace, session, planned.prompt, probe=probe, label=planned.label, resume=planned.resume)
             mode = TurnMode.PLAN if planned.plan else TurnMode.NORMAL
             result = await turn.run(dataclasses.replace(options, mode=mode))
             queue[:0] = follow_ups(planned, result, turn.follow_up)
+            if turn.presenter is not None and turn.presenter.continue_requested:
+                queue.insert(0, NextTurn("", plan=False, label=CONTINUE_LABEL, resume=True))
         assert result is not None
         return result
     finally:
@@ -121,6 +130,7 @@ class CellTurn:
         *,
         probe: FrontEndProbe | None,
         label: str = "",
+        resume: bool = False,
         plain_output: CellOutput | None = None,
         widget_output: WidgetOutput | None = None,
     ) -> None:
@@ -132,6 +142,7 @@ class CellTurn:
         self.session = session
         self.prompt = prompt
         self.probe = probe
+        self.resume = resume
         self.controller: TurnController | None = (
             TurnController(workspace, session, prompt, label=label) if probe else None
         )
@@ -157,7 +168,12 @@ class CellTurn:
                     approver=self.controller.approver,
                     plan_reviewer=await self._plan_reviewer(options.plan),
                 )
-            result = await self.workspace.run_turn(self.prompt, self.session, options, front_end)
+            if self.controller is not None:
+                self.controller.continue_steps = options.max_turns or self.workspace.config.limits.max_turns
+            if self.resume:
+                result = await self.workspace.continue_turn(self.session, options, front_end)
+            else:
+                result = await self.workspace.run_turn(self.prompt, self.session, options, front_end)
         except BaseException:
             self._abandon()
             raise

@@ -45,6 +45,11 @@ class Presenter(Protocol):
     def abandon(self) -> None:
         """The turn raised: leave what was shown as it is best kept."""
 
+    @property
+    def continue_requested(self) -> bool:
+        """After `finish`: whether the user asked to go on past the step limit (issue 12 §5)."""
+        ...
+
 
 class WidgetOutput(Protocol):
     """Where the widget goes: the cell (IPython's display), or a test's record."""
@@ -88,6 +93,8 @@ class WidgetPresenter:
         self._output: WidgetOutput = output or IPythonWidgetOutput()
         self._handle: Any = None
         self.undo: UndoControl | None = None
+        self.continue_requested = False
+        """Continue was pressed at the step limit: the cell goes on with `continue_turn`."""
 
     def catch_up(self) -> None:
         """Display the widget with the state so far (its comm opens now)."""
@@ -108,6 +115,8 @@ class WidgetPresenter:
 
     async def finish(self, result: TurnResult) -> list[str]:
         controller = self.controller
+        if result.stop_reason == "max_turns" and controller.continue_steps and controller.rendered.is_set():
+            self.continue_requested = await controller.offer_continue()
         self._images_in_cards(False)
         try:
             await controller.wait_for_asides(ASIDE_WAIT_S)

@@ -163,6 +163,11 @@ class PlainPresenter:
         """Nothing to wait for: nobody can click plain output."""
         return None
 
+    @property
+    def continue_requested(self) -> bool:
+        """Nobody can press Continue in plain output: a step limit fails the cell, as always."""
+        return False
+
     async def finish(self, result: TurnResult) -> list[str]:
         from .widgets.static import turn_record
 

@@ -319,3 +319,77 @@ async def test_undo_this_turn_restores_the_file_and_marks_the_rendering(tmp_path
     assert metadata is not None and metadata["blitz"]["undone"] is True
     control.click()  # "Undone": a second click does nothing
     assert control.view.status == "done"
+
+
+# -- 6. Continue past the step limit ----------------------------------------------------------
+
+
+async def _cell_turn_at_the_limit(ws: Workspace, answer: Any) -> tuple[Any, Any]:
+    """A widget cell turn (the probe answered by a fake front end) that stops at max_turns=1;
+    `answer(controller)` is what the user does once Continue is offered."""
+    from blitz_kernel.engine.options import RunOptions
+    from blitz_kernel.notebook.live import CellTurn
+    from blitz_kernel.notebook.probe import FrontEndMemory, FrontEndProbe
+
+    from .front_end_fakes import CommOpener, FakeClock
+
+    probe = FrontEndProbe(open_comm=CommOpener(answer=True), call_later=FakeClock().call_later, memory=FrontEndMemory())
+    turn = CellTurn(ws, "s", "Look twice.", probe=probe, plain_output=None, widget_output=RecordingOutput())
+    running = asyncio.ensure_future(turn.run(RunOptions(max_turns=1)))
+    async with asyncio.timeout(10):
+        while turn.controller is None or not turn.controller.state.offer:  # noqa: ASYNC110 - bounded; no event marks it
+            if turn.controller is not None and turn.controller.view is not None and not turn.controller.rendered.is_set():
+                turn.controller.receive(ReadyMessage(kind="ready", turn_id=turn.controller.turn_id))
+            if running.done():
+                break
+            await asyncio.sleep(0)
+    if not running.done():
+        answer(turn.controller)
+    return turn, await asyncio.wait_for(running, 10)
+
+
+async def test_continue_at_the_step_limit_goes_on_in_the_same_turn_context(tmp_path: Path):
+    from blitz_kernel.engine.options import RunOptions
+    from blitz_kernel.notebook.live import CellTurn
+    from blitz_kernel.notebook.widgets.view import ContinueMessage
+
+    m = ScriptedModel([tool_step(call("list_files")), {"text": "Found them."}])
+    ws = Workspace.open(tmp_path, model=m, environ={}, home=tmp_path / "home")
+    offered: list[dict[str, Any]] = []
+
+    def press_continue(controller: TurnController) -> None:
+        offered.append(controller.state.synced_value("offer"))
+        offer_id = controller.state.offer["offer_id"]
+        controller.receive(ContinueMessage(kind="continue", turn_id=controller.turn_id, offer_id=offer_id + 1, go=False))
+        assert controller.state.offer  # a stale offer id changes nothing
+        controller.receive(ContinueMessage(kind="continue", turn_id=controller.turn_id, offer_id=offer_id, go=True))
+
+    turn, result = await _cell_turn_at_the_limit(ws, press_continue)
+    assert result.stop_reason == "max_turns"
+    assert offered and offered[0]["steps"] == 1 and "Continue runs up to 1 more steps" in offered[0]["line"]
+    assert turn.presenter.continue_requested and turn.state.offer == {}
+    resumed = CellTurn(ws, "s", "", probe=None, resume=True, plain_output=None)
+    more = await resumed.run(RunOptions(max_turns=1))
+    assert (more.stop_reason, more.text) == ("end_turn", "Found them.")
+    m.assert_complete()
+    assert len(m.requests) == 2 and m.requests[1].messages[-1].kind == "tool_result"  # no new prompt
+
+
+async def test_end_turn_or_stop_at_the_step_limit_does_not_continue(tmp_path: Path):
+    from blitz_kernel.notebook.widgets.view import StopMessage
+
+    for press in ("end", "stop"):
+        ws = Workspace.open(tmp_path / press, model=ScriptedModel([tool_step(call("list_files"))]),
+                            environ={}, home=tmp_path / "home")
+
+        def answer(controller: TurnController, press: str = press) -> None:
+            from blitz_kernel.notebook.widgets.view import ContinueMessage
+
+            if press == "stop":
+                controller.receive(StopMessage(kind="stop", turn_id=controller.turn_id))
+            else:
+                offer_id = controller.state.offer["offer_id"]
+                controller.receive(ContinueMessage(kind="continue", turn_id=controller.turn_id, offer_id=offer_id, go=False))
+
+        turn, result = await _cell_turn_at_the_limit(ws, answer)
+        assert result.stop_reason == "max_turns" and not turn.presenter.continue_requested

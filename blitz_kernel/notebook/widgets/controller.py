@@ -23,6 +23,7 @@ from .state import TurnState
 from .sync import WidgetSync
 from .view import (
     AsideMessage,
+    ContinueMessage,
     DecideMessage,
     FrontEndMessage,
     ReadyMessage,
@@ -144,6 +145,9 @@ class TurnController:
         sub-agents ask (ENG-70; request ids are unique in the kernel)."""
         self._review: OpenReview | None = None
         self._review_ids = 0
+        self._offer: tuple[int, asyncio.Future[bool]] | None = None
+        self.continue_steps = 0
+        """How many more steps Continue runs (the turn's own step limit); 0: not offered."""
         self._asides: dict[int, asyncio.Task[None]] = {}
 
     # -- the view ---------------------------------------------------------------------------
@@ -205,6 +209,8 @@ class TurnController:
                 self._on_aside(message.question)
             case StopMessage():
                 self._on_stop()
+            case ContinueMessage():
+                self._on_continue(message)
             case ReadyMessage():
                 pass  # rendered, and nothing more to do
             case _:
@@ -231,6 +237,31 @@ class TurnController:
             return  # a plan the turn no longer waits for: stale
         reason = None if message.approved else (message.reason or "").strip() or None
         review.resolve(PlanReview(approved=message.approved, reason=reason))
+
+    def _on_continue(self, message: ContinueMessage) -> None:
+        offer = self._offer
+        if offer is None or offer[0] != message.offer_id or offer[1].done():
+            return  # an offer the cell no longer waits for: stale
+        offer[1].set_result(message.go)
+
+    async def offer_continue(self) -> bool:
+        """Issue 12 §5: the turn stopped at its step limit; ask whether to go on. True when
+        Continue was pressed; False for End turn, Stop, or no answer within the approval
+        timeout (a widget nobody answers must not hold the cell for ever when one is set)."""
+        self._review_ids += 1
+        offer_id = self._review_ids
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._offer = (offer_id, future)
+        self.state.set_offer(offer_id, self.continue_steps)
+        self.changed(urgent=True)
+        try:
+            return await asyncio.wait_for(future, self.workspace.config.approval.timeout_s)
+        except TimeoutError:
+            return False
+        finally:
+            self._offer = None
+            self.state.set_offer(None)
+            self.changed(urgent=True)
 
     def _on_steer(self, text: str) -> None:
         """ENG-40/42: queue it for the running turn, or keep it as the next prompt."""
@@ -293,6 +324,9 @@ class TurnController:
         """First press: stop after the current step. Second: now (cancel, as an interrupt)."""
         state = self.state
         if state.phase == "done":
+            return
+        if self._offer is not None and not self._offer[1].done():
+            self._offer[1].set_result(False)  # Stop while Continue is offered: the turn ends here
             return
         if state.phase == "finishing" or state.done_seen:
             state.set_stopping("force")

@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from ...engine.turn import TurnResult
 
 SYNCED = (
-    "header", "items", "live", "pending", "review", "steers", "asides", "footer", "phase", "stopping", "notice",
+    "header", "items", "live", "pending", "review", "offer", "steers", "asides", "footer", "phase", "stopping", "notice",
     "images",
 )
 """The fields the widget mirrors as traits (same names)."""
@@ -125,6 +125,8 @@ class TurnState:
     says so (the report in short)."""
     review: dict[str, Any] = field(default_factory=dict)
     """The plan waiting for Approve plan / Reject ({} when none): review_id and the plan."""
+    offer: dict[str, Any] = field(default_factory=dict)
+    """Continue past the step limit ({} when not offered): offer_id, steps and the words."""
     steers: list[SteerEntry] = field(default_factory=list)
     asides: list[AsideEntry] = field(default_factory=list)
     images: dict[str, list[dict[str, str]]] = field(default_factory=dict)
@@ -440,6 +442,15 @@ class TurnState:
                 tool["status"] = "running"
                 self.dirty.add("items")
 
+    def set_offer(self, offer_id: int | None, steps: int = 0) -> None:
+        """Issue 12 §5: offer (or withdraw, with None) Continue for `steps` more steps."""
+        self.offer = (
+            {"offer_id": offer_id, "steps": steps,
+             "line": f"Stopped at the step limit. Continue runs up to {steps} more steps in this turn."}
+            if offer_id is not None else {}
+        )
+        self.dirty.add("offer")
+
     def decide_call(self, request_id: str, call_id: str, decision: Verdict) -> None:
         """Show a click at once, before the engine's decision event confirms it."""
         for request in self._open_requests():
@@ -467,8 +478,8 @@ class TurnState:
                 return {}
             return {**self.pending, "calls": [dict(call) for call in self.pending["calls"]],
                     "waiting": len(self.waiting_requests)}
-        if name == "review":
-            return dict(self.review)
+        if name in ("review", "offer"):
+            return dict(getattr(self, name))
         if name in ("steers", "asides"):
             return [dict(entry) for entry in getattr(self, name)]
         if name == "footer":

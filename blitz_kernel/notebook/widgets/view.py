@@ -64,6 +64,16 @@ class ReviewMessage(BaseModel):
     reason: str | None = Field(default=None, max_length=MAX_TEXT)
 
 
+class ContinueMessage(BaseModel):
+    """Continue (or End turn) pressed on a turn that stopped at its step limit (issue 12 §5);
+    `offer_id` names the offer, so a click on one the cell no longer waits for is stale."""
+
+    kind: Literal["continue"]
+    turn_id: str
+    offer_id: int
+    go: bool
+
+
 class StopMessage(BaseModel):
     """Stop pressed: the first stops after the current step, the second at once."""
 
@@ -72,7 +82,7 @@ class StopMessage(BaseModel):
 
 
 FrontEndMessage = Annotated[
-    ReadyMessage | DecideMessage | ReviewMessage | SteerMessage | AsideMessage | StopMessage,
+    ReadyMessage | DecideMessage | ReviewMessage | SteerMessage | AsideMessage | StopMessage | ContinueMessage,
     Field(discriminator="kind"),
 ]
 FRONT_END_MESSAGE: TypeAdapter[FrontEndMessage] = TypeAdapter(FrontEndMessage)
@@ -98,6 +108,7 @@ class TurnView(anywidget.AnyWidget):  # type: ignore[misc]
     live = traitlets.Dict().tag(sync=True)
     pending = traitlets.Dict().tag(sync=True)
     review = traitlets.Dict().tag(sync=True)
+    offer = traitlets.Dict().tag(sync=True)
     steers: traitlets.List[Any] = traitlets.List().tag(sync=True)
     asides: traitlets.List[Any] = traitlets.List().tag(sync=True)
     footer = traitlets.Dict().tag(sync=True)

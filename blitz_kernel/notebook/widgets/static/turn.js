@@ -307,6 +307,22 @@ function previewNode(call) {
   return h("details", { class: "blitz-preview-fold" }, h("summary", { text: `${label} (folded)` }), pre);
 }
 
+// Issue 12 §5: the turn stopped at its step limit; Continue runs more steps in the same turn.
+function offerCard(offer, send) {
+  if (!offer || !offer.offer_id) return null;
+  const buttons = [];
+  const answer = (go) => () => {
+    for (const button of buttons) button.disabled = true;
+    send({ kind: "continue", offer_id: offer.offer_id, go });
+  };
+  buttons.push(
+    h("button", { class: "blitz-allow", type: "button", onclick: answer(true) }, "Continue"),
+    h("button", { type: "button", onclick: answer(false) }, "End turn"));
+  return h("div", { class: "blitz-offer", role: "group", "aria-label": "Step limit reached" },
+    h("div", { class: "blitz-note", text: offer.line }),
+    h("div", { class: "blitz-buttons" }, buttons));
+}
+
 function permissionCard(model, pending, send) {
   if (!pending || !pending.request_id) return null;
   const names = [...new Set(pending.calls.map((call) => call.name))].join(", ");
@@ -366,6 +382,7 @@ function render({ model, el }) {
   const live = h("div", { class: "blitz-live" });
   const permission = h("div", { class: "blitz-permission-slot" });
   const reviewSlot = h("div", { class: "blitz-review-slot" });
+  const offerSlot = h("div", { class: "blitz-offer-slot" });
   const steerLog = h("ul", { class: "blitz-steers", "aria-label": "Steer messages" });
   const asideLog = h("div", { class: "blitz-asides" });
   const notice = h("div", { class: "blitz-note" });
@@ -395,7 +412,7 @@ function render({ model, el }) {
 
   const controls = h("div", { class: "blitz-controls" }, steerBox, asideBox, stopButton, stopHint);
   const root = h("div", { class: "blitz-turn" },
-    prompt, chips, body, live, permission, reviewSlot, steerLog, asideLog, notice, controls, footer);
+    prompt, chips, body, live, permission, reviewSlot, offerSlot, steerLog, asideLog, notice, controls, footer);
   el.replaceChildren(root);
 
   const drawHeader = () => {
@@ -423,6 +440,9 @@ function render({ model, el }) {
   };
   const drawReview = () => {
     reviewSlot.replaceChildren(...[reviewCard(model.get("review"), send)].filter(Boolean));
+  };
+  const drawOffer = () => {
+    offerSlot.replaceChildren(...[offerCard(model.get("offer"), send)].filter(Boolean));
   };
   const drawSteers = () => {
     steerLog.replaceChildren(...(model.get("steers") || []).map((steer) => h("li", { class: `blitz-steer-${steer.status}` },
@@ -457,7 +477,7 @@ function render({ model, el }) {
   };
 
   const draws = {
-    header: drawHeader, items: drawItems, live: drawLive, pending: drawPermission, review: drawReview, steers: drawSteers,
+    header: drawHeader, items: drawItems, live: drawLive, pending: drawPermission, review: drawReview, offer: drawOffer, steers: drawSteers,
     asides: drawAsides, phase: () => { drawControls(); drawFooter(); }, stopping: drawControls,
     footer: drawFooter, notice: drawNotice, images: drawItems,
   };

@@ -144,6 +144,8 @@ class WidgetFrontEnd:
         self.render = render
         self.views: dict[str, dict[str, Any]] = {}
         """comm id → synced state, for every TurnView opened (one per turn), oldest first."""
+        self.others: dict[str, dict[str, Any]] = {}
+        """comm id → synced state of every other anywidget the cell showed (Undo this turn)."""
         self.closed: set[str] = set()
         self.probes: list[str] = []
         """Front-end probe comms the kernel opened."""
@@ -179,10 +181,11 @@ class WidgetFrontEnd:
         parent = message["parent_header"].get("msg_id")
         if kind == "comm_open":
             self._on_open(content)
-        elif kind == "comm_msg" and content["comm_id"] in self.views:
+        elif kind == "comm_msg" and (content["comm_id"] in self.views or content["comm_id"] in self.others):
             data = content["data"]
             if data.get("method") == "update":
-                self.views[content["comm_id"]].update(data.get("state", {}))
+                synced = self.views.get(content["comm_id"]) or self.others[content["comm_id"]]
+                synced.update(data.get("state", {}))
         elif kind == "comm_close":
             self.closed.add(content["comm_id"])
         elif kind in ("stream", "display_data", "update_display_data", "execute_result", "error", "clear_output"):
@@ -201,6 +204,8 @@ class WidgetFrontEnd:
             self.views[content["comm_id"]] = dict(state)
             if self.render:
                 self.send("ready")
+        elif state.get("_anywidget_id"):
+            self.others[content["comm_id"]] = dict(state)
 
     def send(self, kind: str, **fields: Any) -> None:
         """A custom message from the newest TurnView, as turn.js sends it (`model.send`)."""
@@ -212,6 +217,13 @@ class WidgetFrontEnd:
     def _send(self, msg_type: str, content: dict[str, Any]) -> None:
         client = self.driver.client
         client.shell_channel.send(client.session.msg(msg_type, content))
+
+    def other(self, anywidget_id: str) -> tuple[str, dict[str, Any]]:
+        """(comm id, synced state) of the newest anywidget of that class the cell showed."""
+        found = [(comm_id, state) for comm_id, state in self.others.items() if state.get("_anywidget_id") == anywidget_id]
+        if not found:
+            raise AssertionError(f"no {anywidget_id} was opened")
+        return found[-1]
 
     def finish(self, timeout: float = 60) -> CellRun:
         """Play on until the cell is idle; its reply and outputs."""

@@ -28,14 +28,19 @@ def tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def static_outputs(cell: CellRun) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(data, metadata) each widget display ended as, in order."""
+    """(data, metadata) each turn widget's display ended as, in order. A widget display that
+    was never replaced is not a turn's (an Undo this turn button stays a widget) and is left out;
+    a turn widget left in place would then be missing, which the callers' counts catch."""
     final: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    replaced: set[str] = set()
     for kind, content in cell.outputs:
         display_id = content.get("transient", {}).get("display_id")
         opened = kind == "display_data" and WIDGET_MIME in content["data"]
         if opened or (kind == "update_display_data" and display_id in final):
             final[display_id] = (content["data"], content["metadata"])
-    return list(final.values())
+            if kind == "update_display_data":
+                replaced.add(display_id)
+    return [value for display_id, value in final.items() if display_id in replaced]
 
 
 def start(kernel: KernelDriver, code: str, **front_end: Any) -> WidgetFrontEnd:

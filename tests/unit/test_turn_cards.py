@@ -393,3 +393,24 @@ async def test_end_turn_or_stop_at_the_step_limit_does_not_continue(tmp_path: Pa
 
         turn, result = await _cell_turn_at_the_limit(ws, answer)
         assert result.stop_reason == "max_turns" and not turn.presenter.continue_requested
+
+
+async def test_after_the_later_turn_is_undone_elsewhere_the_earlier_button_works(tmp_path: Path):
+    import pytest
+
+    if not hasattr(Workspace, "undo"):
+        pytest.skip("Workspace.undo (the undo engine, issue 10) is not merged into this branch yet")
+    ws = _workspace(tmp_path, [tool_step(call("write_file", path="a.txt", content="a")), {"text": "A."},
+                               tool_step(call("write_file", path="b.txt", content="b")), {"text": "B."}])
+    first = await ws.run("a", session="s", approver=ScriptedApprover("allow"))
+    await ws.run("b", session="s", approver=ScriptedApprover("allow"))
+    done = next(e for e in first.events if isinstance(e, TurnDone))
+    presenter, _ = await _finished_widget_turn(ws, done, turn_index=first.turn_index)
+    control = presenter.undo
+    control.click()
+    assert (control.view.status, control.view.report) == ("blocked", "undo the later turns first (%blitz_rewind 2)")
+    await ws.undo("s")  # what %blitz_undo does: the newest turn goes first
+    assert not (tmp_path / "b.txt").exists()
+    control.click()
+    await asyncio.wait_for(control.task, 10)
+    assert control.view.status == "done" and not (tmp_path / "a.txt").exists()

@@ -50,9 +50,15 @@ def report_text(report: Any) -> str:
 
 
 def later_turns(workspace: Workspace, session: str, turn_index: int) -> list[int]:
-    """Turns of `session` after `turn_index` that are still in effect."""
+    """Turns of `session` after `turn_index` that are still in effect: the engine's own
+    account where it keeps one (so `%blitz_undo` counts too), else this kernel's buttons'."""
+    state = workspace.session(session)
+    pending = getattr(getattr(state, "checkpoints", None), "pending", None)
+    if callable(pending):
+        in_effect = pending(state.turns, state.turns, files=True, conversation=True)
+        return sorted(index for index in in_effect if index > turn_index)
     undone = _UNDONE.get((id(workspace), session), set())
-    return [index for index in range(turn_index + 1, workspace.session(session).turns) if index not in undone]
+    return [index for index in range(turn_index + 1, state.turns) if index not in undone]
 
 
 class UndoButton(anywidget.AnyWidget):  # type: ignore[misc]

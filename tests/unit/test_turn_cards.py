@@ -315,7 +315,7 @@ async def test_undo_this_turn_restores_the_file_and_marks_the_rendering(tmp_path
     assert control.view.status == "done", control.view.report
     assert not (tmp_path / "new.txt").exists()
     handle, data, metadata = output.replaced[-1]
-    assert handle == "display-1" and "This turn was undone." in data["text/plain"]
+    assert handle == "display-1" and "This turn was undone (" in data["text/plain"]
     assert metadata is not None and metadata["blitz"]["undone"] is True
     control.click()  # "Undone": a second click does nothing
     assert control.view.status == "done"

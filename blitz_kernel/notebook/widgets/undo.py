@@ -123,7 +123,8 @@ class UndoControl:
         text = report_text(report)
         _UNDONE.setdefault((id(self.workspace), state.session), set()).add(state.turn_index)
         self._show("done", text)
-        state.undone = f"↶ This turn was undone. {text}".strip()
+        first_line = text.splitlines()[0] if text.strip() else ""
+        state.undone = f"↶ This turn was undone ({first_line})." if first_line else "↶ This turn was undone."
         data, metadata = static_bundle(state, self._final_text)
         self._context.run(self._output.replace, self._rendering, data, metadata)
 

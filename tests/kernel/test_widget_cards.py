@@ -78,3 +78,27 @@ def test_undo_this_turn_restores_the_file_and_says_so_on_the_rendering(
                      what="the rendering to say the turn was undone")
     ours = [o for o in front.foreign_outputs if not o[1].get("text", "").startswith("No such comm")]
     assert ours == []  # the update went to the cell, not to the comm message (ipykernel's own note aside)
+
+
+def test_continue_at_the_step_limit_goes_on_in_the_same_cell(kernel: KernelDriver, server: FakeOpenAIServer):
+    """Issue 12 §5: the widget offers Continue when the turn stops at --max-turns; pressed, a
+    second widget runs the next steps from the same history (no new prompt) and the cell ends
+    normally; the step limit is not the cell's failure any more."""
+    server.enqueue(
+        {"tool_calls": [{"name": "list_files", "arguments": {}, "id": "call_l"}]},
+        {"text": "Found the files."},
+    )
+    front = start(kernel, "%%blitz -s more --max-turns 1\nList the files.")
+    front.pump_until(lambda: bool(front.views) and bool(front.state.get("offer")), what="the Continue offer")
+    first = front.view_id
+    front.send("continue", offer_id=front.state["offer"]["offer_id"], go=True)
+    front.pump_until(lambda: front.view_id != first, what="the continued turn's widget")
+    cell = front.finish()
+    assert_clean(cell, front)
+    renderings = static_outputs(cell)
+    assert len(renderings) == 2
+    assert "max_turns" in renderings[0][0]["text/plain"]
+    assert "Found the files." in renderings[1][0]["text/markdown"]
+    assert renderings[1][0]["text/plain"].startswith("Continuing past the step limit")
+    second_request = server.requests[1].body
+    assert second_request["messages"][-1]["role"] == "tool"  # the same turn context: no new prompt

@@ -169,6 +169,7 @@ def test_the_saved_notebook_keeps_the_static_rendering(
     expect(turn.locator('details.blitz-tool[data-tool-id="call_k"]')).to_have_class(re.compile("blitz-tool-done"))
     turn.get_by_role("button", name="Deny", exact=True).click()  # the second request's
     expect(turn).to_contain_text("Saved: wrote kept.txt, skipped gone.txt.")
+    expect(turn.locator(".blitz-turn")).to_have_count(0)  # the live widget shows the answer too: wait for the rendering
     page.wait_for_function(KERNEL_IDLE)
 
     page.evaluate(SAVE)

@@ -123,8 +123,8 @@ class PlainPresenter:
         if state.model:
             self._head()
         self._new_items(with_results=True)
-        if state.notice:
-            self._output.line(f"⚠ {state.notice}")
+        for notice in state.notices:
+            self._output.line(f"⚠ {notice}")
         self._show_live(force=True)
         if state.done_seen:
             self._output.line(usage_line(state))

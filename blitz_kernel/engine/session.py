@@ -17,6 +17,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 from ..core.history import Message, SummaryMessage, TextPart, UserMessage
 from ..core.usage import UsageLedger
 from .audit import AuditRecord
+from .checkpoints import CellChange, CheckpointBook, CodeRun, FileChange
 from .resume import resume_note, variable_names
 from .steering import TurnControl
 from .store import SpanLink, Store, StoredSession, StoreLink, TurnOutcome
@@ -66,6 +67,10 @@ class Session:
     """The turn found still open when the session was loaded: its process died during it."""
     unsaved_reason: str | None = None
     """Why this session lives in memory only, when the workspace's store could not be used."""
+    checkpoints: CheckpointBook = field(default_factory=CheckpointBook)
+    """What each turn changed (files, cells, variables), for undo (WS-03)."""
+    rewound: list[Message] = field(default_factory=list)
+    """Messages an undo took out of the history; search still finds them (WS-03)."""
     _span: Any = field(default=None, repr=False)
     _note: str | None = field(default=None, repr=False)
 
@@ -78,6 +83,8 @@ class Session:
             ledger=stored.ledger, todos=stored.todos, log=log, interrupted=stored.interrupted,
             audit=stored.audit, budget_added_usd=stored.budget_added_usd, budget_tripped=stored.budget_tripped,
         )
+        for turn, record in stored.checkpoints:
+            session.checkpoints.load(turn, record)
         if stored.last_span is not None:
             session._span = SpanContext(
                 trace_id=int(stored.last_span.trace_id, 16), span_id=int(stored.last_span.span_id, 16),
@@ -146,6 +153,34 @@ class Session:
                     session_id, turn_index, stop_reason, error, ledger=self.ledger, todos=self.todos
                 )
             )
+
+    def record_change(self, turn: int, change: FileChange | CellChange | CodeRun) -> None:
+        """WS-03: keep a checkpoint record in the store as it happens (memory has it already)."""
+        if self.log is not None:
+            kind, record = change.kind, change.model_dump_json()
+            self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, kind, record))
+
+    def mark_undone(self, turn: int, part: str) -> None:
+        """WS-03: `part` ("files_undone" or "conversation_undone") of `turn` was undone."""
+        checkpoint = self.checkpoints.get(turn)
+        setattr(checkpoint, part, True)
+        if self.log is not None:
+            self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, "undone", f'"{part}"'))
+
+    def rewind_history(self, prompts: int) -> int:
+        """Take the last `prompts` user turns out of the history (an undo, WS-03); returns how
+        many messages went. The store gets a `rewind` row; its log keeps every row."""
+        starts = [i for i, message in enumerate(self.history) if isinstance(message, UserMessage)]
+        if prompts < 1 or not starts:
+            return 0
+        cut = starts[-min(prompts, len(starts))]
+        removed = self.history[cut:]
+        del self.history[cut:]
+        self.rewound.extend(removed)
+        if self.log is not None and removed:
+            count, turn = len(removed), self.turns
+            self.log.write(lambda store, session_id: store.append_rewind(session_id, count, turn))
+        return len(removed)
 
     def add_budget(self, usd: float) -> None:
         """GR-05: lift a tripped session budget by `usd`."""

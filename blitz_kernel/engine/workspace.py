@@ -23,6 +23,7 @@ from ..models.base import Model, supports_vision
 from ..models.factory import build_model
 from ..models.placeholder import PlaceholderModel
 from ..tools import builtin_tools
+from ..tools.notebook import NotebookAccess
 from ..tools.registry import KernelContext, Tool, ToolContext, ToolKind, ToolRegistry
 from ..tools.session_search import SEARCHER
 from ..trust import TrustState, TrustStore
@@ -50,6 +51,7 @@ from .turn import (
     TurnResult,
     TurnSetup,
 )
+from .undo import Undoer, UndoReport
 
 
 class Workspace:
@@ -385,6 +387,7 @@ class Workspace:
             notices=self._notices() if depth == 0 and mode is not TurnMode.BTW else (),
             depth=depth,
             subagents=self.subagents,
+            keep_turns=config.checkpoints.keep_turns,
         )
 
     def _instructions(self, definition: AgentDefinition, model: Model, depth: int, mode: TurnMode) -> str:
@@ -443,6 +446,28 @@ class Workspace:
         price = PriceBook(dict(self.config.prices), model.price).lookup(result.model)
         state.ledger.record(result.model, result.usage, price.cost(result.usage) if price else None)
         return result
+
+    async def undo(
+        self, session: str = "default", turns: int = 1, files: bool = True, conversation: bool = True,
+        force: bool = False,
+    ) -> UndoReport:
+        """WS-03: undo the last `turns` turns of `session`, newest first: files, notebook cells
+        and variables as they were before (`files`), and those turns' part of the history
+        (`conversation`). Something changed again since the agent changed it is skipped and
+        named unless `force`. Refused while a turn or a compaction runs (SessionBusyError)."""
+        check_number("turns", turns, upper=10_000, integer=True)
+        if not (files or conversation):
+            raise BlitzError("undo needs files, conversation or both")
+        state = self.session(session)
+        if state.running is not None:
+            raise SessionBusyError(
+                f"session {session!r} has a running turn; undo it after the turn ends (stop it first with ■)"
+            )
+        if state.compacting:
+            raise SessionBusyError(f"session {session!r} is being compacted; undo after it finishes")
+        bridge = getattr(self.kernel, "notebook", None) if self.kernel is not None else None
+        undoer = Undoer(self.root, state, bridge if isinstance(bridge, NotebookAccess) else None, force=force)
+        return await undoer.run(int(turns), files=files, conversation=conversation)
 
     def reload_agents(self) -> AgentRegistry:
         """Read `.blitz/agents/*.md` again: an agent file written while the kernel runs counts

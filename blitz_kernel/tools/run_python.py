@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from . import signals
 from .images import FigureCapture, display_of, keep_figures, png_part
-from .registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput, tool
+from .registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput, change_recorder, tool
 from .signals import MAX_TIMEOUT_S, RunState, UserCodeTimeout, interruptible
 
 __all__ = ["RUN_PYTHON_TOOLS", "cap_text", "run_python", "user_namespace"]
@@ -274,8 +274,16 @@ async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str | ToolOutput:
     listed under "figures:" as fig-1, fig-2…; look at one with view_image(output="fig-1")."""
     ns = user_namespace(ctx, "run_python")
     capture = FigureCapture(display_of(ctx))
-    with capture.running():
-        outcome, state = await _run(args.code, ns, _effective_timeout(args.timeout_s, ctx))
+    recorder = change_recorder(ctx)
+    before = recorder.namespace_before(ns) if recorder is not None else None
+    try:
+        with capture.running():
+            outcome, state = await _run(args.code, ns, _effective_timeout(args.timeout_s, ctx))
+    finally:
+        # WS-03: by name only; an object changed in place keeps its name and identity
+        changes = recorder.namespace_after(before, ctx.call_id, args.code) if recorder is not None else ""
+    if changes:
+        outcome.notes.append(f"namespace: {changes}")
     if state.interrupted:
         # The user pressed interrupt: end the turn as cancelled, even if the code caught the
         # KeyboardInterrupt and finished normally.

@@ -69,6 +69,8 @@ class CellChange(BaseModel):
     index: int
     cell_id: str | None = None
     """The cell the action made (insert, replace) or removed (delete)."""
+    cell_id_before: str | None = None
+    """replace: the cell's id before, when a new type made a new cell (the bridge)."""
     cell_type_before: str | None = None
     source_before: str | None = None
     cell_type_after: str | None = None
@@ -225,6 +227,15 @@ def describe(value: Any) -> str:
     return name
 
 
+def _rebinding(old: Any, new: Any) -> str:
+    """'DataFrame 7×3 → 7×4' (the type said once when it stayed), 'int → str'."""
+    before, after = describe(old), describe(new)
+    kind = type(new).__name__ + " "
+    if type(old) is type(new) and before.startswith(kind) and after.startswith(kind):
+        return f"{before} → {after[len(kind):]}"
+    return f"{before} → {after}"
+
+
 def _names(names: list[str]) -> str:
     shown = ", ".join(names[:MAX_NAMES_SHOWN])
     return shown + (f" and {len(names) - MAX_NAMES_SHOWN} more" if len(names) > MAX_NAMES_SHOWN else "")
@@ -306,7 +317,7 @@ class TurnRecorder:
         if created:
             parts.append(f"created {_names(created)}")
         if rebound:
-            shown = [f"{n} ({describe(old[n])} → {describe(new[n])})" for n in rebound]
+            shown = [f"{n} ({_rebinding(old[n], new[n])})" for n in rebound]
             parts.append(f"rebound {_names(shown)}")
         if deleted:
             parts.append(f"deleted {_names(deleted)}")

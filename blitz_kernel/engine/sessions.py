@@ -41,6 +41,8 @@ class SearchHit(BaseModel):
     time: float | None = None
     compacted: bool = False
     """Compaction replaced it with a summary: the model no longer sees it."""
+    rewound: bool = False
+    """An undo took its turn out of the history (WS-03): the model no longer sees it."""
 
 
 class SessionListing(BaseModel):
@@ -209,7 +211,7 @@ class SessionBook:
             return [
                 SearchHit(
                     session=hit.session, index=hit.message, role=hit.role, excerpt=hit.excerpt,
-                    turn=hit.turn, time=hit.time, compacted=hit.compacted,
+                    turn=hit.turn, time=hit.time, compacted=hit.compacted, rewound=hit.rewound,
                 )
                 for hit in self.link.store.search(text, session)
             ]
@@ -220,13 +222,14 @@ class SessionBook:
         hits: list[SearchHit] = []
         for name in [session] if session else sorted(self._sessions):
             state = self._sessions[name]
-            for index, message in enumerate([*state.archive, *state.history]):
+            kept = len(state.archive) + len(state.history)
+            for index, message in enumerate([*state.archive, *state.history, *state.rewound]):
                 role, body = role_and_text(message)
                 position = body.lower().find(needle)
                 if needle and position >= 0:
                     hits.append(SearchHit(
                         session=name, index=index, role=role, excerpt=_excerpt(body, position, len(text)),
-                        compacted=index < len(state.archive),
+                        compacted=index < len(state.archive), rewound=index >= kept,
                     ))
         return hits
 

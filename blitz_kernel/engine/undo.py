@@ -70,9 +70,8 @@ class UndoReport(BaseModel):
 
     def text(self) -> str:
         if self.nothing_to_undo:
-            return f"nothing to undo in session {self.session!r}" + (
-                f" (turn {', '.join(str(t + 1) for t in self.turns)} changed nothing)" if self.turns else ""
-            )
+            numbers = ", ".join(str(t + 1) for t in self.turns)
+            return f"nothing to undo in session {self.session!r}" + (f" (turn {numbers} changed nothing)" if numbers else "")
         numbers = ", ".join(str(t + 1) for t in self.turns)
         lines = [f"undid turn {numbers} of session {self.session!r}"]
         for label, items in (("files", self.files), ("cells", self.cells), ("variables", self.variables)):
@@ -96,6 +95,8 @@ class Undoer:
         self.bridge = bridge
         self.force = force
         self.report = UndoReport(session=session.name)
+        self._new_ids: dict[str, str] = {}
+        """Cell ids the bridge gave cells this undo put back (it cannot keep the old ones)."""
 
     async def run(self, turns: int, *, files: bool, conversation: bool) -> UndoReport:
         session, report = self.session, self.report
@@ -211,11 +212,13 @@ class Undoer:
         )
         cells = listed.get("cells", [])
         if change.action == "delete":
-            await self.bridge.request(
-                "insert_cell", {"index": min(change.index, len(cells)), "cell_type": change.cell_type_before or "code", "source": change.source_before or ""}
-            )
+            cell = {"index": min(change.index, len(cells)), "cell_type": change.cell_type_before or "code",
+                    "source": change.source_before or ""}
+            inserted = await self.bridge.request("insert_cell", cell)
+            self._remember_id(change.cell_id, inserted.get("id"))
             return "put back"
-        found = next((c["index"] for c in cells if change.cell_id and c.get("id") == change.cell_id), None)
+        cell_id = self._new_ids.get(change.cell_id or "", change.cell_id)
+        found = next((c["index"] for c in cells if cell_id and c.get("id") == cell_id), None)
         if found is None:
             return "the cell is gone from the notebook"
         index = int(found)
@@ -227,8 +230,14 @@ class Undoer:
         params: dict[str, Any] = {"index": index, "source": change.source_before or ""}
         if change.cell_type_before and change.cell_type_before != cells[index].get("cell_type"):
             params["cell_type"] = change.cell_type_before
-        await self.bridge.request("replace_cell", params)
+        replaced = await self.bridge.request("replace_cell", params)
+        self._remember_id(change.cell_id_before, replaced.get("id"))
         return "restored"
+
+    def _remember_id(self, old: str | None, new: Any) -> None:
+        """Earlier changes name the cell by its old id: point them at the new one."""
+        if old and isinstance(new, str) and new != old:
+            self._new_ids[old] = new
 
     # -- conversation -------------------------------------------------------------------------
 

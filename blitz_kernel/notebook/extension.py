@@ -14,6 +14,7 @@ _state: dict[str, Any] = {}
 
 def load(ipython: Any) -> None:
     from .magics import BlitzMagics
+    from .undo_magics import UndoMagics
 
     if await_blitz_cells not in ipython.input_transformers_post:
         ipython.input_transformers_post.append(await_blitz_cells)
@@ -22,6 +23,8 @@ def load(ipython: Any) -> None:
     magics = BlitzMagics(ipython)
     ipython.register_magics(magics)
     _state["magics"] = magics
+    _state["undo_magics"] = undo_magics = UndoMagics(ipython, magics)
+    ipython.register_magics(undo_magics)
     _state["warm_up"] = _warm_up_in_background()
     bridge.install(ipython)
 
@@ -38,6 +41,11 @@ def unload(ipython: Any) -> None:
             # WS-02: let go of the session locks, so a reloaded extension can take them again
             magics._workspace.sessions.close()
         for kind, names in magics.magics.items():
+            for name in names:
+                ipython.magics_manager.magics[kind].pop(name, None)
+    undo_magics = _state.pop("undo_magics", None)
+    if undo_magics is not None:
+        for kind, names in undo_magics.magics.items():
             for name in names:
                 ipython.magics_manager.magics[kind].pop(name, None)
 

@@ -49,6 +49,9 @@ blitz_kernel — an agent in your kernel. Magics:
   %blitz_agent [NAME]        show or set the active agent; %blitz_agents lists them
   %blitz_session [list | new NAME | use NAME | show | snapshot NAME | load SNAPSHOT |
                   search TEXT | delete NAME]   this kernel's sessions (in memory)
+  %blitz_undo [--files-only | --conversation-only] [--force] [-s NAME]
+                             undo the last turn: files, cells, variables and its conversation
+  %blitz_rewind N [same options]   undo the last N turns, newest first
   %blitz_help                this text
 
 Set a model with BLITZ_MODEL (and BLITZ_API_BASE for an OpenAI-compatible server), with

@@ -389,16 +389,17 @@ async def _edit_through_bridge(bridge: NotebookAccess, args: NotebookEditArgs, r
         )
     if args.action == "replace":
         params: dict[str, Any] = {"index": args.index, "source": args.source}
-        before_type = None
+        before_type = before_id = None
         if "cell_type" in args.model_fields_set:
             params["cell_type"] = args.cell_type
             if recorder is not None:  # a new type makes a new cell: learn the old type first
                 read = await bridge.request("read_cells", {"indices": [args.index], "include_outputs": False,
                                                            "include_images": False, "max_output_chars": 0})
-                before_type = (read.get("cells") or [{}])[0].get("cell_type")
+                before = (read.get("cells") or [{}])[0]
+                before_type, before_id = before.get("cell_type"), before.get("id")
         result = await bridge.request("replace_cell", params)
         _record(recorder, action="replace", via="bridge", index=args.index, cell_id=result.get("id"),
-                cell_type_before=before_type or result.get("cell_type"), source_before=result.get("previous_source", ""),
+                cell_id_before=before_id or result.get("id"), cell_type_before=before_type or result.get("cell_type"), source_before=result.get("previous_source", ""),
                 cell_type_after=result.get("cell_type"), source_after=args.source)
         return _replaced_text(args.index, result, args.source or "")
     result = await bridge.request("delete_cell", {"index": args.index})

@@ -21,6 +21,7 @@ in this kernel.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import zlib
@@ -119,7 +120,11 @@ class TurnCheckpoint:
     values_kept: bool = True
     """False once the turn is older than `checkpoints.keep_turns` or came from the store."""
     files_undone: bool = False
+    """Every change was undone (or could never be): the next undo goes to an earlier turn."""
     conversation_undone: bool = False
+    done_items: set[str] = field(default_factory=set)
+    """Items already put back ("file:PATH", "cell:N", "variable:NAME"), while some others
+    wait for --force."""
 
     @property
     def changed(self) -> bool:
@@ -160,12 +165,13 @@ class CheckpointBook:
         """One stored row: a change, or an `undone` marker."""
         checkpoint = self.get(turn)
         checkpoint.values_kept = False  # the objects lived in another kernel
-        if record == '"files_undone"':
-            checkpoint.files_undone = True
-        elif record == '"conversation_undone"':
-            checkpoint.conversation_undone = True
+        value = json.loads(record)
+        if value in ("files_undone", "conversation_undone"):
+            setattr(checkpoint, value, True)
+        elif isinstance(value, str) and value.startswith("item:"):
+            checkpoint.done_items.add(value.removeprefix("item:"))
         else:
-            checkpoint.add(CHANGE_ADAPTER.validate_json(record))
+            checkpoint.add(CHANGE_ADAPTER.validate_python(value))
 
     def pending(self, total_turns: int, count: int, *, files: bool, conversation: bool) -> list[int]:
         """The newest `count` turns with something left to undo in the requested parts."""

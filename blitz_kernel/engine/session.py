@@ -8,6 +8,7 @@ a valid one; the turn's outcome is written when it ends (`end_turn`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -166,6 +167,13 @@ class Session:
         setattr(checkpoint, part, True)
         if self.log is not None:
             self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, "undone", f'"{part}"'))
+
+    def mark_item_undone(self, turn: int, key: str) -> None:
+        """WS-03: one item of `turn` ("file:PATH", "cell:N", "variable:NAME") was put back."""
+        self.checkpoints.get(turn).done_items.add(key)
+        if self.log is not None:
+            record = json.dumps(f"item:{key}")
+            self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, "undone", record))
 
     def rewind_history(self, prompts: int) -> int:
         """Take the last `prompts` user turns out of the history (an undo, WS-03); returns how

@@ -38,6 +38,9 @@ from .checkpoints import MISSING, CellChange, FileChange, TurnCheckpoint, descri
 from .session import Session
 
 NOT_UNDOABLE_CODE = "run_python ran in this turn; what its code did outside the namespace cannot be undone"
+FORCE_HINT = "(--force restores it)"
+RECONNECT_HINT = "(reopen the notebook and undo again)"
+RETRY_HINTS = (FORCE_HINT, RECONNECT_HINT)
 IN_PLACE_NOTE = "objects changed in place (df.drop(..., inplace=True)) keep their new content"
 
 
@@ -97,6 +100,9 @@ class Undoer:
         self.report = UndoReport(session=session.name)
         self._new_ids: dict[str, str] = {}
         """Cell ids the bridge gave cells this undo put back (it cannot keep the old ones)."""
+        self._retry = False
+        """Something was skipped that a later undo can do (--force, a reconnected notebook):
+        the turn's files stay pending; what was restored is marked item by item."""
 
     async def run(self, turns: int, *, files: bool, conversation: bool) -> UndoReport:
         session, report = self.session, self.report
@@ -107,8 +113,10 @@ class Undoer:
         for turn in report.turns:
             checkpoint = session.checkpoints.get(turn)
             if files and not checkpoint.files_undone:
+                self._retry = False
                 await self._undo_changes(checkpoint)
-                session.mark_undone(turn, "files_undone")
+                if not self._retry:
+                    session.mark_undone(turn, "files_undone")
         if conversation:
             self._rewind([t for t in report.turns if not session.checkpoints.get(t).conversation_undone])
         report.nothing_to_undo = not (
@@ -120,7 +128,8 @@ class Undoer:
         self._undo_variables(checkpoint)
         await self._undo_cells(checkpoint)
         for change in reversed(list(checkpoint.files.values())):
-            self._undo_file(change)
+            if self._pending(checkpoint, f"file:{change.path}"):
+                self._undo_file(checkpoint, change)
         for run in checkpoint.runs:
             code = one_line(run.code, 60)
             self.report.not_undone.append(f"{NOT_UNDOABLE_CODE}: turn {checkpoint.turn + 1}, `{code}`")
@@ -129,18 +138,29 @@ class Undoer:
 
     # -- files ------------------------------------------------------------------------------
 
-    def _undo_file(self, change: FileChange) -> None:
+    def _pending(self, checkpoint: TurnCheckpoint, key: str) -> bool:
+        return key not in checkpoint.done_items
+
+    def _done(self, checkpoint: TurnCheckpoint, key: str) -> None:
+        self.session.mark_item_undone(checkpoint.turn, key)
+
+    def _conflict(self, item: str, reason: str) -> None:
+        self.report.skipped.append(SkippedItem(item=item, reason=reason))
+        self._retry = True
+
+    def _undo_file(self, checkpoint: TurnCheckpoint, change: FileChange) -> None:
         target = self.root / change.path
         now = file_fingerprint(target)
         if now != change.after and not self.force:
             why = "it was deleted since the agent wrote it" if now is None else "it was changed since the agent wrote it"
-            self.report.skipped.append(SkippedItem(item=f"file {change.path}", reason=f"{why} (--force restores it)"))
+            self._conflict(f"file {change.path}", f"{why} (--force restores it)")
             return
         try:
             if not change.existed:
                 if now is not None:
                     target.unlink()
                 self.report.files.append(f"removed {change.path} (the turn created it)")
+                self._done(checkpoint, f"file:{change.path}")
                 return
             assert change.copy_path is not None
             content = (self.root / change.copy_path).read_bytes()
@@ -152,6 +172,7 @@ class Undoer:
             self.report.skipped.append(SkippedItem(item=f"file {change.path}", reason=f"could not be restored: {error}"))
             return
         self.report.files.append(f"restored {change.path}")
+        self._done(checkpoint, f"file:{change.path}")
 
     # -- variables ----------------------------------------------------------------------------
 
@@ -168,12 +189,13 @@ class Undoer:
             ))
             return
         for name, before in reversed(list(checkpoint.before_values.items())):
+            if not self._pending(checkpoint, f"variable:{name}"):
+                continue
             current = namespace.get(name, MISSING)
             if current is not checkpoint.after_values.get(name, MISSING) and not self.force:
-                self.report.skipped.append(
-                    SkippedItem(item=f"variable {name}", reason="it was rebound since the turn (--force restores it)")
-                )
+                self._conflict(f"variable {name}", "it was rebound since the turn (--force restores it)")
                 continue
+            self._done(checkpoint, f"variable:{name}")
             if before is MISSING:
                 namespace.pop(name, None)
                 self.report.variables.append(f"removed {name} (the turn created it)")
@@ -185,7 +207,10 @@ class Undoer:
 
     async def _undo_cells(self, checkpoint: TurnCheckpoint) -> None:
         documents: dict[str, dict[str, Any]] = {}
-        for change in reversed(checkpoint.cells):
+        for position, change in reversed(list(enumerate(checkpoint.cells))):
+            key = f"cell:{position}"
+            if not self._pending(checkpoint, key):
+                continue
             label = f"cell {change.index}" + (f" (id {change.cell_id})" if change.cell_id else "")
             try:
                 if change.via == "file":
@@ -199,6 +224,9 @@ class Undoer:
                 done = f"could not be undone: {error}"
             if done.startswith(("restored", "removed", "put back")):
                 self.report.cells.append(f"{done} {label}")
+                self._done(checkpoint, key)
+            elif done.endswith(RETRY_HINTS):
+                self._conflict(label, done)
             else:
                 self.report.skipped.append(SkippedItem(item=label, reason=done))
         for notebook, document in documents.items():
@@ -206,7 +234,7 @@ class Undoer:
 
     async def _reverse_through_bridge(self, change: CellChange) -> str:
         if self.bridge is None:
-            return "the notebook front end is not connected (reopen the notebook and undo again)"
+            return f"the notebook front end is not connected {RECONNECT_HINT}"
         listed = await self.bridge.request(
             "read_cells", {"indices": None, "include_outputs": False, "include_images": False, "max_output_chars": 0}
         )
@@ -223,7 +251,7 @@ class Undoer:
             return "the cell is gone from the notebook"
         index = int(found)
         if cells[index].get("source") != change.source_after and not self.force:
-            return "it was edited since the agent changed it (--force restores it)"
+            return f"it was edited since the agent changed it {FORCE_HINT}"
         if change.action == "insert":
             await self.bridge.request("delete_cell", {"index": index})
             return "removed"
@@ -272,7 +300,7 @@ def _reverse_in_document(document: dict[str, Any], change: CellChange, force: bo
     if index is None:
         return "the cell is gone from the notebook"
     if cell_source(cells[index]) != (change.source_after or "") and not force:
-        return "it was edited since the agent changed it (--force restores it)"
+        return f"it was edited since the agent changed it {FORCE_HINT}"
     if change.action == "insert":
         del cells[index]
         return "removed"

@@ -450,7 +450,7 @@ class BlitzMagics(Magics):
             for hit in hits:
                 when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hit.time)) if hit.time else ""
                 turn = f"turn {hit.turn + 1}, " if hit.turn is not None else ""
-                gone = ", compacted" if hit.compacted else ""
+                gone = (", compacted" if hit.compacted else "") + (", rewound" if hit.rewound else "")
                 print(f"{hit.session} [{turn}message {hit.index}, {hit.role}, {when}{gone}]\n    {hit.excerpt}")
         elif action == "delete":
             book.delete(name)

@@ -87,9 +87,12 @@ async def test_ws03_a_file_changed_since_is_skipped_and_forced_back(tmp_path: Pa
         ("file data.csv", "it was changed since the agent wrote it (--force restores it)")
     ]
     assert "skipped file data.csv: it was changed since the agent wrote it" in report.text()
-    # the turn's files count as handled: a second undo finds nothing left in them
+    # the turn stays pending until forced: the same undo names the same conflict
     again = await workspace.undo("default", files=True, conversation=False)
-    assert again.nothing_to_undo and again.text() == "nothing to undo in session 'default'"
+    assert again.turns == [0] and [s.item for s in again.skipped] == ["file data.csv"]
+    forced = await workspace.undo("default", files=True, conversation=False, force=True)
+    assert forced.files == ["restored data.csv"] and (tmp_path / "data.csv").read_text() == "x\n1\n"
+    assert (await workspace.undo("default", conversation=False)).text() == "nothing to undo in session 'default'"
 
 
 async def test_ws03_force_restores_a_file_changed_since(tmp_path: Path) -> None:
@@ -223,8 +226,6 @@ async def test_ws03_a_cell_edited_since_is_skipped_then_forced(tmp_path: Path, m
         ("cell 2 (id plot)", "it was edited since the agent changed it (--force restores it)")
     ]
     assert json.loads(notebook.read_text())["cells"][2]["source"] == "df.plot(kind='barh')  # the user's"
-    # the files part of the turn is handled; forcing means undoing it again explicitly
-    workspace.session("default").checkpoints.get(0).files_undone = False
     forced = await workspace.undo("default", conversation=False, force=True)
     assert forced.cells == ["restored cell 2 (id plot)"]
     assert json.loads(notebook.read_text())["cells"][2]["source"] == "df.plot()"

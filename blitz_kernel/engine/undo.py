@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -70,6 +70,8 @@ class UndoReport(BaseModel):
     """What cannot be undone: the run_python calls of those turns (their code's effects
     outside the namespace), with the in-place mutation caveat."""
     nothing_to_undo: bool = False
+    scope: Literal["both", "files", "conversation"] = "both"
+    """What was asked: files, cells and variables ("files"), the history ("conversation"), or both."""
 
     def text(self) -> str:
         if self.nothing_to_undo:
@@ -80,7 +82,7 @@ class UndoReport(BaseModel):
         for label, items in (("files", self.files), ("cells", self.cells), ("variables", self.variables)):
             if items:
                 lines.append(f"  {label}: {'; '.join(items)}")
-        if not (self.files or self.cells or self.variables) and not self.skipped:
+        if self.scope != "conversation" and not (self.files or self.cells or self.variables or self.skipped):
             lines.append("  files, cells, variables: nothing to undo")
         if self.conversation:
             lines.append(f"  conversation: {self.conversation}")
@@ -106,6 +108,7 @@ class Undoer:
 
     async def run(self, turns: int, *, files: bool, conversation: bool) -> UndoReport:
         session, report = self.session, self.report
+        report.scope = "both" if files and conversation else "files" if files else "conversation"
         report.turns = session.checkpoints.pending(session.turns, turns, files=files, conversation=conversation)
         if not report.turns:
             report.nothing_to_undo = True

@@ -271,7 +271,8 @@ class TurnRecorder:
             return  # the first change of the turn has its copy already
         copy_path = None
         if fd is not None:
-            self._folder.mkdir(parents=True, exist_ok=True)
+            if not self._copies:
+                self._folder.mkdir(parents=True, exist_ok=True)
             self._copies += 1
             target = self._folder / f"t{self.checkpoint.turn}-{self._copies}-{os.getpid()}.bak"
             _copy_descriptor(fd, target)

@@ -142,6 +142,9 @@ class _Outcome:
     value: Any = _NO_VALUE
     error: str | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
+    namespace: str = ""
+    """What the code did to the user namespace, by name (WS-03); first, so the tool card's
+    short preview shows it however long the output."""
 
     def render(self) -> str:
         sections = [
@@ -150,7 +153,8 @@ class _Outcome:
             ("result", _result_text(self.value)),
             ("error", self.error or ""),
         ]
-        parts = [f"{title}:\n{text.rstrip()}" for title, text in sections if text.strip()]
+        parts = [f"namespace: {self.namespace}"] if self.namespace else []
+        parts += [f"{title}:\n{text.rstrip()}" for title, text in sections if text.strip()]
         parts.extend(self.notes)
         return "\n".join(parts) if parts else "(no output)"
 
@@ -282,8 +286,7 @@ async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str | ToolOutput:
     finally:
         # WS-03: by name only; an object changed in place keeps its name and identity
         changes = recorder.namespace_after(before, ctx.call_id, args.code) if recorder is not None else ""
-    if changes:
-        outcome.notes.append(f"namespace: {changes}")
+    outcome.namespace = changes
     if state.interrupted:
         # The user pressed interrupt: end the turn as cancelled, even if the code caught the
         # KeyboardInterrupt and finished normally.

@@ -120,9 +120,7 @@ async def test_ws03_variables_are_diffed_by_name_and_restored_by_reference(tmp_p
     result = await workspace.run("add revenue", approve="allow")
     assert result.undoable
     output = results(workspace)[0]
-    assert output.endswith(
-        "namespace: created revenue_by_region; rebound sales (DataFrame 7×3 → 7×4); deleted tmp"
-    )
+    assert output == "namespace: created revenue_by_region; rebound sales (DataFrame 7×3 → 7×4); deleted tmp"
     assert kernel.user_ns["sales"].shape == (7, 4)
 
     report = await workspace.undo("default")

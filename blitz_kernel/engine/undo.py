@@ -196,7 +196,7 @@ class Undoer:
                 continue
             current = namespace.get(name, MISSING)
             if current is not checkpoint.after_values.get(name, MISSING) and not self.force:
-                self._conflict(f"variable {name}", "it was rebound since the turn (--force restores it)")
+                self._conflict(f"variable {name}", f"it was rebound or deleted since the turn {FORCE_HINT}")
                 continue
             self._done(checkpoint, f"variable:{name}")
             if before is MISSING:

@@ -23,6 +23,7 @@ import math
 import time
 import traceback
 import types
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -208,7 +209,9 @@ def _execute(compiled: _Compiled, ns: dict[str, Any], state: RunState, outcome: 
         state.in_user_code = False
 
 
-async def _run(source: str, ns: dict[str, Any], timeout_s: float | None) -> tuple[_Outcome, RunState]:
+async def _run(
+    source: str, ns: dict[str, Any], timeout_s: float | None, before_exec: Callable[[], None] | None = None
+) -> tuple[_Outcome, RunState]:
     filename = f"<run_python-{next(_run_numbers)}>"
     outcome = _Outcome()
     state = RunState()
@@ -220,6 +223,8 @@ async def _run(source: str, ns: dict[str, Any], timeout_s: float | None) -> tupl
     stdout, stderr = _CappedStream(), _CappedStream()
     with interruptible(state, timeout_s) as has_signals:
         await _deliver_pending_interrupts()
+        if before_exec is not None:  # after the last await: another call's code cannot run between
+            before_exec()
         try:
             with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
                 _execute(compiled, ns, state, outcome)
@@ -279,13 +284,18 @@ async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str | ToolOutput:
     ns = user_namespace(ctx, "run_python")
     capture = FigureCapture(display_of(ctx))
     recorder = change_recorder(ctx)
-    before = recorder.namespace_before(ns) if recorder is not None else None
+    taken: list[object] = []
+
+    def snapshot() -> None:
+        if recorder is not None:
+            taken.append(recorder.namespace_before(ns))
+
     try:
         with capture.running():
-            outcome, state = await _run(args.code, ns, _effective_timeout(args.timeout_s, ctx))
+            outcome, state = await _run(args.code, ns, _effective_timeout(args.timeout_s, ctx), snapshot)
     finally:
         # WS-03: by name only; an object changed in place keeps its name and identity
-        changes = recorder.namespace_after(before, ctx.call_id, args.code) if recorder is not None else ""
+        changes = recorder.namespace_after(taken[0], ctx.call_id, args.code) if recorder and taken else ""
     outcome.namespace = changes
     if state.interrupted:
         # The user pressed interrupt: end the turn as cancelled, even if the code caught the

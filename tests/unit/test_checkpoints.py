@@ -155,7 +155,7 @@ async def test_ws03_a_variable_rebound_since_is_skipped_unless_forced(tmp_path: 
     kernel.user_ns["x"] = 3
     report = await workspace.undo("default", conversation=False)
     assert kernel.user_ns["x"] == 3
-    assert [(s.item, s.reason) for s in report.skipped] == [("variable x", "it was rebound since the turn (--force restores it)")]
+    assert [(s.item, s.reason) for s in report.skipped] == [("variable x", "it was rebound or deleted since the turn (--force restores it)")]
 
 
 async def test_ws03_rebound_objects_are_kept_only_for_keep_turns(tmp_path: Path) -> None:
@@ -354,3 +354,15 @@ async def test_ws03_undo_while_a_turn_runs_is_refused(tmp_path: Path) -> None:
     workspace.stop("default")
     turn.cancel()
     await asyncio.gather(turn, return_exceptions=True)
+
+
+async def test_ws03_two_run_python_calls_in_one_batch_each_name_their_own_changes(tmp_path: Path) -> None:
+    kernel = NamespaceKernel()
+    workspace, _ = open_workspace(tmp_path, [
+        tool_step(call("run_python", code="first = 1"), call("run_python", code="second = 2")), {"text": "ok"},
+    ], kernel)
+    await workspace.run("two at once", approve="allow")
+    assert results(workspace) == ["namespace: created first", "namespace: created second"]
+    report = await workspace.undo("default")
+    assert "first" not in kernel.user_ns and "second" not in kernel.user_ns
+    assert sorted(report.variables) == ["removed first (the turn created it)", "removed second (the turn created it)"]

@@ -458,6 +458,8 @@ class Workspace:
         check_number("turns", turns, upper=10_000, integer=True)
         if not (files or conversation):
             raise BlitzError("undo needs files, conversation or both")
+        if session not in self.sessions.names():  # undoing must not create it
+            return UndoReport(session=session, nothing_to_undo=True)
         state = self.session(session)
         if state.running is not None:
             raise SessionBusyError(

@@ -366,3 +366,14 @@ async def test_ws03_two_run_python_calls_in_one_batch_each_name_their_own_change
     report = await workspace.undo("default")
     assert "first" not in kernel.user_ns and "second" not in kernel.user_ns
     assert sorted(report.variables) == ["removed first (the turn created it)", "removed second (the turn created it)"]
+
+
+async def test_ws03_deleting_a_session_deletes_its_copies_and_undo_creates_none(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("before")
+    workspace, _ = open_workspace(tmp_path, [tool_step(call("write_file", path="a.txt", content="after")), {"text": "ok"}])
+    await workspace.run("write", session="doomed", approve="allow")
+    assert list((tmp_path / ".blitz" / "checkpoints").rglob("*.bak"))
+    workspace.sessions.delete("doomed")
+    assert not list((tmp_path / ".blitz" / "checkpoints").rglob("*.bak"))
+    assert (await workspace.undo("never-used")).nothing_to_undo
+    assert "never-used" not in workspace.sessions.names()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from . import bridge
+from . import bridge, cell_log
 from .transform import await_blitz_cells, keep_btw_questions
 
 _state: dict[str, Any] = {}
@@ -24,10 +24,12 @@ def load(ipython: Any) -> None:
     _state["magics"] = magics
     _state["warm_up"] = _warm_up_in_background()
     bridge.install(ipython)
+    cell_log.install(ipython)
 
 
 def unload(ipython: Any) -> None:
     bridge.uninstall(ipython)
+    cell_log.uninstall(ipython)
     if await_blitz_cells in ipython.input_transformers_post:
         ipython.input_transformers_post.remove(await_blitz_cells)
     if keep_btw_questions in ipython.input_transformers_cleanup:

@@ -184,10 +184,13 @@ class BlitzMagics(Magics):
         self, workspace: Workspace, prompt: str, session: str, options: RunOptions, out: str | None, *, plain: bool
     ) -> None:
         from .live import run_turn_in_cell
+        from .references import PromptReferences
 
         with usage_errors():  # raised before the turn started: nothing was recorded
+            prompt, attachments = await PromptReferences(self.shell, workspace.root).resolve(prompt)
             result = await run_turn_in_cell(
-                workspace, prompt, session=session, options=options, plain=plain, shell=self.shell
+                workspace, prompt, session=session, options=options, plain=plain, shell=self.shell,
+                attachments=attachments,
             )
         if out:
             self._user_ns[out] = result

@@ -53,6 +53,8 @@ class PlainRenderer:
             self._model = event.model
             if self._header:
                 print(self._header, flush=True)
+            for chip in event.attachments:
+                print(f"📎 {chip.kind} @{chip.name} ({chip.size:,} {'bytes' if chip.kind == 'figure' else 'chars'})", flush=True)
         elif isinstance(event, PlanEvent):
             self._end_text()
             self._show_plan(event)

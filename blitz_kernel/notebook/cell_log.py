@@ -101,6 +101,7 @@ def install(shell: Any) -> CellLog:
     log = CellLog(shell)
     shell.events.register("post_run_cell", log.on_post_run_cell)
     publisher: Any = shell.display_pub
+    had_own = "publish" in vars(publisher)
     original = publisher.publish
 
     def publish(data: Any, *args: Any, **kwargs: Any) -> Any:
@@ -110,6 +111,7 @@ def install(shell: Any) -> CellLog:
 
     publish.blitz_cell_log = True  # type: ignore[attr-defined]
     publish.wrapped = original  # type: ignore[attr-defined]
+    publish.had_own = had_own  # type: ignore[attr-defined]
     publisher.publish = publish
     _current = log
     return log
@@ -127,7 +129,7 @@ def uninstall(shell: Any) -> None:
     publish: Any = vars(publisher).get("publish")
     if getattr(publish, "blitz_cell_log", False):
         wrapped = publish.wrapped
-        if "publish" in vars(type(publisher)) and getattr(wrapped, "__func__", None) is vars(type(publisher))["publish"]:
-            del publisher.publish  # back to the class's own method
-        else:
+        if publish.had_own:
             publisher.publish = wrapped
+        else:
+            del publisher.publish  # back to the class's own method

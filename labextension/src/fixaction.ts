@@ -116,7 +116,7 @@ export class FixAction {
     const button = document.createElement('button');
     button.type = 'button';
     button.className = 'jp-Button jp-mod-styled';
-    button.textContent = `✨ ${FIX_LABEL}`;
+    button.textContent = FIX_LABEL;
     button.setAttribute('aria-label', FIX_LABEL);
     button.title = 'Insert a %%blitz cell below that asks the agent to fix this error (it does not run it)';
     button.addEventListener('click', event => {

@@ -49,3 +49,27 @@ def test_a_reference_to_nothing_fails_in_one_line_and_calls_no_model(kernel: Ker
     assert "\n" not in cell.evalue
     assert cell.evalue.startswith("@nosuch: no variable named 'nosuch'; did you mean @nosuch_twin?")
     assert server.requests == []
+
+
+def test_the_last_figure_shown_is_attached_as_an_image(kernel: KernelDriver, server: FakeOpenAIServer):
+    drawn = kernel.run("%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()")
+    assert drawn.status == "ok" and drawn.count("display_data") == 1, drawn.reply
+    server.enqueue({"text": "A line that rises, then falls."})
+    cell = kernel.run("%%blitz -s refs-fig\nWhat does @fig show?")
+    assert cell.status == "ok", cell.reply
+    assert "📎 figure @fig (" in cell.stdout
+    text = last_user_text(server.requests[0].body)
+    # the fake model is not known to see images: the image is left out, and the model is told
+    assert "[Attachment figure @fig: an image, left out because this model cannot see images]" in text
+
+
+def test_a_vision_model_gets_the_figure_first(kernel: KernelDriver, server: FakeOpenAIServer):
+    drawn = kernel.run("%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.bar([1, 2], [3, 4])\nplt.show()")
+    assert drawn.status == "ok", drawn.reply
+    server.enqueue({"text": "Two bars."})
+    cell = kernel.run("%%blitz -s refs-vision -m openai/gpt-4o\nDescribe @fig")
+    assert cell.status == "ok", cell.reply
+    content = [m for m in server.requests[0].body["messages"] if m["role"] == "user"][-1]["content"]
+    assert [part["type"] for part in content] == ["image_url", "text"]
+    assert content[0]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+    assert "[Attachment figure @fig]\nthe last figure shown (image/png, displayed by In[" in content[1]["text"]

@@ -48,9 +48,9 @@ class TurnReport(BaseModel):
 
 
 class FailedCell(BaseModel):
-    """The cell that stopped the run."""
+    """The cell that stopped the run (its index is unknown when the kernel died or timed out)."""
 
-    cell_index: int
+    cell_index: int | None = None
     execution_count: int | None = None
     ename: str = ""
     evalue: str = ""

@@ -281,8 +281,9 @@ def execute(args: argparse.Namespace, notebook: Path, output: Path, progress: Pr
     engine = _progress_engine(progress)
     cwd = args.cwd or notebook.parent
     extra: dict[str, Any] = {"execution_timeout": args.timeout} if args.timeout else {}
-    # nbclient logs every comm target nobody handles (the kernel's front-end probes): noise here
-    logging.getLogger("papermill").setLevel(logging.ERROR)
+    from jupyter_client.kernelspec import NoSuchKernel
+    from nbclient.exceptions import CellTimeoutError
+
     with kernel_environment(settings_environment(args, notebook)):
         try:
             papermill.execute_notebook(
@@ -294,7 +295,23 @@ def execute(args: argparse.Namespace, notebook: Path, output: Path, progress: Pr
             failed = FailedCell(cell_index=error.cell_index, execution_count=error.exec_count,
                                 ename=error.ename, evalue=error.evalue, headline=headline)
             return outcome, failed
+        except NoSuchKernel as error:
+            raise UsageProblem(f"no kernel named {error.args[0]!r} (see `jupyter kernelspec list`)") from None
+        except CellTimeoutError as error:  # `--timeout`: a limit stopped the run
+            first = str(error).strip().split("\n", 1)[0]
+            return "limit", FailedCell(ename="CellTimeoutError", evalue=str(error), headline=first)
+        except Exception as error:  # the kernel died, or nbclient gave up: the run failed
+            headline = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+            return "cell_failed", FailedCell(ename=type(error).__name__, evalue=str(error), headline=headline)
     return "ok", None
+
+
+class _QuietCommTargets(logging.Filter):
+    """nbclient logs every comm the kernel opens that it has no handler for (our front-end
+    probe and bridge ping, which exist to find out that nobody is there): not news here."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "No handler found for comm target" not in record.getMessage()
 
 
 def run(args: argparse.Namespace, err: TextIO) -> int:
@@ -309,9 +326,14 @@ def run(args: argparse.Namespace, err: TextIO) -> int:
         return EXIT_CODES["usage"]
     progress = Progress(err)
     _warn_about_own_sessions(notebook, progress)
+    logging.getLogger("papermill").addFilter(_QuietCommTargets())
     with tempfile.TemporaryDirectory(prefix="blitz-run-") as scratch:
         output = args.output.expanduser().resolve() if args.output else Path(scratch) / notebook.name
-        outcome, failed = execute(args, notebook, output, progress)
+        try:
+            outcome, failed = execute(args, notebook, output, progress)
+        except UsageProblem as problem:
+            print(f"blitz run: {problem}", file=err)
+            return EXIT_CODES["usage"]
         executed = nbformat.read(output, as_version=4) if output.exists() else {"cells": []}
     turns = turn_records(executed)
     report = RunReport(
@@ -327,10 +349,14 @@ def run(args: argparse.Namespace, err: TextIO) -> int:
     print(
         f"blitz run: {outcome} (exit {report.exit_code}) · {summed.turns} agent turn(s), "
         f"{summed.tool_calls} tool call(s), {summed.usage.describe()}"
-        + (f" · stopped at cell {failed.cell_index}: {failed.headline}" if failed else ""),
+        + (f" · stopped{_at(failed)}: {failed.headline}" if failed else ""),
         file=err,
     )
     return report.exit_code
+
+
+def _at(failed: FailedCell) -> str:
+    return f" at cell {failed.cell_index}" if failed.cell_index is not None else ""
 
 
 def main(argv: list[str] | None = None, err: TextIO | None = None) -> int:

@@ -146,11 +146,25 @@ def test_a_blocked_turn_exits_4(tmp_path: Path):
     assert "Blitz turn stopped (blocked): prompt_submit hook said no" in done.stderr
 
 
+def test_a_cell_past_the_timeout_exits_3(tmp_path: Path):
+    nb = notebook(tmp_path / "slow.ipynb", "import time\ntime.sleep(60)", "print('after')")
+    done = blitz_run(nb, "--timeout", "2", "--report", tmp_path / "r.json", home=tmp_path)
+    assert done.returncode == 3, done.stderr
+    report = RunReport.model_validate_json((tmp_path / "r.json").read_text())
+    assert report.outcome == "limit" and report.failed_cell is not None
+    assert report.failed_cell.ename == "CellTimeoutError"
+
+
 def test_bad_usage_exits_2(tmp_path: Path):
     missing = blitz_run(tmp_path / "nope.ipynb", home=tmp_path)
     assert missing.returncode == 2 and "blitz run: no notebook at" in missing.stderr
     wrong = blitz_run(tmp_path / "nope.ipynb", "--approve", "ask", home=tmp_path)
     assert wrong.returncode == 2 and "invalid choice: 'ask'" in wrong.stderr
+    nb = notebook(tmp_path / "fine.ipynb", "x = 1")
+    no_kernel = blitz_run(nb, "--kernel", "no-such-kernel", home=tmp_path)
+    assert no_kernel.returncode == 2 and "blitz run: no kernel named 'no-such-kernel'" in no_kernel.stderr
+    budget = blitz_run(nb, "--budget", "0", home=tmp_path)
+    assert budget.returncode == 2 and "--budget must be a positive amount" in budget.stderr
 
 
 def test_the_console_script_is_the_same_command():

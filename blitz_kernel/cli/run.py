@@ -194,6 +194,10 @@ class Progress:
         if line.strip().startswith(TURN_LINE_MARKS):
             self._print(f"    {_shorten(line.rstrip(), 160)}")
 
+    def note(self, line: str) -> None:
+        """A line of the run's own (not a cell's)."""
+        self._print(line)
+
     def _print(self, line: str) -> None:
         print(line, file=self.out, flush=True)
 
@@ -269,7 +273,7 @@ def _warn_about_own_sessions(notebook: Path, progress: Progress) -> None:
     for index, cell in enumerate(nb.cells):
         first = str(cell.get("source", "")).lstrip().split("\n", 1)[0] + " "
         if cell.get("cell_type") == "code" and SESSION_OPTION.search(first):
-            progress._print(f"note: cell {index} uses its own session; --budget applies to each session separately")
+            progress.note(f"note: cell {index} uses its own session; --budget applies to each session separately")
 
 
 def execute(args: argparse.Namespace, notebook: Path, output: Path, progress: Progress) -> tuple[Outcome, FailedCell | None]:

@@ -8,7 +8,7 @@ import io
 import pytest
 
 from blitz_kernel.cli.report import EXIT_CODES
-from blitz_kernel.cli.run import Progress, build_parser, classify, parameter_value
+from blitz_kernel.cli.run import SESSION_OPTION, Progress, build_parser, classify, parameter_value
 
 
 @pytest.mark.parametrize(
@@ -65,3 +65,18 @@ def test_progress_shows_only_an_agent_cells_turn_lines_even_split_across_writes(
         "    ✓ 1.2 s",
         "[cell 4] print('⚙ not a turn')",
     ]
+
+
+@pytest.mark.parametrize(
+    ("first_line", "own"),
+    [
+        ("%%blitz -s other", True),
+        ("%%blitz --max-turns 3 --session=other", True),
+        ("%%blitz --session other", True),
+        ("%%blitz --approve allow", False),
+        ("%%blitz", False),
+        ("x = '%%blitz -s other'", False),
+    ],
+)
+def test_cells_with_their_own_session_are_noticed(first_line: str, own: bool):
+    assert bool(SESSION_OPTION.search(first_line + " ")) is own

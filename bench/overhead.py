@@ -94,7 +94,8 @@ async def measure(reps: int, steps: int, base_url: str, workspace: Path) -> dict
     from blitz_kernel.core.history import ToolResultMessage, user_prompt
     from blitz_kernel.engine.workspace import Workspace
     from blitz_kernel.models.base import ModelRequest, ModelResponse
-    from blitz_kernel.models.litellm_model import LiteLLMModel, to_openai_tools
+    from blitz_kernel.models.litellm_model import LiteLLMModel
+    from blitz_kernel.models.openai_wire import to_openai_tools
 
     litellm.suppress_debug_info = True
     ws = Workspace.open(workspace, model=MODEL, overrides={"api_base": base_url}, environ={}, home=workspace / "home")

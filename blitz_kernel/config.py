@@ -12,6 +12,7 @@ variable that holds it, not just "somewhere in your configuration".
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -20,194 +21,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, time
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Any, get_args
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
     ValidationError,
-    field_validator,
-    model_validator,
 )
-from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_core import ErrorDetails
 
-from .core.terms import HeadlessPolicy, Policy
 from .core.usage import Price
 from .errors import ConfigError
-
-TelemetryExporter = Literal["console", "otlp", "memory"]
+from .settings import BlitzConfig, TelemetryExporter
+from .trust import TrustState, trust_state, without_held_back
 
 OVERRIDE_SOURCE = "%blitz_config"
 """How errors name the override layer (the magic, or overrides passed from Python)."""
 
 KeyPath = tuple[str, ...]
-
-
-# -- the settings model ------------------------------------------------------------------
-
-
-class _Section(BaseModel):
-    # A typo in a key must be an error that names it, never a silently ignored setting; a NaN
-    # or infinite number compares false or overflows wherever it is used (GR-07).
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-class ToolsConfig(_Section):
-    """How tools run (ENG-12)."""
-
-    max_parallel: int = Field(default=8, ge=1)
-    """Tool calls of one model response that run at once; the rest wait their turn."""
-
-
-class ApprovalConfig(_Section):
-    """Who may let a tool call run (ENG-23..26)."""
-
-    headless: HeadlessPolicy = "deny"
-    """What `ask` becomes when nobody can answer; deny by default so nothing runs unseen."""
-    tools: dict[str, Policy] = {}
-    """Policy per tool name; tools not listed get their kind's default (read-only allow,
-    mutating ask), which the tool registry knows and the config does not."""
-    max_pending: int = Field(default=4, ge=1)
-    """Permission requests that may wait at once before the turn stops (ENG-26)."""
-    timeout_s: float | None = Field(default=None, gt=0)
-    """Seconds a permission request waits for an answer before it counts as denied."""
-
-
-class ContextConfig(_Section):
-    """When and how history is compacted (ENG-60)."""
-
-    token_threshold: int | None = Field(default=None, ge=1)
-    """Context size that triggers auto-compaction; unset means 80% of the model's window,
-    which only the model adapter knows."""
-    retain_events: int = Field(default=20, ge=0)
-    """Most recent events kept verbatim when older ones are summarised."""
-
-
-class LimitsConfig(_Section):
-    """Per-turn ceilings (ENG-14); a run's own options override them."""
-
-    max_turns: int = Field(default=50, ge=1)
-    """Model calls one turn may make, so a looping agent stops on its own."""
-    max_cost_usd: float | None = Field(default=None, ge=0)
-    """Spend ceiling for one turn in USD; unset means no ceiling."""
-    timeout_s: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
-    """Wall-clock seconds one turn may take; unset means no limit."""
-    max_cost_usd_session: float | None = Field(default=None, gt=0)
-    """Spend ceiling for a whole session (GR-05): once passed, later turns are refused before
-    any model call until `%blitz_usage --add-budget USD`."""
-    repeat_warn: int = Field(default=3, ge=2)
-    """Identical consecutive tool calls after which the result tells the model it is
-    repeating itself (GR-04)."""
-    repeat_stop: int = Field(default=5, ge=2)
-    """Identical consecutive tool calls that end the turn with stop reason `watchdog`."""
-
-    @model_validator(mode="after")
-    def _warn_before_stop(self) -> LimitsConfig:
-        if self.repeat_stop < self.repeat_warn:
-            raise ValueError(f"repeat_stop ({self.repeat_stop}) must not be below repeat_warn ({self.repeat_warn})")
-        return self
-
-
-class ModelSettings(_Section):
-    """Generation settings for models whose name starts with a key of `models` (ENG-05)."""
-
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, ge=1)
-    context_window: int | None = Field(default=None, ge=1024)
-    """Tokens the model can read; needed for auto-compaction of models litellm does not know
-    (local `openai/<name>` servers)."""
-
-
-class TelemetryConfig(_Section):
-    """OpenTelemetry spans (ENG-90..91)."""
-
-    enabled: bool = False
-    """Off by default: nothing leaves the kernel unless asked for."""
-    exporter: TelemetryExporter = "console"
-    """Where spans go; `memory` is for tests."""
-    include_content: bool = False
-    """Put prompts, replies and tool content in spans; off because they may be private."""
-
-
-def _no_unknown_price_keys(value: Any) -> Any:
-    """`Price` ignores unknown keys, so a typo (`inptu`) would vanish silently; refuse it here."""
-    if isinstance(value, Mapping):
-        unknown = sorted(set(value) - set(Price.model_fields))
-        if unknown:
-            raise PydanticCustomError("unknown_key", "unknown key {key}", {"key": str(unknown[0])})
-    return value
-
-
-ConfiguredPrice = Annotated[Price, BeforeValidator(_no_unknown_price_keys)]
-
-_ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-class BlitzConfig(_Section):
-    """All settings of one workspace; see INTERFACE.md "Configuration" for the table."""
-
-    # `model_retries` starts with pydantic's reserved `model_` prefix; the name is ours to keep.
-    model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
-
-    model: str | None = None
-    """litellm model name or `scripted:PATH`; unset opens on a placeholder that explains how
-    to set one (WS-01)."""
-    api_base: str | None = None
-    """Base URL for OpenAI-compatible servers or Ollama; unset means the provider default."""
-    api_key_env: str | None = None
-    """Name of the environment variable that holds the API key; the key itself never lives in
-    a config file, where it would be committed or displayed."""
-    fallback_models: list[str] = []
-    """Models tried in order when the model fails (ENG-15)."""
-    temperature: float | None = Field(default=None, ge=0)
-    """Sampling temperature; unset means the provider default (ENG-05)."""
-    max_tokens: int | None = Field(default=None, ge=1)
-    """Completion token cap per call; unset means the provider default (ENG-05)."""
-    model_retries: int = Field(default=3, ge=0)
-    """Retries of a retryable model failure (rate limit, 5xx, timeout) before it surfaces."""
-    agent: str = "blitz"
-    """The active (root) agent (ENG-01)."""
-    tools: ToolsConfig = ToolsConfig()
-    """Tool execution settings."""
-    approval: ApprovalConfig = ApprovalConfig()
-    """Approval policies."""
-    context: ContextConfig = ContextConfig()
-    """Compaction settings."""
-    limits: LimitsConfig = LimitsConfig()
-    """Per-turn limits."""
-    prices: dict[str, ConfiguredPrice] = {}
-    """USD per 1M tokens by model name or prefix; checked before litellm's map (ENG-81)."""
-    telemetry: TelemetryConfig = TelemetryConfig()
-    """OpenTelemetry settings."""
-    models: dict[str, ModelSettings] = {}
-    """Per-model settings by model name or prefix; the longest matching key wins (ENG-05)."""
-    language: str | None = Field(default=None, min_length=1, max_length=40)
-    """Reply language, added to the root agent's instructions (ENG-02)."""
-
-    def model_settings(self, model: str) -> ModelSettings:
-        """The settings for `model`: the longest key of `models` it starts with, each field
-        falling back to the global value (a per-model value beats the global one)."""
-        matches = [key for key in self.models if model == key or model.startswith(key)]
-        chosen = self.models[max(matches, key=len)] if matches else ModelSettings()
-        return ModelSettings(
-            temperature=chosen.temperature if chosen.temperature is not None else self.temperature,
-            max_tokens=chosen.max_tokens if chosen.max_tokens is not None else self.max_tokens,
-            context_window=chosen.context_window,
-        )
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _names_a_variable(cls, value: str | None) -> str | None:
-        # A pasted key (`sk-...`) is not a variable name; refuse it without echoing it back.
-        if value is not None and not _ENV_VAR_NAME.fullmatch(value):
-            raise ValueError(
-                "must be the name of an environment variable (e.g. OPENAI_API_KEY), "
-                "not the key itself"
-            )
-        return value
 
 
 # -- dotted keys ---------------------------------------------------------------------------
@@ -491,14 +322,45 @@ def load_config(
     Raises ConfigError naming the key and the file, variable or `%blitz_config` that set it.
     Values overridden by a higher layer are not checked: the higher layer is the fix.
     """
-    layers = [_file_layer(path) for path in reversed(config_source_paths(workspace, home))]
-    layers += _environment_layers(os.environ if environ is None else environ)
+    environ = os.environ if environ is None else environ
+    trust = workspace_trust(workspace, environ, home)
+    layers = []
+    for path in reversed(config_source_paths(workspace, home)):
+        layer = _file_layer(path)
+        if path == _workspace_file(Path(workspace)) and trust.holding_back:  # WS-06
+            layer = _Layer(without_held_back(layer.values, trust.held), layer.source)
+        layers.append(layer)
+    layers += _environment_layers(environ)
     layers += _override_layers(overrides or {})
     merged, sources = _merge(layers)
     try:
         return BlitzConfig.model_validate(merged)
     except ValidationError as error:
         raise _config_error(error.errors()[0], sources) from None
+
+
+def workspace_trust(workspace: Path, environ: Mapping[str, str] | None = None, home: Path | None = None) -> TrustState:
+    """What the workspace's own config file asks for that needs trust, and whether it has it."""
+    path = _workspace_file(Path(workspace))
+    layer = _file_layer(path) if path is not None else None
+    return trust_state(
+        Path(workspace), layer.source if layer else None, layer.values if layer else {},
+        os.environ if environ is None else environ, home,
+    )
+
+
+def check_policy_names(config: BlitzConfig, tools: list[str], overrides: Mapping[str, Any]) -> None:
+    """Issue 15 #5: a misspelled tool in `approval.tools` would silently drop a `deny`. Names
+    must be known tools or `*` patterns (MCP tools are known only once their server answers,
+    so `mcp__…` names pass); an unknown one is an error suggesting the closest."""
+    for name in config.approval.tools:
+        if name in tools or name.startswith("mcp__") or "*" in name or "?" in name:
+            continue
+        key = f"approval.tools.{name}"
+        close = difflib.get_close_matches(name.lower(), tools, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known tools: {', '.join(tools)}"
+        source = OVERRIDE_SOURCE if any(k.startswith(key) or k == "approval.tools" or k == "approval" for k in overrides) else "configuration"
+        raise ConfigError(key, source, f"unknown tool {name!r}{hint}")
 
 
 def config_source_paths(workspace: Path, home: Path | None = None) -> list[Path]:
@@ -543,14 +405,30 @@ def _parse_value(raw: str) -> Any:
     return value
 
 
-def describe_config(config: BlitzConfig) -> str:
+def describe_config(config: BlitzConfig, held_back: Mapping[str, Any] | None = None) -> str:
     """One `dotted.key = value` line per setting, in the model's order; the keys are valid
     `%blitz_config` input. No secrets: the config holds only the *name* of the key variable,
-    and credentials in `api_base` are masked."""
+    and credentials in `api_base` are masked. Settings the workspace file asks for but that
+    are held back until `%blitz_trust` follow, marked (WS-06)."""
     values = flatten(config.model_dump())
     if config.api_base is not None:
         values["api_base"] = redact_url(config.api_base)
-    return "\n".join(f"{key} = {_render(value)}" for key, value in values.items())
+    lines = [f"{key} = {_render(value)}" for key, value in values.items()]
+    for key, value in flatten_held(held_back or {}).items():
+        shown = redact_url(value) if key == "api_base" and isinstance(value, str) else value
+        lines.append(f"{key} = {_render(shown)}   # held back: this workspace is not trusted (%blitz_trust)")
+    return "\n".join(lines)
+
+
+def flatten_held(held: Mapping[str, Any]) -> dict[str, Any]:
+    """Held-back settings as dotted keys (tables like `hooks` spread out)."""
+    flat: dict[str, Any] = {}
+    for key, value in held.items():
+        if isinstance(value, Mapping):
+            flat.update({f"{key}.{inner}": v for inner, v in flatten(value).items()})
+        else:
+            flat[key] = value
+    return flat
 
 
 def _render(value: Any) -> str:

@@ -110,6 +110,37 @@ class ModelTimeoutError(ModelError):
     retryable = True
 
 
+class ModelStallError(ModelError):
+    """The provider went quiet (GR-03): no first byte, or no next chunk, within its stall
+    budget. Retried like a timeout while nothing was shown, then left to the fallback chain.
+
+    `budget` is the configuration key whose limit ran out (`stall.first_byte_s` or
+    `stall.between_chunks_s`), so the message tells the user what to raise.
+    """
+
+    retryable = True
+
+    def __init__(self, model: str, cause: str, *, budget: str | None = None) -> None:
+        self.budget = budget
+        super().__init__(model, cause)
+
+
+class CircuitOpenError(ModelError):
+    """The model's circuit breaker is open after repeated failures (GR-02): it is not called
+    until its cool-down ends, so a dead provider costs no time while a fallback answers."""
+
+
+class FallbackExhaustedError(ModelError):
+    """No model of the fallback chain answered (GR-01). Named after the primary model; the
+    cause lists each model of the chain with its own one-line cause, in the order they were
+    tried, and `errors` keeps the typed errors."""
+
+    def __init__(self, model: str, failures: list[tuple[str, ModelError]]) -> None:
+        self.errors = [error for _, error in failures]
+        causes = "; ".join(f"{name}: {error.cause}" for name, error in failures)
+        super().__init__(model, f"no model of the fallback chain answered ({causes})")
+
+
 # -- limits: each ends a turn with its own stop reason (ENG-14) ---------------------------
 
 

@@ -19,7 +19,9 @@ Step format (a JSON object):
 - ``{"fault": "reset_mid_stream", "text": "Hel"}``: the role chunk and the given text (none by
   default), then the socket is closed abruptly (RST) without finishing the chunked body.
 - ``{"fault": "stall", "seconds": 5}``: nothing is sent for ``seconds``; with ``"text"`` the
-  text is streamed first and the stall happens mid-stream. The connection is then closed.
+  text is streamed first and the stall happens mid-stream; with ``"started": true`` (and no
+  text) only the headers and the role chunk come first, a stream that began but shows nothing.
+  The connection is then closed.
 - ``{"fault": "malformed"}``: a normal start, then an SSE data line that is not JSON.
 
 An empty script answers HTTP 500 "fake server: script exhausted" so tests fail loudly; in loop
@@ -362,11 +364,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_stall(self, step: Step, model: str) -> None:
         seconds = float(step.get("seconds", 5))
-        if step.get("text"):
+        if step.get("text") or step.get("started"):
             writer = _ChunkWriter(model)
             self._start_stream()
             self._write_chunk(writer.choice({"role": "assistant", "content": ""}))
-            for piece in split_text(step["text"]):
+            for piece in split_text(step.get("text", "")):
                 self._write_chunk(writer.choice({"content": piece}))
         # Wait on the stop event, so stopping the server never waits for a stall to end.
         self.server.owner.stopping.wait(seconds)

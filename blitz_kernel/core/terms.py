@@ -10,11 +10,16 @@ from __future__ import annotations
 from typing import Literal
 
 Policy = Literal["allow", "ask", "deny"]
-"""What a tool call needs before it runs (ENG-23)."""
+"""What a tool call needs before it runs (ENG-23), and what `--approve` sets for a turn."""
+ToolPolicy = Literal["allow", "ask", "deny", "ask-if-risky"]
+"""A configured policy: `ask-if-risky` (run_python only) runs code without asking when nothing
+in it is flagged (engine/risk.py)."""
 HeadlessPolicy = Literal["deny", "allow"]
 """What `ask` means when nobody can answer (ENG-25)."""
 Verdict = Literal["allow", "always", "deny"]
 """A person's answer to one call of a permission request (ENG-24)."""
+DecidedBy = Literal["user", "policy", "always", "headless default", "hook", "mode", "watchdog", "stop", "timeout"]
+"""Who decided whether a tool call ran (WS-07, the audit trail)."""
 PlanStatus = Literal["approved", "rejected", "unreviewed"]
 """What became of a plan proposed with exit_plan_mode (ENG-32)."""
 StopReason = Literal[

@@ -9,10 +9,11 @@ to ask (headless), the headless policy answers, default deny with a reason the m
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import itertools
 from typing import Any, Protocol
 
-from ..core.terms import HeadlessPolicy, Policy
+from ..core.terms import DecidedBy, HeadlessPolicy, Policy, ToolPolicy
 from ..errors import ApprovalOverflowError
 from .events import PendingCall, PermissionDecision, PermissionRequest
 
@@ -44,26 +45,36 @@ class HeadlessApprover:
         raise RuntimeError("a headless approver is never asked")  # the gate answers for it
 
 
+def configured_policy(tool_name: str, configured: dict[str, ToolPolicy]) -> ToolPolicy | None:
+    """The configured policy for `tool_name`: its exact name, else the most specific (longest)
+    `*` pattern that matches it (`mcp__warehouse__*`)."""
+    if tool_name in configured:
+        return configured[tool_name]
+    patterns = [key for key in configured if "*" in key or "?" in key]
+    matching = [key for key in patterns if fnmatch.fnmatchcase(tool_name, key)]
+    return configured[max(matching, key=len)] if matching else None
+
+
 def resolve_policy(
     tool_name: str,
     mutating: bool,
-    configured: dict[str, Policy],
+    configured: dict[str, ToolPolicy],
     turn_override: Policy | None,
     always_allowed: set[str],
-) -> Policy:
-    """The policy for one call. A configured `deny` is absolute; then the turn's `--approve`
-    (mutating tools only); then "always allow" answers of this session; then the configured
-    policy; then the default: read-only allow, mutating ask (ENG-23)."""
-    configured_policy = configured.get(tool_name)
-    if configured_policy == "deny":
-        return "deny"
+) -> tuple[ToolPolicy, DecidedBy]:
+    """The policy for one call and who set it. A configured `deny` is absolute; then the
+    turn's `--approve` (mutating tools only); then "always allow" answers of this session;
+    then the configured policy; then the default: read-only allow, mutating ask (ENG-23)."""
+    configured_value = configured_policy(tool_name, configured)
+    if configured_value == "deny":
+        return "deny", "policy"
     if mutating and turn_override is not None:
-        return turn_override
+        return turn_override, "policy"
     if tool_name in always_allowed:
-        return "allow"
-    if configured_policy is not None:
-        return configured_policy
-    return "ask" if mutating else "allow"
+        return "allow", "always"
+    if configured_value is not None:
+        return configured_value, "policy"
+    return ("ask" if mutating else "allow"), "policy"
 
 
 class ApprovalGate:
@@ -97,7 +108,7 @@ class ApprovalGate:
         when the turn is stopped; at most `max_pending` requests wait at once (ENG-26)."""
         if not self.approver.interactive:
             verdict: HeadlessPolicy = self.headless_policy
-            return _uniform(request, verdict, None if verdict == "allow" else HEADLESS_REASON)
+            return _uniform(request, verdict, None if verdict == "allow" else HEADLESS_REASON, "headless default")
         counter = self.waiting
         if counter.pending_approvals >= self.max_pending:
             raise ApprovalOverflowError(
@@ -129,8 +140,8 @@ class ApprovalGate:
         if answer in done and not answer.cancelled():
             return answer.result()
         if stopped is not None and stopped in done:
-            return list(_uniform(request, "deny", CANCELLED_REASON).values())
-        return list(_uniform(request, "deny", TIMEOUT_REASON).values())
+            return list(_uniform(request, "deny", CANCELLED_REASON, "stop").values())
+        return list(_uniform(request, "deny", TIMEOUT_REASON, "timeout").values())
 
 
 class StopSignal(Protocol):
@@ -146,5 +157,10 @@ class PendingApprovals:
         self.pending_approvals = 0
 
 
-def _uniform(request: PermissionRequest, verdict: HeadlessPolicy, reason: str | None) -> dict[str, PermissionDecision]:
-    return {c.id: PermissionDecision(call_id=c.id, decision=verdict, reason=reason) for c in request.calls}
+def _uniform(
+    request: PermissionRequest, verdict: HeadlessPolicy, reason: str | None, decided_by: DecidedBy
+) -> dict[str, PermissionDecision]:
+    return {
+        c.id: PermissionDecision(call_id=c.id, decision=verdict, reason=reason, decided_by=decided_by)
+        for c in request.calls
+    }

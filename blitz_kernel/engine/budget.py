@@ -55,7 +55,7 @@ class Budget:
         if ceiling is None or self.session_limit is None:
             return None
         if self.session.budget_tripped or self.session.ledger.total.cost_usd >= ceiling:
-            self.session.budget_tripped = True
+            self.session.trip_budget()
             return budget_spent_text(self.session, self.session_limit)
         return None
 
@@ -74,7 +74,7 @@ class Budget:
         """ENG-14/GR-05: after every usage event. The session trips and stays tripped."""
         ceiling = self.session_ceiling
         if ceiling is not None and self.session_limit is not None and self.session.ledger.total.cost_usd > ceiling:
-            self.session.budget_tripped = True
+            self.session.trip_budget()
             raise SessionBudgetError(budget_spent_text(self.session, self.session_limit))
         spent = turn_spent + self.charged_elsewhere
         if self.turn_ceiling is not None and spent > self.turn_ceiling:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from ..core.attachments import AttachmentSummary
 from ..core.history import ImagePart
-from ..core.terms import PlanStatus, StopReason, ToolOutcome, Verdict
+from ..core.terms import DecidedBy, PlanStatus, StopReason, ToolOutcome, Verdict
 from ..core.usage import TokenUsage, UsageTotals
 
 
@@ -51,6 +51,9 @@ class PendingCall(BaseModel):
     id: str
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
+    reason: str | None = None
+    """Why this call asks when its policy would often let it run (`ask-if-risky`: what in
+    the code was flagged)."""
 
 
 class PermissionRequest(BaseModel):
@@ -66,6 +69,8 @@ class PermissionDecision(BaseModel):
     call_id: str
     decision: Verdict
     reason: str | None = None
+    decided_by: DecidedBy = "user"
+    """Who answered: the user, the headless default, or a stop/expiry that denied it."""
 
 
 MAX_SHOWN_IMAGES = 4
@@ -141,6 +146,17 @@ class PlanEvent(BaseModel):
     reason: str | None = None
 
 
+class ModelSwitchEvent(BaseModel):
+    """The fallback chain moved on (GR-01): `failed` did not answer (an error, or its circuit
+    breaker is open) and `answered_by` answers the same request instead."""
+
+    type: Literal["model_switch"] = "model_switch"
+    failed: str
+    reason: str
+    """One-line cause, naming what went wrong with `failed`."""
+    answered_by: str
+
+
 class ErrorEvent(BaseModel):
     type: Literal["error"] = "error"
     kind: str
@@ -153,6 +169,13 @@ class TurnDone(BaseModel):
     usage: UsageTotals
     error: str | None = None
     leftovers: list[str] = Field(default_factory=list)
+    not_saved: str | None = None
+    """Why the session is not being saved (WS-02: its store could not be opened, or failed);
+    front ends say so on the usage line."""
+    context_used: int | None = None
+    """Tokens of the turn's last prompt (how full the context is now); None: no model call."""
+    context_window: int | None = None
+    """The window those tokens fill (configured, litellm's, or the 128K default)."""
 
 
 class SubagentEvent(BaseModel):
@@ -179,6 +202,7 @@ Event = Annotated[
     | UsageEvent
     | CompactionEvent
     | PlanEvent
+    | ModelSwitchEvent
     | ErrorEvent
     | SubagentEvent
     | TurnDone,

@@ -64,4 +64,4 @@ def root_instructions(
         parts.append(f"## Language\nReply in {language}, whatever language the data or the code is in.")
     if vision:
         parts.append(VISION_NOTE)
-    return "\n\n".join(parts) + "\n"
+    return "\n\n".join(parts)

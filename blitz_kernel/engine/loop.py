@@ -35,7 +35,7 @@ from ..errors import (
     NothingToCompactError,
     TurnLimitError,
 )
-from ..models.base import ModelRequest, ModelResponse, TextDelta, supports_vision
+from ..models.base import ModelRequest, ModelResponse, ModelSwitch, TextDelta, supports_vision
 from .batch import ToolBatch
 from .budget import Budget
 from .compaction import Compactor, automatic_window, estimate_tokens
@@ -43,6 +43,7 @@ from .events import (
     CompactionEvent,
     ErrorEvent,
     Event,
+    ModelSwitchEvent,
     PlanEvent,
     SteerEvent,
     TextEvent,
@@ -55,6 +56,8 @@ from .steering import TurnControl
 from .tracing import mark_error
 from .turn import TURN_SPAN, TurnResult, TurnSetup
 from .watchdog import RepeatWatch
+
+CONTINUE_LABEL = "(continuing the previous turn)"
 
 
 class _GracefulStop(Exception):
@@ -82,6 +85,7 @@ class TurnRunner:
         self.model_calls = 0
         self._warned_unpriced = False
         self._specs = [tool.spec() for tool in setup.tools.values()]
+        self._last_prompt_tokens: int | None = None
         self.watch = RepeatWatch(setup.limits.repeat_warn, setup.limits.repeat_stop)
         self.budget = Budget(setup.session, setup.limits.max_cost_usd, setup.limits.max_cost_usd_session, control)
         self._schema_tokens = len(json.dumps([spec.model_dump() for spec in self._specs])) // 4
@@ -94,17 +98,17 @@ class TurnRunner:
         """Set when the turn must end after the current batch, with this text as its answer."""
         setup.tool_context.turn = self
 
-    async def run(self, prompt: str, attachments: list[Attachment] | None = None) -> TurnResult:
+    async def run(self, prompt: str | None, attachments: list[Attachment] | None = None) -> TurnResult:
         """The turn, inside its span (ENG-90): the root of its own trace, linked to the
         session's previous turn (ENG-91)."""
         setup = self.setup
         telemetry = setup.telemetry
         attributes = {
             "blitz.agent": setup.agent, "blitz.model": setup.model.name, "blitz.session": setup.session.name,
-            "blitz.turn_index": setup.session.turns, "blitz.prompt_length": len(prompt), "blitz.attachments": len(attachments or []),
+            "blitz.turn_index": setup.session.turns, "blitz.prompt_length": len(prompt or ""), "blitz.attachments": len(attachments or []),
             "blitz.max_turns": setup.limits.max_turns, "blitz.max_cost_usd": setup.limits.max_cost_usd,
             "blitz.timeout_s": setup.limits.timeout_s, "blitz.plan": setup.mode is TurnMode.PLAN,
-            "blitz.mode": setup.mode.value, "blitz.prompt": telemetry.content(prompt),
+            "blitz.mode": setup.mode.value, "blitz.prompt": telemetry.content(prompt or ""),
         }
         previous = None if setup.span_name != TURN_SPAN else setup.session.last_turn_span
         with telemetry.root_span(setup.span_name, attributes, previous) as span:
@@ -120,13 +124,19 @@ class TurnRunner:
                 setup.session.last_turn_span = span.get_span_context()
         return result
 
-    async def _run(self, prompt: str, attachments: list[Attachment]) -> TurnResult:
+    async def _run(self, prompt: str | None, attachments: list[Attachment]) -> TurnResult:
+        """`prompt` None continues the session's last turn (it stopped at max_turns with its
+        tool results in): no new user message, the model takes the next step."""
         setup = self.setup
         turn_index = setup.session.turns
         refused = self.budget.refusal_before_start()
         if refused is not None:  # GR-05: before any model call, and nothing is recorded
-            return await self._refused_result(refused, turn_index)
-        self._commit(prompt_with_attachments(prompt, attachments, vision=supports_vision(setup.model)))
+            return await self._refused_result(refused, turn_index, "max_cost")
+        blocked = await self._prompt_hooks(prompt, turn_index) if prompt is not None else None
+        if blocked is not None:  # WS-04: nothing is recorded
+            return await self._refused_result(blocked, turn_index, "blocked")
+        if prompt is not None:
+            self._commit(prompt_with_attachments(prompt, attachments, vision=supports_vision(setup.model)))
         text, error = "", None
         stop: StopReason = "end_turn"
         deadline = asyncio.timeout(setup.limits.timeout_s)
@@ -137,11 +147,13 @@ class TurnRunner:
         try:
             await self._emit(
                 TurnStarted(
-                    session=setup.session.name, turn_index=turn_index, prompt=prompt,
+                    session=setup.session.name, turn_index=turn_index, prompt=prompt if prompt is not None else CONTINUE_LABEL,
                     agent=setup.agent, model=setup.model.name,
                     attachments=[a.summary() for a in attachments],
                 )
             )
+            for notice in setup.notices:
+                await self._emit(notice)
             async with deadline:
                 text = await self._steps()
         except TimeoutError as exc:
@@ -164,12 +176,19 @@ class TurnRunner:
             stop, error = "error", f"internal error: {type(exc).__name__}: {exc}"
         return await self._finish(text, stop, error, turn_index)
 
-    async def _refused_result(self, reason: str, turn_index: int) -> TurnResult:
+    async def _prompt_hooks(self, prompt: str, turn_index: int) -> str | None:
+        hooks = self.setup.hooks
+        if not hooks or self.setup.depth > 0:
+            return None
+        reason = await hooks.prompt_submit({"session": self.setup.session.name, "turn": turn_index, "prompt": prompt})
+        return None if reason is None else f"blocked by prompt_submit hook: {reason}"
+
+    async def _refused_result(self, reason: str, turn_index: int, stop: StopReason) -> TurnResult:
         """A turn refused before it started: the front end shows why; nothing is recorded."""
-        await self._emit(ErrorEvent(kind="max_cost", message=reason))
-        await self._emit(TurnDone(stop_reason="max_cost", usage=self.usage, error=reason))
+        await self._emit(ErrorEvent(kind=stop, message=reason))
+        await self._emit(TurnDone(stop_reason=stop, usage=self.usage, error=reason))
         return TurnResult(
-            text="", stop_reason="max_cost", error=reason, usage=self.usage, events=self.events,
+            text="", stop_reason=stop, error=reason, usage=self.usage, events=self.events,
             session=self.setup.session.name, turn_index=turn_index,
         )
 
@@ -181,12 +200,15 @@ class TurnRunner:
     async def _finish(self, text: str, stop: StopReason, error: str | None, turn_index: int) -> TurnResult:
         session = self.setup.session
         self._close_pending()
-        session.turns += 1
+        session.end_turn(turn_index, stop, error)
         pending = self.control.take_leftovers()
         leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
         if error is not None:
             self.events.append(ErrorEvent(kind=stop, message=error))
-        done = TurnDone(stop_reason=stop, usage=self.usage, error=error, leftovers=leftovers)
+        done = TurnDone(
+            stop_reason=stop, usage=self.usage, error=error, leftovers=leftovers, not_saved=session.not_saved,
+            context_used=self._last_prompt_tokens, context_window=self.setup.context.tokens,
+        )
         self.events.append(done)
         handler = self.setup.on_event
         if handler is not None:
@@ -297,6 +319,8 @@ class TurnRunner:
             async for item in setup.model.stream(request):
                 if isinstance(item, TextDelta):
                     await self._emit(TextEvent(text=item.text, delta=True, thought=item.thought))
+                elif isinstance(item, ModelSwitch):  # GR-01: every switch is visible
+                    await self._emit(ModelSwitchEvent(failed=item.failed, reason=item.reason, answered_by=item.next))
                 else:
                     response = item
             if response is None:
@@ -311,6 +335,7 @@ class TurnRunner:
 
     async def _record_usage(self, model: str, usage: TokenUsage) -> None:
         """ENG-22/80/81, and the cost ceiling checked after every usage event (ENG-14)."""
+        self._last_prompt_tokens = usage.input_tokens or self._last_prompt_tokens
         price = self.setup.prices.lookup(model)
         cost = price.cost(usage) if price is not None else None
         self.usage.add(usage, cost)
@@ -352,13 +377,13 @@ class TurnRunner:
         its results. Units keep the history valid at every moment (an aside may copy it)."""
         if isinstance(messages[0], AssistantMessage):
             check_history(list(messages))
-        self.setup.session.history.extend(messages)
+        self.setup.session.commit(messages, self.setup.session.turns)
 
     def _close_pending(self) -> None:
         """The turn ended while a response's calls were open: commit it with a result for
         every call, a cancelled one where none came."""
         if self.pending is not None and self.batch is not None:
-            self._commit(self.pending, *self.batch.in_call_order())
+            self._commit(self.pending, *self.batch.close())
             self.pending, self.batch = None, None
 
     # -- what workflow tools may do (TurnAccess) --------------------------------------------

@@ -12,7 +12,8 @@ in the same kernel is left alone.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -30,9 +31,18 @@ TRACER_NAME = "blitz_kernel"
 class Telemetry:
     """Spans for one workspace; a disabled Telemetry hands out no-op spans."""
 
-    def __init__(self, *, enabled: bool, exporter: str = "console", include_content: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        enabled: bool,
+        exporter: str = "console",
+        include_content: bool = False,
+        redact: Callable[[str], str] = str,
+    ) -> None:
         self.enabled = enabled
         self.include_content = include_content
+        self._redact = redact
+        """Secrets out of any content that is recorded (WS-08)."""
         self.memory: InMemorySpanExporter | None = None
         self._provider: TracerProvider | None = None
         if enabled:
@@ -45,7 +55,8 @@ class Telemetry:
             self.memory = InMemorySpanExporter()
             return self.memory
         if name == "console":
-            return ConsoleSpanExporter()
+            # the kernel's own stderr (its log), never the cell: spans are not the user's output
+            return ConsoleSpanExporter(out=sys.__stderr__ or sys.stderr)
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         except ImportError:
@@ -75,8 +86,9 @@ class Telemetry:
             yield span
 
     def content(self, text: str) -> str | None:
-        """`text` when content may be recorded, else None (the attribute is left out)."""
-        return text if self.include_content else None
+        """`text` (secrets redacted) when content may be recorded, else None (the attribute
+        is left out)."""
+        return self._redact(text) if self.include_content else None
 
     def shutdown(self) -> None:
         if self._provider is not None:

@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from ..core.terms import PlanStatus, Policy, StopReason
+from ..core.redact import Redactor
+from ..core.terms import PlanStatus, Policy, StopReason, ToolPolicy
 from ..core.usage import PriceBook, UsageTotals
 from ..models.base import Model
 from ..tools.registry import Tool, ToolContext
 from .approval import ApprovalGate
 from .events import Event
+from .hooks import HookRunner
 from .modes import PlanReviewer, TurnMode
 from .options import EventHandler
 from .session import Session
@@ -99,7 +101,7 @@ class TurnSetup:
     limits: TurnLimits = field(default_factory=TurnLimits)
     allowed_tools: tuple[str, ...] | None = None
     """ENG-17: when set, every other tool is refused."""
-    policies: dict[str, Policy] = field(default_factory=dict)
+    policies: dict[str, ToolPolicy] = field(default_factory=dict)
     approve_override: Policy | None = None
     max_parallel: int = 8
     mode: TurnMode = TurnMode.NORMAL
@@ -117,7 +119,14 @@ class TurnSetup:
     temperature: float | None = None
     max_tokens: int | None = None
     on_event: EventHandler | None = None
+    hooks: HookRunner | None = None
+    """prompt_submit / pre_tool / post_tool hooks (WS-04)."""
+    redactor: Redactor = field(default_factory=lambda: Redactor(()))
+    """Secrets replaced in every tool result before anyone reads it (WS-08)."""
     depth: int = 0
     """0 for a turn the user started; 1.. for sub-agents (ENG-70)."""
     subagents: Subagents | None = None
     """Starts sub-agents for `invoke_agent`; None where there are none to start."""
+    notices: tuple[Event, ...] = ()
+    """Problems found while setting the turn up (an MCP server that did not start), sent to
+    the front end right after `turn_started`."""

@@ -9,21 +9,32 @@ TurnSetup and hands it to the TurnRunner.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import BlitzConfig, load_config
+from ..config import OVERRIDE_SOURCE, BlitzConfig, check_policy_names, load_config, workspace_trust
 from ..core.attachments import Attachment
+from ..core.redact import Redactor
 from ..core.usage import PriceBook, UsageLedger
-from ..errors import BlitzError, SessionBusyError, SteerTooLateError, UnknownAgentError
+from ..errors import BlitzError, ConfigError, SessionBusyError, SteerTooLateError, UnknownAgentError
+from ..mcp import is_mcp_name
+from ..mcp.manager import McpManager, server_entries
+from ..mcp.toolset import Offer, offer
 from ..models.base import Model, supports_vision
 from ..models.factory import build_model
+from ..models.placeholder import PlaceholderModel
 from ..tools import builtin_tools
 from ..tools.registry import KernelContext, Tool, ToolContext, ToolKind, ToolRegistry
+from ..tools.session_search import SEARCHER
+from ..trust import TrustState, TrustStore
 from .agents import AgentDefinition, AgentRegistry
 from .approval import ApprovalGate, Approver, HeadlessApprover, PendingApprovals, Policy
+from .audit import AuditRecord
 from .compaction import CompactionResult, Compactor, manual_window
+from .events import ErrorEvent
+from .hooks import HookRunner
 from .instructions import MemoryFile, memory_files, root_instructions
 from .loop import TurnRunner
 from .modes import MODE_INSTRUCTIONS, SUBAGENT_READ_ONLY, PlanReviewer, TurnMode
@@ -57,23 +68,32 @@ class Workspace:
         kernel: KernelContext | None = None,
         environ: Mapping[str, str] | None = None,
         home: Path | None = None,
+        durable: bool = True,
     ) -> None:
         self.root = root.resolve()
         self.kernel = kernel
         self._environ = environ
         self._home = home
         self._overrides: dict[str, Any] = dict(overrides or {})
+        self.tools = ToolRegistry(builtin_tools())
+        self.trust = workspace_trust(self.root, self._environ, self._home)
+        self._trust_notice_due = self.trust.holding_back
         self.config: BlitzConfig = self._load(self._overrides)
         self.agents = AgentRegistry.load(self.root)
-        self.tools = ToolRegistry(builtin_tools())
         self._explicit_model = model
         self.model: Model = model or self._build(self.config.model)
         self.telemetry = self._telemetry(self.config)
+        self.hooks = HookRunner(self.config.hooks, self.root, self.telemetry)
+        self.redactor = self._redactor(self.config)
         self._contexts: dict[tuple[str, int | None, int | None], ContextWindow] = {}
-        self.sessions = SessionBook()
+        # WS-02: sessions live in <root>/.blitz/blitz.db; `durable=False` keeps them in memory.
+        self.sessions = SessionBook.for_workspace(self.root) if durable else SessionBook()
         self.subagents = Subagents(self._setup, self._agent_summaries)
         self.waiting_approvals = PendingApprovals()
         """Permission requests waiting now, over every turn and aside (ENG-26)."""
+        # a workspace's own servers reach the config only once it is trusted (WS-06)
+        self.mcp = McpManager(self.root, trusted=lambda: self.trust.trusted)
+        """The MCP servers, started when a turn first offers their tools (issue 13)."""
 
     @classmethod
     def open(
@@ -85,6 +105,7 @@ class Workspace:
         kernel: KernelContext | None = None,
         environ: Mapping[str, str] | None = None,
         home: Path | None = None,
+        durable: bool = True,
     ) -> Workspace:
         """Open `path` as a workspace; `model` is a litellm name, `scripted:PATH` or a Model."""
         merged = dict(overrides or {})
@@ -92,39 +113,80 @@ class Workspace:
             merged["model"] = model
         return cls(
             Path(path), overrides=merged, model=model if not isinstance(model, str) and model else None,
-            kernel=kernel, environ=environ, home=home,
+            kernel=kernel, environ=environ, home=home, durable=durable,
         )
 
     # -- configuration ------------------------------------------------------------------------
 
     def _load(self, overrides: Mapping[str, Any]) -> BlitzConfig:
-        return load_config(self.root, overrides=overrides, environ=self._environ, home=self._home)
+        config = load_config(self.root, overrides=overrides, environ=self._environ, home=self._home)
+        check_policy_names(config, self.tools.names(), overrides)
+        return config
 
-    @staticmethod
-    def _telemetry(config: BlitzConfig) -> Telemetry:
+    # -- trust (WS-06) ----------------------------------------------------------------------
+
+    def trust_workspace(self) -> TrustState:
+        """Trust what this workspace's own config asks for now (`%blitz_trust`); it applies
+        from the next turn. Returns what was trusted."""
+        state = workspace_trust(self.root, self._environ, self._home)
+        TrustStore(self._home).trust(self.root, state.held)
+        self._reload_trust()
+        return state
+
+    def revoke_trust(self) -> bool:
+        """`%blitz_trust --revoke`: hold the workspace's settings back again."""
+        removed = TrustStore(self._home).revoke(self.root)
+        self._reload_trust()
+        return removed
+
+    def _reload_trust(self) -> None:
+        self.trust = workspace_trust(self.root, self._environ, self._home)
+        self.configure()  # re-read the files with the new trust
+
+    def _telemetry(self, config: BlitzConfig) -> Telemetry:
         settings = config.telemetry
-        return Telemetry(enabled=settings.enabled, exporter=settings.exporter, include_content=settings.include_content)
+        return Telemetry(
+            enabled=settings.enabled, exporter=settings.exporter, include_content=settings.include_content,
+            redact=self._redactor(config).redact,
+        )
 
-    def _build(self, name: str | None) -> Model:
-        config = self.config
+    def _redactor(self, config: BlitzConfig) -> Redactor:
+        """WS-08: the secrets of this kernel's environment and the configured key variable."""
+        environ = os.environ if self._environ is None else self._environ
+        return Redactor.from_environment(environ, [config.api_key_env])
+
+    def _build(self, name: str | None, config: BlitzConfig | None = None) -> Model:
+        config = config or self.config
         return build_model(
             name, workspace=self.root, api_base=config.api_base, api_key_env=config.api_key_env,
-            retries=config.model_retries,
+            retries=config.model_retries, stall_first_byte_s=config.stall.first_byte_s,
+            stall_between_chunks_s=config.stall.between_chunks_s, fallback_models=config.fallback_models,
+            breaker_failures=config.breaker.failures, breaker_cooldown_s=config.breaker.cooldown_s,
         )
 
     def configure(self, **dotted: Any) -> BlitzConfig:
         """Set configuration keys for this workspace (`%blitz_config`). A value that fails to
-        validate raises ConfigError and changes nothing (ENG-06)."""
+        validate raises ConfigError and changes nothing (ENG-06); so does a model that cannot
+        be built (a scripted file that is not there, an unset `api_key_env` variable)."""
         candidate = {**self._overrides, **dotted}
         config = self._load(candidate)
+        model_settings = ("model", "api_base", "api_key_env", "model_retries", "stall", "fallback_models", "breaker")
+        changed = [key for key in model_settings if getattr(self.config, key) != getattr(config, key)]
+        rebuild = "model" in dotted or (bool(changed) and self._explicit_model is None)
+        # only when it matters: a rebuilt scripted model restarts its script (ENG-06)
+        model = self._build(config.model, config) if rebuild else self.model
+        # a model named here must build; another setting must not break a model that worked
+        must_build = "model" in dotted or not isinstance(self.model, PlaceholderModel)
+        if rebuild and config.model and isinstance(model, PlaceholderModel) and must_build:
+            key = "model" if "model" in dotted else changed[0]
+            raise ConfigError(key, OVERRIDE_SOURCE, model.reason)
+        self.trust = workspace_trust(self.root, self._environ, self._home)
         telemetry = self._telemetry(config) if config.telemetry != self.config.telemetry else self.telemetry
-        previous, self._overrides, self.config, self.telemetry = self.config, candidate, config, telemetry
-        model_settings = ("model", "api_base", "api_key_env", "model_retries")
-        changed = any(getattr(previous, key) != getattr(config, key) for key in model_settings)
-        if "model" in dotted or (changed and self._explicit_model is None):
-            # only when it matters: a rebuilt scripted model restarts its script (ENG-06)
-            self._explicit_model = None
-            self.model = self._build(config.model)
+        self._overrides, self.config, self.telemetry = candidate, config, telemetry
+        self.hooks = HookRunner(config.hooks, self.root, telemetry)
+        self.redactor = self._redactor(config)
+        if rebuild:
+            self._explicit_model, self.model = None, model
         return config
 
     def set_model(self, name: str) -> Model:
@@ -160,6 +222,20 @@ class Workspace:
         state = self.session(session)
         state.add_budget(usd)
         return limit + state.budget_added_usd - state.ledger.total.cost_usd
+
+    def context_of(self, session: str) -> str | None:
+        """How full the session's context is ("ctx 42 % of 128K (litellm)"), from its last
+        prompt; None before any model call. The window is the current model's."""
+        used = self.session(session).ledger.last_prompt_tokens
+        if not used:
+            return None
+        cached = [known for key, known in self._contexts.items() if key[0] == self.model.name]
+        context = cached[-1] if cached else self._context_window(self.model)
+        return f"{context.fill(used)} ({context.source})"
+
+    def audit(self, session: str = "default") -> list[AuditRecord]:
+        """WS-07: every tool call of the session, with its decision and who made it."""
+        return list(self.session(session).audit)
 
     def stop(self, session: str) -> bool:
         """Ask the running turn to stop after its current step; False when none runs."""
@@ -213,11 +289,31 @@ class Workspace:
         """`run` for callers that hold typed options already (the notebook front end)."""
         state = self.session(session)
         self._claim(state)
+        front_end = front_end or FrontEnd()
+        context = front_end.kernel or self.kernel
+        state.prepare_resume_note(context.user_ns if context is not None else None)  # WS-02 restart note
         control = TurnControl()
         state.running = control  # at once: a second run or a steer meanwhile sees this turn
         try:
-            setup = await self._setup(state, options, front_end or FrontEnd())
+            setup = await self._setup(state, options, front_end)
             return await TurnRunner(setup, control).run(prompt, attachments)
+        finally:
+            state.running = None
+
+    async def continue_turn(
+        self, session: str, options: RunOptions | None = None, front_end: FrontEnd | None = None
+    ) -> TurnResult:
+        """Issue 12 §5: a turn that stopped at `max_turns` goes on for `options.max_turns` more
+        steps in the same context: no new prompt, the model takes the next step."""
+        state = self.session(session)
+        if not state.history or state.history[-1].kind != "tool_result":
+            raise BlitzError(f"session {session!r} has no turn to continue: its last turn ended with an answer")
+        self._claim(state)
+        control = TurnControl()
+        state.running = control
+        try:
+            setup = await self._setup(state, options or RunOptions(), front_end or FrontEnd())
+            return await TurnRunner(setup, control).run(None)
         finally:
             state.running = None
 
@@ -261,6 +357,14 @@ class Workspace:
             repeat_stop=defaults.repeat_stop,
         )
 
+    def _notices(self, depth: int, mode: TurnMode) -> tuple[ErrorEvent, ...]:
+        """One-time notices for the next turn the user started: the first turn in an
+        untrusted workspace that holds settings back says so, once per kernel (WS-06)."""
+        if depth == 0 and mode is not TurnMode.BTW and self._trust_notice_due and self.trust.holding_back:
+            self._trust_notice_due = False
+            return (ErrorEvent(kind="notice", message=self.trust.notice()),)
+        return ()
+
     def _agent_summaries(self) -> list[tuple[str, str]]:
         """(name, description) of every agent, for list_agents and invoke_agent (ENG-70)."""
         self.reload_agents()  # an agent file written since the last turn counts (ENG-06)
@@ -275,13 +379,18 @@ class Workspace:
         settings = config.model_settings(turn_model.name)  # ENG-05: per-model beats global
         mode = options.mode
         aside = mode is TurnMode.BTW
+        mcp = await self._mcp_offer(definition, turn_model)
         return TurnSetup(
             session=state,
             model=turn_model,
             agent=definition.name,
-            system=self._instructions(definition, turn_model, depth, mode),
-            tools=self._agent_tools(definition, root=depth == 0),
-            tool_context=ToolContext(workspace=self.root, kernel=front_end.kernel or self.kernel, session=state.name),
+            system=self._instructions(definition, turn_model, depth, mode) + mcp.system_note(),
+            tools={**self._agent_tools(definition, root=depth == 0), **mcp.tools},
+            notices=self._notices(depth, mode) + tuple(ErrorEvent(kind="mcp", message=p) for p in mcp.problems.values()),
+            tool_context=ToolContext(
+                workspace=self.root, kernel=front_end.kernel or self.kernel, session=state.name,
+                extras={SEARCHER: self.sessions},  # search_session reads the transcript (WS-02)
+            ),
             gate=ApprovalGate(
                 front_end.approver or HeadlessApprover(),
                 headless_policy=config.approval.headless,
@@ -307,9 +416,24 @@ class Workspace:
             temperature=settings.temperature,
             max_tokens=settings.max_tokens,
             on_event=front_end.on_event,
+            hooks=self.hooks,
+            redactor=self.redactor,
             depth=depth,
             subagents=self.subagents,
         )
+
+    async def _mcp_offer(self, definition: AgentDefinition, model: Model) -> Offer:
+        """The MCP tools the agent's list names (every enabled server's for an agent without a
+        list), their servers started first; the servers that could not start are reported."""
+        if not self.config.mcp.servers and not self.mcp.connections:
+            return Offer()
+        return await offer(self.mcp_servers(), definition.tools, vision=supports_vision(model))
+
+    def mcp_servers(self) -> McpManager:
+        """The MCP servers as the configuration says now (a changed server restarts on its
+        next use), for a turn or `%blitz_mcp`."""
+        self.mcp.configure(server_entries(self.config.mcp, self.root, self._home))
+        return self.mcp
 
     def _instructions(self, definition: AgentDefinition, model: Model, depth: int, mode: TurnMode) -> str:
         """ENG-02/03: the root agent's prompt with project memory, language and image note,
@@ -405,6 +529,8 @@ class Workspace:
             names = [n for n in names if n not in workflow]
         chosen: dict[str, Tool] = {}
         for name in names:
+            if is_mcp_name(name):
+                continue  # MCP tools come from their servers at the turn's setup (_mcp_offer)
             tool = self.tools.get(name)
             if tool is None:
                 raise BlitzError(f"agent {definition.name!r} names an unknown tool {name!r}")
@@ -414,7 +540,7 @@ class Workspace:
     def _check_tool_names(self, tools: tuple[str, ...] | None) -> tuple[str, ...] | None:
         if tools is None:
             return None
-        unknown = [name for name in tools if name not in self.tools]
+        unknown = [name for name in tools if name not in self.tools and not is_mcp_name(name)]
         if unknown:
             raise BlitzError(
                 f"unknown tool(s) {', '.join(unknown)} in the allowed tools; known: {', '.join(self.tools.names())}"

@@ -1,7 +1,8 @@
 """The Model protocol: how the engine talks to any model.
 
 A model streams one response for a request: `TextDelta`s as text arrives, then exactly one
-`ModelResponse` with the whole step (text, thought, complete tool calls, usage). Errors are
+`ModelResponse` with the whole step (text, thought, complete tool calls, usage). A fallback
+chain may also yield `ModelSwitch` items before the answer of the model that took over. Errors are
 raised as `ModelError` subclasses that name the model (ENG-15). The engine never sees a
 provider's wire format; adapters translate.
 """
@@ -9,20 +10,13 @@ provider's wire format; adapters translate.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
 from ..core.history import AssistantMessage, Message, ToolCall
+from ..core.tools import ToolSpec
 from ..core.usage import Price, TokenUsage
-
-
-class ToolSpec(BaseModel):
-    """A tool as the model sees it: name, description and JSON schema of its arguments."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
 
 
 class ModelRequest(BaseModel):
@@ -60,7 +54,20 @@ class ModelResponse(BaseModel):
         )
 
 
-StreamItem = TextDelta | ModelResponse
+class ModelSwitch(BaseModel):
+    """The fallback chain moved on (GR-01): `failed` did not answer and `next` will answer the
+    same request. Yielded before `next`'s output, so every switch is visible."""
+
+    kind: Literal["model_switch"] = "model_switch"
+    failed: str
+    """Name of the model that failed or was skipped."""
+    reason: str
+    """One-line cause: the model's error, or why its circuit breaker is open."""
+    next: str
+    """Name of the model that answers instead."""
+
+
+StreamItem = TextDelta | ModelSwitch | ModelResponse
 
 
 @runtime_checkable
@@ -70,7 +77,8 @@ class Model(Protocol):
     name: str
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
-        """Yield TextDeltas, then exactly one ModelResponse; raise ModelError on failure."""
+        """Yield TextDeltas (and ModelSwitches), then exactly one ModelResponse; raise
+        ModelError on failure."""
         ...
 
     def price(self, model: str) -> Price | None:

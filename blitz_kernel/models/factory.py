@@ -1,8 +1,10 @@
-"""Builds a Model from a name: `scripted:PATH` or any litellm model name."""
+"""Builds a Model from a name: `scripted:PATH` or any litellm model name, and, when
+`fallback_models` are configured, the fallback chain over it (GR-01)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from .base import Model
@@ -19,24 +21,69 @@ def build_model(
     api_base: str | None = None,
     api_key_env: str | None = None,
     retries: int = 3,
+    stall_first_byte_s: float = 120.0,
+    stall_between_chunks_s: float = 60.0,
+    fallback_models: Sequence[str] = (),
+    breaker_failures: int = 3,
+    breaker_cooldown_s: float = 60.0,
 ) -> Model:
-    """Never raises (WS-01): a name that cannot be built gives a placeholder model that says why."""
+    """Never raises (WS-01): a name that cannot be built gives a placeholder model that says why.
+
+    Each fallback is built like the primary (same api_base, key and retry and stall settings).
+    A fallback that cannot be built stays in the chain as a placeholder, so its reason shows up
+    in the switch event instead of the fallback silently vanishing.
+    """
     if not name:
         return PlaceholderModel(HOW_TO_SET_A_MODEL)
+
+    def build(model_name: str, placeholder_name: str) -> Model:
+        return _build_one(
+            model_name, workspace=workspace, api_base=api_base, api_key_env=api_key_env, retries=retries,
+            stall_first_byte_s=stall_first_byte_s, stall_between_chunks_s=stall_between_chunks_s,
+            placeholder_name=placeholder_name,
+        )
+
+    primary = build(name, "(none)")
+    fallbacks = [fallback for fallback in dict.fromkeys(fallback_models) if fallback and fallback != name]
+    if not fallbacks or isinstance(primary, PlaceholderModel):
+        return primary
+    from .fallback import FallbackModel
+
+    return FallbackModel(
+        [primary, *(build(fallback, fallback) for fallback in fallbacks)],
+        breaker_failures=breaker_failures, breaker_cooldown_s=breaker_cooldown_s,
+    )
+
+
+def _build_one(
+    name: str,
+    *,
+    workspace: Path,
+    api_base: str | None,
+    api_key_env: str | None,
+    retries: int,
+    stall_first_byte_s: float,
+    stall_between_chunks_s: float,
+    placeholder_name: str,
+) -> Model:
     if name.startswith(SCRIPTED_PREFIX):
         path = Path(name[len(SCRIPTED_PREFIX) :]).expanduser()
         path = path if path.is_absolute() else workspace / path
         try:
             return ScriptedModel.from_file(path, name=name)
         except (OSError, ValueError, KeyError) as exc:
-            return PlaceholderModel(f"cannot load the scripted model {name!r}: {exc}")
+            return PlaceholderModel(f"cannot load the scripted model {name!r}: {exc}", name=placeholder_name)
     api_key = None
     if api_key_env:
         api_key = os.environ.get(api_key_env)
         if api_key is None:
             return PlaceholderModel(
-                f"model {name!r}: the environment variable {api_key_env} (api_key_env) is not set"
+                f"model {name!r}: the environment variable {api_key_env} (api_key_env) is not set",
+                name=placeholder_name,
             )
     from .litellm_model import LiteLLMModel  # cheap: litellm itself is imported on first call
 
-    return LiteLLMModel(name, api_base=api_base, api_key=api_key, retries=retries)
+    return LiteLLMModel(
+        name, api_base=api_base, api_key=api_key, retries=retries,
+        stall_first_byte_s=stall_first_byte_s, stall_between_chunks_s=stall_between_chunks_s,
+    )

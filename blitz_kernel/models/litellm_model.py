@@ -1,65 +1,54 @@
-"""The litellm adapter: any litellm model as a `Model` (streaming, retries, typed errors).
+"""The litellm adapter: any litellm model as a `Model` (streaming, retries, stall detection).
 
 This is the only module that imports litellm, and it does so lazily: `import litellm` costs
-seconds, and `%load_ext blitz_kernel` must stay fast (KERNEL.md). `warm_up_in_background`
-starts the import in a daemon thread right after loading the extension; the first call that
-finds it not yet loaded finishes the import in a worker thread so the kernel's event loop
-keeps ticking.
+seconds, and `%load_ext blitz_kernel` must stay fast (KERNEL.md). There is one warm-up: the
+extension (`notebook/extension.py`) starts a daemon thread on `%load_ext` that imports the
+engine and calls `load_litellm`. A model call that finds litellm not loaded yet (no
+extension, or the warm-up still running) finishes the import in a worker thread, so the
+kernel's event loop keeps ticking either way.
 
 Streaming (the hot path). `litellm.acompletion(stream=True)` returns a `CustomStreamWrapper`
 whose per-chunk processing, end-of-stream `stream_chunk_builder` (run in a worker thread) and
 success-logging tasks cost several times what the raw OpenAI SDK spends on a turn. When the
 wrapper sits on an OpenAI SDK stream (every OpenAI-compatible provider) and nobody registered
-litellm callbacks that would expect to see the call, we read the SDK's chunks directly and
-assemble text, reasoning, tool calls and usage ourselves; otherwise we read the wrapper.
-Either way the request is built, authenticated and sent by litellm.
+litellm callbacks that would expect to see the call, we read the SDK's chunks directly;
+otherwise we read the wrapper. Either way the request is built, authenticated and sent by
+litellm, and `openai_wire` turns chunks into deltas and the response.
 
 Retries are ours only (litellm and the SDK get `num_retries=0`/`max_retries=0`): exponential
-backoff with jitter, honouring `Retry-After`, on rate limits, 5xx, timeouts and broken
+backoff with jitter, honouring `Retry-After`, on rate limits, 5xx, timeouts, stalls and broken
 connections, but only while nothing was shown to the user — streamed text cannot be taken
-back, so a failure after output is raised at once.
+back, so a failure after output is raised at once. `litellm_errors` says which failures those
+are.
+
+Stalls (GR-03). `request_timeout` is httpx's per-read limit, 600 s by default, which a
+provider that accepts the request and then goes quiet turns into ten minutes per attempt.
+Two shorter budgets, `stall_first_byte_s` (until the first chunk) and
+`stall_between_chunks_s` (each next chunk), end such an attempt with `ModelStallError`,
+which is retried like a timeout and then left to the fallback chain.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import email.utils
-import json
+import math
 import os
 import random
-import re
 import threading
-import time
-import uuid
 import warnings
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar
 
-from ..core.history import (
-    AssistantMessage,
-    ImagePart,
-    Message,
-    SummaryMessage,
-    TextPart,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
-from ..core.usage import Price, TokenUsage
-from ..errors import (
-    ContextWindowError,
-    ModelAuthError,
-    ModelBadRequestError,
-    ModelError,
-    ModelNotFoundError,
-    ModelRateLimitError,
-    ModelTimeoutError,
-    ModelUnavailableError,
-)
-from .base import ModelRequest, ModelResponse, StreamItem, TextDelta, ToolSpec
+from ..core.usage import Price
+from ..errors import ModelError, ModelStallError, ModelTimeoutError, ModelUnavailableError
+from .base import ModelRequest, StreamItem, TextDelta
+from .litellm_errors import AttemptFailed, ErrorMapper
+from .openai_wire import StreamReader, to_openai_messages, to_openai_tools
 
-SUMMARY_PREFIX = "[Summary of earlier conversation]\n"
+T = TypeVar("T")
+
+FIRST_BYTE_KEY = "stall.first_byte_s"
+BETWEEN_CHUNKS_KEY = "stall.between_chunks_s"
 
 # -- loading litellm -----------------------------------------------------------------------
 
@@ -103,19 +92,6 @@ def _silence_litellm_warnings() -> None:
     )
 
 
-def _warm_up() -> None:
-    # A failed import is not reported here: the first model call imports again and raises it.
-    with contextlib.suppress(Exception):
-        load_litellm()
-
-
-def warm_up_in_background() -> threading.Thread:
-    """Start importing litellm in a daemon thread so the first model call does not wait."""
-    thread = threading.Thread(target=_warm_up, name="blitz-litellm-warm-up", daemon=True)
-    thread.start()
-    return thread
-
-
 async def _load_litellm_async() -> Any:
     """litellm, imported in a worker thread when needed so the event loop is never blocked."""
     if _litellm_module is not None:
@@ -123,350 +99,83 @@ async def _load_litellm_async() -> Any:
     return await asyncio.to_thread(load_litellm)
 
 
-# -- history → OpenAI chat messages ----------------------------------------------------------
+# -- stall detection -------------------------------------------------------------------------
 
 
-def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
-    if all(isinstance(part, TextPart) for part in message.parts):
-        return message.text
-    content: list[dict[str, Any]] = []
-    for part in message.parts:
-        if isinstance(part, ImagePart):
-            url = f"data:{part.media_type};base64,{part.data_base64}"
-            content.append({"type": "image_url", "image_url": {"url": url}})
+class _Stalled(Exception):
+    """The provider sent nothing within the current stall budget (internal to one attempt)."""
+
+
+class _StallWatch:
+    """The GR-03 budgets of one attempt: `first_byte_s` from sending the request until the
+    first chunk, then `between_chunks_s` for each next chunk. Only time spent waiting on the
+    provider counts, not the time the consumer takes between chunks.
+
+    Why not `asyncio.timeout` around each read: that arms and cancels a timer for every chunk
+    of the hot path (~4 µs each). Here a chunk costs a clock read; one timer per budget period
+    fires, and re-arms itself for the time still left unless the wait really ran out. Then it
+    cancels the waiting task, as `asyncio.timeout` does, and `wait_for` claims that
+    cancellation back as `_Stalled` (an outside cancellation, e.g. Stop, stays a cancellation).
+    """
+
+    _TOLERANCE_S = 1e-3  # the loop may run a timer up to its clock resolution early
+
+    def __init__(self, first_byte_s: float, between_chunks_s: float) -> None:
+        self._loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None, "a stream is read inside a task"
+        self._task = task
+        self._cancelling = task.cancelling()
+        self._between_chunks_s = between_chunks_s
+        self.budget_s = first_byte_s
+        self.key = FIRST_BYTE_KEY
+        self._since: float | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._fired = False
+
+    async def wait_for(self, awaitable: Awaitable[T]) -> T:
+        """Await a read from the provider under the current budget; raise `_Stalled` if it
+        ran out. The first-byte budget keeps running across the request and the first read."""
+        if self._since is None:
+            self._since = self._loop.time()
+            if self._handle is None:
+                self._handle = self._loop.call_at(self._since + self.budget_s, self._check)
+        try:
+            return await awaitable
+        except asyncio.CancelledError:
+            if self._claim():
+                raise _Stalled from None
+            raise
+
+    def chunk_arrived(self) -> None:
+        """A chunk came: the wait is over, and from now on the between-chunks budget applies."""
+        self._since = None
+        if self.key == FIRST_BYTE_KEY:
+            self.key, self.budget_s = BETWEEN_CHUNKS_KEY, self._between_chunks_s
+            self.close()  # armed for the first-byte budget; the next wait arms for the new one
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _check(self) -> None:
+        self._handle = None
+        if self._since is None:
+            return  # not waiting now; the next wait arms the timer again
+        deadline = self._since + self.budget_s
+        if self._loop.time() + self._TOLERANCE_S >= deadline:
+            self._fired = True
+            self._task.cancel()
         else:
-            content.append({"type": "text", "text": part.text})
-    return content
+            self._handle = self._loop.call_at(deadline, self._check)
 
-
-def _assistant_message(message: AssistantMessage) -> dict[str, Any]:
-    converted: dict[str, Any] = {"role": "assistant", "content": message.text or None}
-    if message.tool_calls:
-        converted["tool_calls"] = [
-            {"id": call.id, "type": "function",
-             "function": {"name": call.name, "arguments": call.arguments or "{}"}}
-            for call in message.tool_calls
-        ]
-    elif not message.text:
-        converted["content"] = ""  # an assistant turn needs content or tool calls
-    return converted
-
-
-def to_openai_messages(system: str, messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """Our history as OpenAI chat messages (the format litellm takes for every provider).
-
-    Reasoning text is not sent back: it is shown to the user, not part of the conversation.
-    A summary becomes a user message, because it stands in for earlier turns of both sides.
-    """
-    converted: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    seen: list[ImagePart] = []  # images of the current run of tool results (view_image)
-    for message in messages:
-        if seen and not isinstance(message, ToolResultMessage):
-            converted.append(_tool_images_message(seen))
-            seen = []
-        if isinstance(message, UserMessage):
-            converted.append({"role": "user", "content": _user_content(message)})
-        elif isinstance(message, AssistantMessage):
-            converted.append(_assistant_message(message))
-        elif isinstance(message, ToolResultMessage):
-            converted.append({"role": "tool", "tool_call_id": message.call_id,
-                              "content": message.to_model_content()})
-            seen.extend(message.images)
-        elif isinstance(message, SummaryMessage):
-            converted.append({"role": "user", "content": SUMMARY_PREFIX + message.text})
-        else:  # pragma: no cover - the Message union is closed
-            raise TypeError(f"cannot send {type(message).__name__} to a model")
-    if seen:
-        converted.append(_tool_images_message(seen))
-    return converted
-
-
-def _tool_images_message(images: list[ImagePart]) -> dict[str, Any]:
-    """Tool messages carry text only, so the images of a step's results follow them as a user
-    message (works with every provider litellm maps the OpenAI format to)."""
-    content: list[dict[str, Any]] = [{"type": "text", "text": "[images returned by the tool calls above]"}]
-    for part in images:
-        url = f"data:{part.media_type};base64,{part.data_base64}"
-        content.append({"type": "image_url", "image_url": {"url": url}})
-    return {"role": "user", "content": content}
-
-
-def to_openai_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
-    """Tool specs in the OpenAI function-tool format."""
-    return [
-        {"type": "function",
-         "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}
-        for tool in tools
-    ]
-
-
-# -- reading a stream ------------------------------------------------------------------------
-
-
-class _ToolCallAssembler:
-    """Joins streamed tool-call fragments: the first fragment of a call carries its index, id
-    and name, later ones carry pieces of the argument string."""
-
-    def __init__(self) -> None:
-        self._calls: dict[int, list[Any]] = {}  # index -> [id, name, argument pieces]
-
-    def add(self, fragments: Iterable[Any]) -> None:
-        for fragment in fragments:
-            index = self._index_of(fragment)
-            call = self._calls.get(index)
-            if call is None:
-                call = self._calls[index] = ["", "", []]
-            if fragment.id and not call[0]:
-                call[0] = fragment.id
-            function = fragment.function
-            if function is not None:
-                if function.name and not call[1]:
-                    call[1] = function.name
-                if function.arguments:
-                    call[2].append(function.arguments)
-
-    def _index_of(self, fragment: Any) -> int:
-        """The fragment's index; providers that omit it get one call per new id."""
-        index = getattr(fragment, "index", None)
-        if index is not None:
-            return int(index)
-        if fragment.id and all(call[0] != fragment.id for call in self._calls.values()):
-            return len(self._calls)
-        return max(self._calls, default=0)
-
-    def calls(self) -> list[ToolCall]:
-        return [
-            ToolCall(id=call_id or f"call_{uuid.uuid4().hex[:24]}", name=name,
-                     arguments="".join(pieces))
-            for call_id, name, pieces in (self._calls[index] for index in sorted(self._calls))
-        ]
-
-
-def _usage_from(usage: Any) -> TokenUsage:
-    """ENG-80 counts from an OpenAI-style usage object (SDK or litellm; extra fields allowed)."""
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) if details is not None else None
-    cache_write = getattr(usage, "cache_creation_input_tokens", None)
-    if cache_write is None and details is not None:
-        cache_write = getattr(details, "cache_write_tokens", None)
-    return TokenUsage(
-        input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        cached_tokens=int(cached or 0),
-        cache_write_tokens=int(cache_write or 0),
-        output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-    )
-
-
-def _reasoning_of(delta: Any) -> str | None:
-    """Reasoning text of a delta: `reasoning_content` (litellm, DeepSeek, vLLM) or `reasoning`."""
-    reasoning = getattr(delta, "reasoning_content", None)
-    if reasoning is None:
-        reasoning = getattr(delta, "reasoning", None)
-    return reasoning if isinstance(reasoning, str) else None
-
-
-class _StreamReader:
-    """Accumulates one streamed response; `feed` returns the deltas to show for a chunk."""
-
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.thought: list[str] = []
-        self.tool_calls = _ToolCallAssembler()
-        self.usage: TokenUsage | None = None
-        self.finished = False
-
-    def feed(self, chunk: Any) -> list[TextDelta]:
-        shown: list[TextDelta] = []
-        choices = chunk.choices
-        if choices:
-            choice = choices[0]
-            delta = choice.delta
-            if delta is not None:
-                reasoning = _reasoning_of(delta)
-                if reasoning:
-                    self.thought.append(reasoning)
-                    shown.append(TextDelta(text=reasoning, thought=True))
-                content = delta.content
-                if content:
-                    self.text.append(content)
-                    shown.append(TextDelta(text=content))
-                if delta.tool_calls:
-                    self.tool_calls.add(delta.tool_calls)
-            if choice.finish_reason:
-                self.finished = True
-        usage = getattr(chunk, "usage", None)
-        if usage is not None:
-            self.usage = _usage_from(usage)
-        return shown
-
-    def response(self, model: str) -> ModelResponse:
-        return ModelResponse(
-            text="".join(self.text),
-            thought="".join(self.thought),
-            tool_calls=self.tool_calls.calls(),
-            usage=self.usage or TokenUsage(),
-            model=model,
-        )
-
-
-# -- errors ------------------------------------------------------------------------------------
-
-_PREFIXES = re.compile(
-    r"^(?:(?:litellm\.)?[A-Za-z]*(?:Error|Exception|Timeout)(?:\s*:\s*|\s+-\s+))+"
-)
-_SECRET_PATTERNS = (
-    re.compile(r"\b(sk-[A-Za-z0-9]{0,8})[A-Za-z0-9_\-]{12,}"),
-    re.compile(r"(Bearer\s+)\S+", re.IGNORECASE),
-)
-_CONTEXT_WORDS = ("context length", "context window", "maximum context", "too many tokens",
-                  "prompt is too long", "context_length_exceeded")
-_FINAL_WORDS = ("insufficient_quota", "exceeded your current quota", "budget")
-_MAX_CAUSE = 400
-
-
-def _environment_secrets() -> list[str]:
-    """Keys litellm may have read from the environment (OPENAI_API_KEY and friends)."""
-    return [
-        value for name, value in os.environ.items()
-        if len(value) >= 12 and any(word in name.upper() for word in ("KEY", "TOKEN", "SECRET"))
-    ]
-
-
-class _AttemptFailed(Exception):
-    """One attempt failed: the typed error for the user, the wait the server asked for, and
-    the original exception to chain — None when its text holds a secret, because a chained
-    exception is printed in full in a traceback."""
-
-    def __init__(
-        self, error: ModelError, retry_after: float | None = None, original: BaseException | None = None
-    ) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.retry_after = retry_after
-        self.original = original
-        # A 429 for an exhausted quota or budget will not clear by waiting.
-        self.retryable = error.retryable and not any(word in error.cause.lower() for word in _FINAL_WORDS)
-
-
-def _status_of(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    if status is None:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-    try:
-        return int(status) if status is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-def retry_after_seconds(exc: BaseException) -> float | None:
-    """The server's requested wait (`retry-after-ms`, or `Retry-After` in seconds or as a date)."""
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if headers is None:
-        headers = getattr(exc, "headers", None)
-    if not headers:
-        return None
-    try:
-        milliseconds = headers.get("retry-after-ms")
-        if milliseconds is not None:
-            return max(float(milliseconds) / 1000, 0.0)
-        value = headers.get("retry-after")
-    except AttributeError:
-        return None
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        moment = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(moment.timestamp() - time.time(), 0.0)
-
-
-class _ErrorMapper:
-    """Turns litellm/OpenAI SDK/transport exceptions into typed ModelErrors (ENG-15).
-
-    The cause is short — HTTP status and the provider's own message without litellm's class
-    prefixes — and never contains the API key (providers echo parts of a rejected key).
-    """
-
-    def __init__(self, model: str, secrets: Iterable[str | None], timeout: float | None) -> None:
-        self.model = model
-        self.timeout_cause = (
-            f"no answer within {timeout:g} s (request_timeout)" if timeout is not None else "timed out"
-        )
-        self._secrets = [secret for secret in secrets if secret and len(secret) >= 6]
-
-    def redact(self, text: str) -> str:
-        for secret in [*self._secrets, *_environment_secrets()]:
-            text = text.replace(secret, "***")
-        for pattern in _SECRET_PATTERNS:
-            text = pattern.sub(r"\1***", text)
-        return text
-
-    def cause(self, exc: BaseException, status: int | None = None) -> str:
-        message = str(getattr(exc, "message", None) or exc or type(exc).__name__)
-        message = _PREFIXES.sub("", message.strip()).strip()
-        message = " ".join(message.split())  # one line
-        if len(message) > _MAX_CAUSE:
-            message = message[:_MAX_CAUSE] + "…"
-        message = self.redact(message)
-        return f"HTTP {status}: {message}" if status else message
-
-    def map(self, exc: BaseException, *, mid_stream: bool = False) -> _AttemptFailed:
-        import openai
-
-        litellm = load_litellm()
-        original = getattr(exc, "original_exception", None)
-        if isinstance(exc, litellm.exceptions.MidStreamFallbackError) and isinstance(original, Exception):
-            # litellm wraps mid-stream failures; the original says what really happened
-            return self.map(original, mid_stream=mid_stream)
-        # litellm gives connection errors and timeouts made-up statuses (500, 408): not shown
-        status = None if isinstance(exc, openai.APIConnectionError) else _status_of(exc)
-        error = self._typed(exc, status, openai, mid_stream)
-        retry_after = retry_after_seconds(exc) if error.retryable else None
-        return _AttemptFailed(error, retry_after, None if self._mentions_secret(exc) else exc)
-
-    def _mentions_secret(self, exc: BaseException) -> bool:
-        """Whether the exception or anything chained to it quotes a key."""
-        seen: set[int] = set()
-        current: BaseException | None = exc
-        while current is not None and id(current) not in seen:
-            seen.add(id(current))
-            text = f"{current} {getattr(current, 'message', '')}"
-            if self.redact(text) != text:
-                return True
-            current = current.__cause__ or current.__context__
-        return False
-
-    def _typed(self, exc: BaseException, status: int | None, openai: Any, mid_stream: bool) -> ModelError:
-        litellm = load_litellm()
-        cause = self.cause(exc, status)
-        if isinstance(exc, litellm.exceptions.ContextWindowExceededError) or (
-            status == 400 and any(word in cause.lower() for word in _CONTEXT_WORDS)
-        ):
-            return ContextWindowError(self.model, cause)
-        if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)) or status in (401, 403):
-            return ModelAuthError(self.model, cause)
-        if isinstance(exc, openai.NotFoundError) or status == 404:
-            return ModelNotFoundError(self.model, cause)
-        if isinstance(exc, openai.RateLimitError) or status == 429:
-            return ModelRateLimitError(self.model, cause)
-        if isinstance(exc, (openai.APITimeoutError, TimeoutError)) or status == 408:
-            return ModelTimeoutError(self.model, self.timeout_cause)
-        if isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError)):
-            return ModelBadRequestError(self.model, cause)
-        if isinstance(exc, (openai.APIConnectionError, openai.InternalServerError, OSError)) or (
-            status is not None and status >= 500
-        ):
-            return ModelUnavailableError(self.model, cause)
-        if mid_stream and isinstance(exc, (openai.APIError, json.JSONDecodeError)):
-            return ModelUnavailableError(self.model, f"bad stream from the provider: {cause}")
-        if status is not None and 400 <= status < 500:
-            return ModelBadRequestError(self.model, cause)
-        return ModelError(self.model, f"{type(exc).__name__}: {cause}")
+    def _claim(self) -> bool:
+        """Whether the cancellation just caught was ours (then the task is un-cancelled)."""
+        if not self._fired:
+            return False
+        self._fired = False
+        return self._task.uncancel() <= self._cancelling
 
 
 # -- the model -------------------------------------------------------------------------------
@@ -476,9 +185,10 @@ class LiteLLMModel:
     """Any litellm model name (`openai/gpt-4.1-mini`, `anthropic/...`, `openai/<name>` with an
     OpenAI-compatible `api_base`) as a streaming `Model`.
 
-    `retries` is how many times a retryable failure (429, 5xx, timeout, broken connection
-    before any output) is retried; `request_timeout` bounds the wait for each response and for
-    each chunk. `extra` holds further `litellm.acompletion` arguments (headers, reasoning
+    `retries` is how many times a retryable failure (429, 5xx, timeout, stall, broken
+    connection before any output) is retried; `request_timeout` is httpx's limit for each read;
+    `stall_first_byte_s` and `stall_between_chunks_s` are the shorter GR-03 budgets (see the
+    module doc). `extra` holds further `litellm.acompletion` arguments (headers, reasoning
     effort, ...). `backoff_base`/`backoff_cap` shape the exponential backoff (tests shrink
     them); a `Retry-After` longer than `max_retry_after` seconds ends the retries at once.
     `fast_stream=False` always reads litellm's stream wrapper (slower; see the module doc).
@@ -497,7 +207,12 @@ class LiteLLMModel:
         backoff_cap: float = 8.0,
         max_retry_after: float = 60.0,
         fast_stream: bool = True,
+        stall_first_byte_s: float = 120.0,
+        stall_between_chunks_s: float = 60.0,
     ) -> None:
+        for key, budget in ((FIRST_BYTE_KEY, stall_first_byte_s), (BETWEEN_CHUNKS_KEY, stall_between_chunks_s)):
+            if not (math.isfinite(budget) and budget > 0):
+                raise ValueError(f"{key} must be a finite number of seconds > 0, got {budget!r}")
         self.name = name
         self.api_base = api_base
         self.retries = max(int(retries), 0)
@@ -507,8 +222,10 @@ class LiteLLMModel:
         self.backoff_cap = backoff_cap
         self.max_retry_after = max_retry_after
         self.fast_stream = fast_stream
+        self.stall_first_byte_s = stall_first_byte_s
+        self.stall_between_chunks_s = stall_between_chunks_s
         self._api_key = api_key
-        self._errors = _ErrorMapper(name, [api_key, self.extra.get("api_key")], request_timeout)
+        self._errors = ErrorMapper(name, [api_key, self.extra.get("api_key")], request_timeout)
 
     def __repr__(self) -> str:  # never shows the key
         return f"LiteLLMModel({self.name!r}, api_base={self.api_base!r})"
@@ -519,7 +236,8 @@ class LiteLLMModel:
         """Yield TextDeltas, then one ModelResponse; retry failures while nothing was shown.
 
         The response's `model` is this adapter's configured name: prices and config tables are
-        keyed by configured names, and litellm here makes no fallback to another model.
+        keyed by configured names. Moving on to another model is `FallbackModel`'s job, never
+        litellm's (no litellm fallbacks are configured here).
         """
         litellm = await _load_litellm_async()
         arguments = self.completion_arguments(request)
@@ -531,7 +249,7 @@ class LiteLLMModel:
                     shown = shown or isinstance(item, TextDelta)
                     yield item
                 return
-            except _AttemptFailed as caught:
+            except AttemptFailed as caught:
                 failure = caught
             # Raised outside the except block, so the error's context is only what we chain.
             if shown:
@@ -568,24 +286,44 @@ class LiteLLMModel:
         return arguments
 
     async def _attempt(self, litellm: Any, arguments: dict[str, Any]) -> AsyncIterator[StreamItem]:
-        """One request: raises _AttemptFailed (with the typed error) on any failure."""
+        """One request: raises AttemptFailed (with the typed error) on any failure."""
+        watch = _StallWatch(self.stall_first_byte_s, self.stall_between_chunks_s)
         try:
-            wrapper = await litellm.acompletion(**arguments)
-        except Exception as exc:  # every provider failure arrives as some exception class
-            raise self._errors.map(exc) from exc
-        reader = _StreamReader()
-        try:
-            async for chunk in self._chunks(litellm, wrapper):
-                for delta in reader.feed(chunk):
-                    yield delta
-        except Exception as exc:  # transport and parse errors of the stream itself
-            raise self._errors.map(exc, mid_stream=True) from exc
+            try:
+                wrapper = await watch.wait_for(litellm.acompletion(**arguments))
+            except _Stalled:
+                raise AttemptFailed(self._stall_error(watch)) from None
+            except Exception as exc:  # every provider failure arrives as some exception class
+                raise self._errors.map(exc, litellm) from exc
+            reader = StreamReader()
+            chunks = aiter(self._chunks(litellm, wrapper))
+            try:
+                while True:
+                    try:
+                        chunk = await watch.wait_for(anext(chunks))
+                    except StopAsyncIteration:
+                        break
+                    watch.chunk_arrived()
+                    for delta in reader.feed(chunk):
+                        yield delta
+            except _Stalled:
+                raise AttemptFailed(self._stall_error(watch)) from None
+            except Exception as exc:  # transport and parse errors of the stream itself
+                raise self._errors.map(exc, litellm, mid_stream=True) from exc
+            finally:
+                await wrapper.aclose()
         finally:
-            await wrapper.aclose()
+            watch.close()
         if not reader.finished:
             error = ModelUnavailableError(self.name, "the stream ended before the answer was complete")
-            raise _AttemptFailed(error)
+            raise AttemptFailed(error)
         yield reader.response(self.name)
+
+    def _stall_error(self, watch: _StallWatch) -> ModelStallError:
+        """The one-line cause names the budget that ran out, so the user knows what to raise."""
+        where = "" if watch.key == FIRST_BYTE_KEY else " between chunks"
+        cause = f"sent nothing for {watch.budget_s:g} s{where} ({watch.key})"
+        return ModelStallError(self.name, cause, budget=watch.key)
 
     def _chunks(self, litellm: Any, wrapper: Any) -> Any:
         """The SDK's own chunk stream when safe (see the module doc), else litellm's wrapper."""
@@ -598,6 +336,10 @@ class LiteLLMModel:
 
     def _after_output(self, error: ModelError) -> ModelError:
         """A failure after text was shown: never retried (the text cannot be taken back)."""
+        if isinstance(error, ModelStallError):
+            return ModelStallError(
+                self.name, f"stalled after part of the answer was shown: {error.cause}", budget=error.budget
+            )
         if isinstance(error, ModelTimeoutError):
             return ModelTimeoutError(self.name, f"stalled after part of the answer was shown: {error.cause}")
         if isinstance(error, ModelUnavailableError):
@@ -606,7 +348,7 @@ class LiteLLMModel:
             )
         return error
 
-    def _retry_delay(self, attempt: int, failure: _AttemptFailed) -> float | None:
+    def _retry_delay(self, attempt: int, failure: AttemptFailed) -> float | None:
         """Seconds to wait before the next attempt, or None to give up."""
         if not failure.retryable or attempt >= self.retries:
             return None

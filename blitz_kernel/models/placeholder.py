@@ -18,10 +18,12 @@ HOW_TO_SET_A_MODEL = (
 
 
 class PlaceholderModel:
-    """Fails every call with `reason`."""
+    """Fails every call with `reason`. `name` is "(none)" where it stands for the workspace's
+    model, and the configured name where it stands in a fallback chain for a model that could
+    not be built (so the switch event and the breaker name that model)."""
 
-    def __init__(self, reason: str = HOW_TO_SET_A_MODEL) -> None:
-        self.name = "(none)"
+    def __init__(self, reason: str = HOW_TO_SET_A_MODEL, *, name: str = "(none)") -> None:
+        self.name = name
         self.reason = reason
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:

@@ -22,6 +22,7 @@ def load(ipython: Any) -> None:
     magics = BlitzMagics(ipython)
     ipython.register_magics(magics)
     _state["magics"] = magics
+    _state["mcp_magics"] = _register_mcp_magics(ipython)
     _state["warm_up"] = _warm_up_in_background()
     bridge.install(ipython)
     cell_log.install(ipython)
@@ -35,10 +36,24 @@ def unload(ipython: Any) -> None:
     if keep_btw_questions in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_btw_questions)
     magics = _state.pop("magics", None)
-    if magics is not None:
-        for kind, names in magics.magics.items():
-            for name in names:
-                ipython.magics_manager.magics[kind].pop(name, None)
+    workspace = getattr(magics, "_workspace", None)
+    if workspace is not None:
+        workspace.mcp.close_soon()  # MCP servers end with the extension (issue 13)
+        # WS-02: let go of the session locks, so a reloaded extension can take them again
+        workspace.sessions.close()
+    for registered in (magics, _state.pop("mcp_magics", None)):
+        if registered is not None:
+            for kind, names in registered.magics.items():
+                for name in names:
+                    ipython.magics_manager.magics[kind].pop(name, None)
+
+
+def _register_mcp_magics(ipython: Any) -> Any:
+    from .mcp_magic import McpMagics
+
+    magics = McpMagics(ipython)
+    ipython.register_magics(magics)
+    return magics
 
 
 def _warm_up_in_background() -> threading.Thread:

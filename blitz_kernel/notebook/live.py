@@ -1,13 +1,12 @@
 """Running a `%%blitz` turn in a cell: the live widget where a front end can show it, plain
 outputs where none can, and always a static rendering that survives the notebook.
 
-Which front end? A kernel cannot ask. At the turn's start it opens a comm with a target no
-front end registers (`blitz.frontend_probe`): JupyterLab, Notebook 7 and other front ends built
-on @jupyterlab/services answer an unknown target by closing the comm; nbclient, nbconvert,
-papermill and a bare jupyter_client answer nothing. Closed → the widget; no answer within
-`PROBE_TIMEOUT_S` → plain outputs (`--plain` and terminal IPython skip the probe). Until the
-answer, events are buffered; a tool call or permission request waits for it, so nothing runs
-unseen and a headless run prints each tool line before the tool runs.
+Which front end? `probe.FrontEndProbe` asks at the turn's start (`--plain` and terminal
+IPython skip it). Until the answer, events are folded into the turn's state and nothing is
+shown; a tool call or permission request waits for the answer, so nothing runs unseen and a
+headless run prints each tool line before the tool runs. Then one presenter shows the turn:
+`presenters.WidgetPresenter` or `render.PlainPresenter`, both built on the same TurnState,
+the first catching up from the state so far.
 
 Either way the cell ends with a static rendering (Markdown + text/plain) whose output metadata
 holds the turn record under `blitz`: the widget is replaced by it; plain outputs carry it on the
@@ -20,61 +19,39 @@ takes the reviewer when the turn starts, and a reviewer cannot answer "nobody is
 `--plan` turn learns first whether its widget is seen (probe, then render) and passes no
 reviewer when it is not: the plan is then the answer, as in plain mode.
 
-Outputs are only ever produced in the cell's own context (see `_in_cell`): output made in a
-comm callback would be parented to the comm message and land nowhere.
+Outputs are only ever produced in the cell's own context: output made in a comm callback would
+be parented to the comm message and land nowhere, so the probe's answer is shown through a
+callback that runs in the context the cell turn was created in.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import dataclasses
-import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from ..engine.events import PermissionRequest, ToolCallEvent, TurnDone, TurnStarted
+from ..engine.events import Event, PermissionRequest, ToolCallEvent, TurnDone, TurnStarted
 from ..engine.modes import TurnMode, go_ahead_prompt
 from ..engine.options import FrontEnd, RunOptions
-from .render import PlainRenderer
+from .probe import FrontEndProbe
+from .render import PlainPresenter
 
 if TYPE_CHECKING:
-    from IPython.display import DisplayHandle
 
     from ..core.attachments import Attachment
     from ..engine.modes import PlanReviewer
     from ..engine.turn import TurnResult
     from ..engine.workspace import Workspace
+    from .presenters import Presenter, WidgetOutput
+    from .render import CellOutput
     from .widgets.controller import TurnController
-    from .widgets.state import TurnState
 
-PROBE_TARGET = "blitz.frontend_probe"
-PROBE_TIMEOUT_S = 2.0
-"""How long a turn waits for a front end to answer the probe (JupyterLab: a few ms)."""
-PROBE_TIMEOUT_AFTER_HEADLESS_S = 0.5
-"""The wait once this kernel has seen no front end and never one: nbclient runs stay quick."""
-ASIDE_WAIT_S = 60.0
-"""How long a finished turn waits for side questions still being answered."""
 TICK_S = 0.1
 """The ticker's period: a kernel interrupt reaches an awaiting cell within about this long."""
 CARRY_OUT_LABEL = "Carrying out the approved plan"
-
-Mode = Literal["probing", "widget", "plain"]
-
-
-class FrontEndMemory:
-    """What this kernel learnt about its front end from earlier probes."""
-
-    front_end_seen = False
-    headless_seen = False
-
-    @classmethod
-    def probe_timeout(cls) -> float:
-        if cls.headless_seen and not cls.front_end_seen:
-            return PROBE_TIMEOUT_AFTER_HEADLESS_S
-        return PROBE_TIMEOUT_S
 
 
 @dataclass
@@ -109,7 +86,8 @@ async def run_turn_in_cell(
         result: TurnResult | None = None
         while queue:
             planned = queue.pop(0)
-            turn = CellTurn(workspace, session, planned.prompt, widget_capable=widget_capable, label=planned.label)
+            probe = FrontEndProbe() if widget_capable else None
+            turn = CellTurn(workspace, session, planned.prompt, probe=probe, label=planned.label)
             mode = TurnMode.PLAN if planned.plan else TurnMode.NORMAL
             result = await turn.run(dataclasses.replace(options, mode=mode), attachments)
             attachments = None
@@ -137,38 +115,44 @@ async def tick_forever() -> None:
 
 
 class CellTurn:
-    """One turn shown in the cell: probe, then widget or plain, then the static rendering."""
+    """One turn shown in the cell: fold events into the state, ask which front end is there
+    (when `probe` is given), show the turn through the presenter that fits, then leave the
+    static rendering. Without a probe the turn is plain from the start."""
 
     def __init__(
-        self, workspace: Workspace, session: str, prompt: str, *, widget_capable: bool, label: str = ""
+        self,
+        workspace: Workspace,
+        session: str,
+        prompt: str,
+        *,
+        probe: FrontEndProbe | None,
+        label: str = "",
+        plain_output: CellOutput | None = None,
+        widget_output: WidgetOutput | None = None,
     ) -> None:
+        """`plain_output` and `widget_output` default to the cell's own (IPython's display)."""
         from .widgets.controller import TurnController
         from .widgets.state import TurnState
 
         self.workspace = workspace
         self.session = session
         self.prompt = prompt
-        self.started = time.monotonic()
-        self.mode: Mode = "probing" if widget_capable else "plain"
+        self.probe = probe
         self.controller: TurnController | None = (
-            TurnController(workspace, session, prompt) if widget_capable else None
+            TurnController(workspace, session, prompt, label=label) if probe else None
         )
-        self.state: TurnState = (
-            self.controller.state if self.controller else TurnState(turn_id="", prompt=prompt, session=session)
+        self.state = (
+            self.controller.state if self.controller else TurnState(turn_id="", prompt=prompt, session=session, label=label)
         )
-        self.state.label = label
-        self.plain: PlainRenderer | None = None if widget_capable else PlainRenderer(started=self.started)
+        self._plain_output = plain_output
+        self._widget_output = widget_output
+        self.presenter: Presenter | None = None if probe else PlainPresenter(self.state, output=plain_output)
         self.follow_up: list[str] = []
-        self._loop = asyncio.get_running_loop()
-        self._cell_context = contextvars.copy_context()
-        self._decided: asyncio.Future[Mode] = self._loop.create_future()
-        self._settled = not widget_capable
-        self._buffer: list[Any] = []
-        self._handle: DisplayHandle | None = None
-        self._probe: Any = None
-        self._probe_timer: asyncio.TimerHandle | None = None
-
-    # -- the turn -------------------------------------------------------------------------
+        self._over = False
+        """The turn raised: a late answer shows nothing any more."""
+        if probe is not None:
+            # The answer arrives in a comm callback or a timer: show it in the cell's context.
+            probe.answer.add_done_callback(self._answered, context=contextvars.copy_context())
 
     async def run(self, options: RunOptions, attachments: list[Attachment] | None = None) -> TurnResult:
         try:
@@ -185,197 +169,97 @@ class CellTurn:
         except BaseException:
             self._abandon()
             raise
-        finally:
-            self._images_in_cards(False)
         await self._finish(result)
         return result
-
-    def _images_in_cards(self, on: bool) -> None:
-        """While the widget shows the turn, tools' images go in their cards only, not also in
-        the cell (`IPythonKernelContext.images_in_cell`); plain rendering keeps them in the cell."""
-        from .kernel_context import IPythonKernelContext
-
-        kernel = self.workspace.kernel
-        if isinstance(kernel, IPythonKernelContext):
-            kernel.images_in_cell = not on
 
     async def _plan_reviewer(self, plan_turn: bool) -> PlanReviewer | None:
         """The widget's reviewer, or None when nobody can see the widget (the plan is then the
         answer, ENG-32). A plan turn settles this before it starts (a few ms in JupyterLab; the
         probe's timeout where no front end answers); any other turn keeps the probe running
         beside the model and takes the reviewer (the agent may propose a plan on its own)."""
-        controller = self.controller
-        assert controller is not None
+        controller, probe = self.controller, self.probe
+        assert controller is not None and probe is not None
         if not plan_turn:
             return controller.plan_reviewer
-        self._start_probe()
-        await asyncio.shield(self._decided)
+        probe.start(self.state.turn_id)
+        await asyncio.shield(probe.answer)
         self._settle()
-        if self.mode == "widget" and await controller.wait_rendered():
+        if probe.mode == "widget" and await controller.wait_rendered():
             return controller.plan_reviewer
         return None
 
-    def on_event(self, event: Any) -> Awaitable[None] | None:
+    def on_event(self, event: Event) -> Awaitable[None] | None:
         """The engine's event handler. Returns an awaitable only when the turn must wait for
         the front end's answer (the engine awaits it); otherwise it is synchronous."""
-        if isinstance(event, TurnStarted) and self.mode == "probing":
-            self._start_probe()
+        if isinstance(event, TurnStarted) and self.probe is not None:
+            self.probe.start(self.state.turn_id)
+        self.state.apply(event)
         if self.controller is not None:
-            self.controller.apply(event)
-        else:
-            self.state.apply(event)
-        if self.mode == "plain":
-            assert self.plain is not None
-            self.plain.handle(event)
-            return None
-        if self.mode == "widget":
-            return self._before_decision(event)
-        self._buffer.append(event)
-        if self._decided.done():
-            self._settle()
-            return self._before_decision(event)
+            self.controller.observe(event)
+        if self.presenter is not None:
+            return self.presenter.on_event(event)
+        return self._while_asking(event)
+
+    def _while_asking(self, event: Event) -> Awaitable[None] | None:
+        """No presenter yet: the event is in the state, shown once the answer comes. A tool
+        call waits for the answer; so does the turn's end where a front end was ever seen."""
+        probe = self.probe
+        assert probe is not None
+        if probe.decided:  # answered; the cell has not shown it yet
+            return self._settle().hold(event)
         if isinstance(event, ToolCallEvent | PermissionRequest):
             return self._settled_soon(event)
         if isinstance(event, TurnDone):
-            if FrontEndMemory.front_end_seen:
+            if probe.memory.front_end_seen:
                 return self._settled_soon(event)
-            self._decide("plain")  # no front end so far in this kernel: no reason to wait
+            probe.decide("plain")  # no front end so far in this kernel: no reason to wait
             self._settle()
         return None
 
-    async def _settled_soon(self, event: Any) -> None:
-        await asyncio.shield(self._decided)
-        self._settle()
-        waiting = self._before_decision(event)
+    async def _settled_soon(self, event: Event) -> None:
+        assert self.probe is not None
+        await asyncio.shield(self.probe.answer)
+        waiting = self._settle().hold(event)
         if waiting is not None:
             await waiting
 
-    def _before_decision(self, event: Any) -> Awaitable[None] | None:
-        """A permission request waits (bounded) for a displayed widget to render: the engine
-        reads `approver.interactive` as soon as this handler returns."""
-        if self.mode == "widget" and isinstance(event, PermissionRequest) and self.controller is not None:
-            return self.controller.wait_until_seen(event)
-        return None
+    def _answered(self, _answer: asyncio.Future[Any]) -> None:
+        if not self._over:
+            self._settle()
 
-    # -- which front end ------------------------------------------------------------------
+    def _settle(self) -> Presenter:
+        """The presenter the answer calls for; made (and caught up) once."""
+        if self.presenter is not None:
+            return self.presenter
+        probe, controller = self.probe, self.controller
+        assert probe is not None and controller is not None and probe.decided
+        probe.close()
+        presenter: Presenter
+        if probe.mode == "widget":
+            from .presenters import WidgetPresenter
 
-    def _start_probe(self) -> None:
-        if self.mode != "probing" or self._probe is not None or self._decided.done():
-            return  # a plan turn probed before it started
-        from comm import create_comm
-
-        try:
-            self._probe = create_comm(target_name=PROBE_TARGET, data={"turn_id": self.state.turn_id})
-            self._probe.on_close(lambda _message: self._decide("widget"))
-        except Exception:  # no comm machinery: nobody could see a widget
-            self._decide("plain")
-            return
-        self._probe_timer = self._loop.call_later(FrontEndMemory.probe_timeout(), self._decide, "plain")
-
-    def _decide(self, mode: Mode) -> None:
-        """Record the answer (in a comm callback or a timer); the cell shows it (`_settle`)."""
-        if self._decided.done():
-            return
-        self._decided.set_result(mode)
-        if mode == "widget":
-            FrontEndMemory.front_end_seen = True
+            presenter = WidgetPresenter(controller, self.workspace.kernel, output=self._widget_output)
         else:
-            FrontEndMemory.headless_seen = True
-        self._in_cell(self._settle)
-
-    def _in_cell(self, callback: Any) -> None:
-        """Run `callback` soon in the cell's context, so what it displays belongs to the cell."""
-        self._loop.call_soon(callback, context=self._cell_context)
-
-    def _settle(self) -> None:
-        """Show the buffered turn the way the front end allows (once)."""
-        if self._settled or not self._decided.done():
-            return
-        self._settled = True
-        self._stop_probe()
-        controller = self.controller
-        assert controller is not None
-        if self._decided.result() == "widget":
-            self.mode = "widget"
-            self._handle = _display(controller.create_view())
-            self._images_in_cards(True)
-        else:
-            self.mode = "plain"
-            self.plain = PlainRenderer(started=self.started)
-            for event in self._buffer:
-                self.plain.handle(event)
-        self._buffer.clear()
-
-    def _stop_probe(self) -> None:
-        if self._probe_timer is not None:
-            self._probe_timer.cancel()
-            self._probe_timer = None
-        if self._probe is not None:
-            with contextlib.suppress(Exception):
-                self._probe.close()
-            self._probe = None
-
-    # -- the end --------------------------------------------------------------------------
+            presenter = PlainPresenter(self.state, output=self._plain_output)
+        self.presenter = presenter
+        presenter.catch_up()
+        return presenter
 
     async def _finish(self, result: TurnResult) -> None:
-        if not self._settled:  # the turn ended before the front end answered
-            self._decide("plain")
-            self._settle()
-        controller = self.controller
-        if self.mode == "widget" and controller is not None:
-            try:
-                await controller.wait_for_asides(ASIDE_WAIT_S)
-            except asyncio.CancelledError:  # an interrupt while side answers come: finish anyway
-                task = asyncio.current_task()
-                if task is not None:
-                    task.uncancel()
-            self.follow_up = controller.follow_up(result)
-            controller.finish(result)
-            self._replace_widget(result.text)
-            controller.close()
-            return
-        self._stop_probe()
-        if controller is not None:
-            self.follow_up = controller.follow_up(result)
-            controller.close()
-        from .widgets.static import turn_record
-
-        assert self.plain is not None
-        self.plain.attach_record(turn_record(self.state, result.text), result.stop_reason)
-
-    def _replace_widget(self, final_text: str) -> None:
-        """The widget's output becomes the static rendering (and keeps no widget state)."""
-        from .widgets.static import static_bundle, static_images
-
-        data, metadata = static_bundle(self.state, final_text)
-        if self._handle is None:
-            return
-        self._handle.update(data, raw=True, metadata=metadata)
-        # The cards' images, as image outputs right after: every renderer shows those (a
-        # data-URL <img> in the Markdown would depend on each one's sanitizer).
-        from IPython.display import display
-
-        for bundle in static_images(self.state):
-            display(bundle, raw=True)
-
-    def _abandon(self) -> None:
-        """The turn raised (cancelled from outside, or failed to start): leave what was shown
-        as a static rendering, and close the widget and the probe."""
-        self._stop_probe()
-        if self.mode == "widget":
-            with contextlib.suppress(Exception):
-                self.state.phase = "done"
-                if self.state.model:
-                    self._replace_widget("")
-                elif self._handle is not None:  # shown before a turn that never started
-                    self._handle.update({"text/plain": ""}, raw=True)
+        if self.probe is not None:
+            self.probe.decide("plain")  # the turn ended before the front end answered
+        presenter = self._settle()
+        self.follow_up = await presenter.finish(result)
         if self.controller is not None:
             self.controller.close()
 
-
-def _display(view: Any) -> DisplayHandle:
-    from IPython.display import display
-
-    handle = display(view, display_id=True)
-    assert handle is not None
-    return handle
+    def _abandon(self) -> None:
+        """The turn raised (cancelled from outside, or failed to start): leave what was shown,
+        and close the widget and the probe."""
+        self._over = True
+        if self.probe is not None:
+            self.probe.close()
+        if self.presenter is not None:
+            self.presenter.abandon()
+        if self.controller is not None:
+            self.controller.close()

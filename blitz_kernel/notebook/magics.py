@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import keyword
 import os
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
@@ -94,6 +95,32 @@ def _positive(kind: type, value: str, option: str) -> Any:
     return number
 
 
+@contextlib.contextmanager
+def interrupt_is_one_line(what: str) -> Iterator[None]:
+    """■ (a kernel interrupt, or a second Stop) arriving as a cancellation outside a turn (the
+    engine turns one inside a turn into the stop reason `cancelled`) ends the cell with one
+    line saying what did not happen, not with a CancelledError traceback."""
+    try:
+        yield
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        raise BlitzCellError(f"interrupted: {what}") from None
+
+
+def _name(value: str | None, option: str, magic: Any) -> str | None:
+    """An option that names something, without the quotes IPython's argument splitting keeps
+    (`-s 'my session'` names `my session`); never empty (None: not given)."""
+    if value is None:
+        return None
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    if not value.strip():
+        raise UsageError(f"{option} needs a name, got an empty one\n{usage_line(magic)}")
+    return value
+
+
 def usage_line(magic: Any) -> str:
     """The magic's usage as one readable line (magic_arguments formats it as reST)."""
     words = magic.parser.format_usage().replace("::", " ").split()
@@ -141,7 +168,7 @@ class BlitzMagics(Magics):
     def _parse(self, magic: Any, line: str) -> Any:
         try:
             return parse_argstring(magic, line)
-        except UsageError as exc:
+        except (UsageError, ValueError) as exc:  # ValueError: shlex's "No closing quotation"
             raise UsageError(f"{exc}\n{usage_line(magic)}") from None
 
     # -- %%blitz ----------------------------------------------------------------------------
@@ -165,6 +192,12 @@ class BlitzMagics(Magics):
         prompt = cell.strip()
         if not prompt:
             raise UsageError("the cell body is the prompt, and it is empty")
+        args.session = _name(args.session, "--session", self.blitz)
+        args.agent = _name(args.agent, "--agent", self.blitz)
+        args.model = _name(args.model, "--model", self.blitz)
+        args.out = _name(args.out, "--out", self.blitz)
+        if args.out is not None and (not args.out.isidentifier() or keyword.iskeyword(args.out)):
+            raise UsageError(f"--out needs a Python variable name, got {args.out!r}\n{usage_line(self.blitz)}")
         with usage_errors():
             options = RunOptions(
                 agent=args.agent,
@@ -186,7 +219,9 @@ class BlitzMagics(Magics):
         from .live import run_turn_in_cell
         from .references import PromptReferences
 
-        with usage_errors():  # raised before the turn started: nothing was recorded
+        # raised before the turn started (a bad choice, or ■ while the model is looked up):
+        # nothing was recorded
+        with usage_errors(), interrupt_is_one_line("the turn was cancelled before it started"):
             prompt, attachments = await PromptReferences(self.shell, workspace.root).resolve(prompt)
             result = await run_turn_in_cell(
                 workspace, prompt, session=session, options=options, plain=plain, shell=self.shell,
@@ -203,13 +238,32 @@ class BlitzMagics(Magics):
     @argument("model", nargs="?", help="litellm model name or scripted:PATH")
     @line_magic
     def blitz_model(self, line: str) -> None:
-        """Show the model, or set it for this kernel's turns."""
+        """Show the model, or set it for this kernel's turns. A model that cannot be built
+        (ENG-06) is a one-line error and the previous model stays."""
         args = self._parse(self.blitz_model, line)
         workspace = self.workspace()
-        if args.model:
-            workspace.set_model(args.model)
+        model = _name(args.model, "MODEL", self.blitz_model)
+        if model is not None:
+            with usage_errors():
+                workspace.set_model(model)
         api_base = workspace.config.api_base
         print(f"model: {workspace.model.name}" + (f" (api_base {api_base})" if api_base else ""))
+        pin = self._active_agent_pin(workspace)
+        if pin is not None:
+            agent, pinned = pin
+            print(f"agent {agent!r} pins model {pinned}; {workspace.model.name} applies to agents without a pin")
+
+    @staticmethod
+    def _active_agent_pin(workspace: Workspace) -> tuple[str, str] | None:
+        """(agent, model) when the active agent pins a model: its turns run on the pin."""
+        from ..errors import UnknownAgentError
+
+        name = workspace.config.agent
+        try:
+            agent = workspace.agents.get(name)
+        except UnknownAgentError:
+            return None
+        return (name, agent.model) if agent.model else None
 
     @magic_arguments()
     @argument("assignments", nargs="*", help="key=value pairs, dotted keys")
@@ -223,6 +277,8 @@ class BlitzMagics(Magics):
         if args.assignments:
             with usage_errors():
                 values = dict(parse_assignment(text) for text in args.assignments)
+                if "agent" in values:  # an unknown name changes nothing, as with %blitz_agent
+                    workspace.reload_agents().get(str(values["agent"]))
                 workspace.configure(**values)
             for key, value in values.items():
                 print(f"set {key} = {value!r}")
@@ -261,12 +317,22 @@ class BlitzMagics(Magics):
 
     @magic_arguments()
     @argument("-s", "--session", help="session (default: the notebook's)")
+    @argument("--add-budget", metavar="USD", help="add to the session budget (limits.max_cost_usd_session)")
     @line_magic
     def blitz_usage(self, line: str) -> None:
-        """Tokens and cost of a session, per model."""
+        """Tokens and cost of a session, per model; `--add-budget USD` lifts a spent session budget."""
         args = self._parse(self.blitz_usage, line)
-        session = args.session or self._current_session()
-        ledger = self.workspace().usage(session)
+        session = _name(args.session, "--session", self.blitz_usage) or self._current_session()
+        workspace = self.workspace()
+        if args.add_budget is not None:
+            with usage_errors():
+                left = workspace.add_budget(session, _positive(float, args.add_budget, "--add-budget"))
+            print(f"session {session!r}: budget raised; ${left:.2f} left")
+            return
+        if session not in workspace.sessions.names():  # asking must not create it
+            print(f"session {session!r}: no model calls yet")
+            return
+        ledger = workspace.usage(session)
         if not ledger.total.calls:
             print(f"session {session!r}: no model calls yet")
             return
@@ -287,12 +353,14 @@ class BlitzMagics(Magics):
 
     async def _aside(self, workspace: Workspace, session: str, question: str) -> None:
         from .live import tick_forever
-        from .render import PlainRenderer
+        from .render import plain_event_handler
+        from .widgets.state import TurnState
 
-        renderer = PlainRenderer(header="💬 aside — not recorded in the session")
+        state = TurnState(turn_id="", prompt=question, session=session)
+        show = plain_event_handler(state, header="💬 aside — not recorded in the session")
         ticker = asyncio.ensure_future(tick_forever())
         try:
-            result = await workspace.aside(session, question, on_event=renderer.handle)
+            result = await workspace.aside(session, question, on_event=show)
         finally:
             ticker.cancel()
         if result.stop_reason in FAILING_STOPS:
@@ -307,9 +375,12 @@ class BlitzMagics(Magics):
         """Summarise the session's older turns to make room (ENG-61..64)."""
         args = self._parse(self.blitz_compact, line)
         keep = _positive(int, args.keep, "--keep")
-        session = args.session or self._current_session()
+        session = _name(args.session, "--session", self.blitz_compact) or self._current_session()
         focus = " ".join(args.focus) or None
-        return self._compact(self.workspace(), session, focus, keep)
+        workspace = self.workspace()
+        if session not in workspace.sessions.names():  # compacting must not create it
+            raise BlitzCellError(f"session {session!r} has no history yet: nothing to compact")
+        return self._compact(workspace, session, focus, keep)
 
     async def _compact(self, workspace: Workspace, session: str, focus: str | None, keep: int) -> None:
         from ..errors import CompactionError, NothingToCompactError, SessionBusyError
@@ -317,7 +388,8 @@ class BlitzMagics(Magics):
 
         ticker = asyncio.ensure_future(tick_forever())
         try:
-            outcome = await workspace.compact(session, focus=focus, keep_turns=keep)
+            with interrupt_is_one_line(f"nothing of session {session!r} was compacted"):
+                outcome = await workspace.compact(session, focus=focus, keep_turns=keep)
         except (NothingToCompactError, CompactionError, SessionBusyError) as exc:
             raise BlitzCellError(str(exc)) from None
         finally:
@@ -330,28 +402,44 @@ class BlitzMagics(Magics):
     @magic_arguments()
     @argument("action", nargs="?", default="show", choices=["list", "new", "use", "show", "snapshot", "load", "search", "delete"])
     @argument("name", nargs="*", help="session or snapshot name; for search, the text")
+    @argument("--session", dest="search_session", help="search: this session (default: the current one)")
+    @argument("--all", action="store_true", help="search: every session of the workspace")
     @line_magic
     def blitz_session(self, line: str) -> None:
-        """Sessions of this kernel: list, new NAME, use NAME, show, snapshot NAME, load SNAPSHOT,
-        search TEXT, delete NAME. Kept in memory (a kernel restart starts afresh)."""
+        """The workspace's sessions (kept in .blitz/blitz.db, so they survive a kernel restart):
+        list, new NAME, use NAME, show, snapshot NAME, load SNAPSHOT,
+        search TEXT [--session NAME | --all], delete NAME."""
 
         args = self._parse(self.blitz_session, line)
         words = " ".join(args.name)
         needs_name = {"new", "use", "snapshot", "load", "search", "delete"}
         if args.action in needs_name and not words:
             raise UsageError(f"%blitz_session {args.action} needs a name\n{usage_line(self.blitz_session)}")
+        if (args.search_session or args.all) and args.action != "search":
+            raise UsageError("--session and --all go with search")
+        if args.search_session and args.all:
+            raise UsageError("search takes --session NAME or --all, not both")
+        scope = None if args.all else args.search_session or self._current_session()
         with usage_errors():
-            self._session_action(args.action, words)
+            self._session_action(args.action, words, scope)
 
-    def _session_action(self, action: str, name: str) -> None:
+    def _session_action(self, action: str, name: str, scope: str | None = None) -> None:
+        import time
+
         book = self.workspace().sessions
         current = self._current_session()
+        if book.store_problem:
+            print(f"⚠ {book.store_problem}")
         if action == "list":
-            for session in book.names():
-                state = book.get(session)
-                marker = "*" if session == current else " "
-                print(f"{marker} {session}: {state.turns} turn(s), {state.ledger.total.describe()}")
-            if not book.names():
+            listing = book.listing()
+            if listing:
+                print(f"  {'session':<24} {'turns':>5}  {'last used':<16} {'cost':<12} held by")
+            for row in listing:
+                marker = "*" if row.name == current else " "
+                used = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.last_used)) if row.last_used else "-"
+                held = f"another kernel ({row.held_by.describe()})" if row.held_by else "-"
+                print(f"{marker} {row.name:<24} {row.turns:>5}  {used:<16} {row.usage.describe_cost():<12} {held}")
+            if not listing:
                 print(f"no sessions yet; the next %%blitz uses {current!r}")
         elif action in ("new", "use", "load"):
             state = book.create(name) if action == "new" else book.load(name) if action == "load" else book.get(name)
@@ -361,10 +449,15 @@ class BlitzMagics(Magics):
             book.snapshot(current, name)
             print(f"snapshot {name!r} of session {current!r}: load it with %blitz_session load {name}")
         elif action == "search":
-            hits = book.search(name)
-            print(f"{len(hits)} match(es) for {name!r}")
+            hits = book.search(name, scope)
+            where = "any session" if scope is None else f"session {scope!r}"
+            if not hits:
+                print(f"no match for {name!r} in {where}" + (" (try --all)" if scope is not None else ""))
             for hit in hits:
-                print(f"  {hit.session} #{hit.index} {hit.role}: {hit.excerpt}")
+                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hit.time)) if hit.time else ""
+                turn = f"turn {hit.turn + 1}, " if hit.turn is not None else ""
+                gone = ", compacted" if hit.compacted else ""
+                print(f"{hit.session} [{turn}message {hit.index}, {hit.role}, {when}{gone}]\n    {hit.excerpt}")
         elif action == "delete":
             book.delete(name)
             if self._session_in_use == name:
@@ -374,11 +467,27 @@ class BlitzMagics(Magics):
             self._show_session(current)
 
     def _show_session(self, name: str) -> None:
-        state = self.workspace().session(name)
+        book = self.workspace().sessions
+        state = book.get(name)
         kinds = [m.kind for m in state.history]
+        saved = "saved in .blitz/blitz.db" if state.saved else "in memory only (not saved)"
         print(f"session {name!r}: {state.turns} turn(s), {len(kinds)} message(s) in the history"
-              f" ({kinds.count('summary')} summary), {len(state.archive)} compacted away")
+              f" ({kinds.count('summary')} summary), {len(state.archive)} compacted away; {saved}")
         print(f"usage: {state.ledger.total.describe()}")
+        workspace = self.workspace()
+        context = workspace.context_of(name)
+        if context is not None:
+            print(f"context: {context}")
+        memory = workspace.memory()
+        print("project memory: " + (", ".join(m.label for m in memory) if memory else "none (AGENTS.md, BLITZ.md, ~/.blitz/AGENTS.md)"))
+        limit = workspace.config.limits.max_cost_usd_session
+        if limit is not None:
+            spent = " (spent: %blitz_usage --add-budget USD to go on)" if state.budget_tripped else ""
+            print(f"session budget: ${limit + state.budget_added_usd:.2f}{spent}")
+        outcomes = book.outcomes(name)
+        if outcomes:
+            last = outcomes[-1]
+            print(f"last turn ({last.turn + 1}): {last.stop_reason or 'running'}" + (f" — {last.error}" if last.error else ""))
         for item in state.todos:
             print(f"  [{'x' if item.get('status') == 'done' else ' '}] {item.get('content')}")
 

@@ -8,10 +8,17 @@ from .registry import Tool
 def builtin_tools() -> list[Tool]:
     """Every built-in tool, in the order the model sees them."""
     from .agents import AGENT_TOOLS
-    from .files import FILE_TOOLS
+    from .files import edit_file, list_files, read_file, write_file
     from .images import IMAGE_TOOLS
-    from .kernel import KERNEL_TOOLS
     from .notebook import NOTEBOOK_TOOLS
+    from .run_python import RUN_PYTHON_TOOLS
+    from .search import glob_files, grep
+    from .session_search import SESSION_TOOLS
+    from .variables import VARIABLE_TOOLS
     from .workflow import WORKFLOW_TOOLS
 
-    return [*FILE_TOOLS, *KERNEL_TOOLS, *IMAGE_TOOLS, *NOTEBOOK_TOOLS, *AGENT_TOOLS, *WORKFLOW_TOOLS]
+    file_tools = [read_file, list_files, glob_files, grep, write_file, edit_file]
+    return [
+        *file_tools, *RUN_PYTHON_TOOLS, *VARIABLE_TOOLS, *IMAGE_TOOLS, *NOTEBOOK_TOOLS, *SESSION_TOOLS,
+        *AGENT_TOOLS, *WORKFLOW_TOOLS,
+    ]

@@ -1,96 +1,57 @@
-"""File tools: read, list, glob, grep, write and edit files inside the workspace.
+"""File tools: read, write, edit and list files inside the workspace.
 
-Every path goes through `resolve_in_workspace`, the one place that decides what "inside the
-workspace" means: absolute paths elsewhere, `..` escapes and symlinks that lead out are refused
-with a message the model can act on. Outputs are capped and say how to get the rest, because a
-model that receives a 2 GB log in one tool result learns nothing and pays for all of it.
+Every path goes through `paths.open_in_workspace`, which checks it and then opens exactly what
+it checked, through directory descriptors, and only if it is a regular file (paths.py says
+why). Outputs are capped and say how to get the rest, because a model that receives a 2 GB
+log in one tool result learns nothing and pays for all of it; reading is streamed in bounded
+pieces, so even a 100 MB file with no newline costs kilobytes of memory, not the whole line.
 
-The read-only tools walk directories and read files in a worker thread, so a long grep does not
-stall the kernel's event loop (widget clicks, the interrupt ticker). The two writing tools run
-inline: they are quick, and a write should not land after its turn was cancelled.
+The read-only tools run on the tool I/O pool (io.py) under a time budget, so a large file
+does not stall the kernel's event loop (widget clicks, the interrupt ticker). The two writing
+tools run inline: they are quick, and a write should not land after its turn was cancelled.
 """
 
 from __future__ import annotations
 
-import asyncio
-import difflib
-import mimetypes
+import codecs
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import BaseModel, Field
 
+from .io import Budget, run_io
+from .media import describe_binary_kind
+from .paths import (
+    SKIPPED_DIRS,
+    open_in_workspace,
+    relative_name,
+    resolve_in_workspace,
+    special_kind,
+)
 from .registry import Tool, ToolContext, ToolError, ToolKind, tool
 
 __all__ = [
     "FILE_TOOLS",
-    "SKIPPED_DIRS",
     "edit_file",
-    "glob_files",
-    "grep",
+    "is_binary",
     "list_files",
     "read_file",
-    "resolve_in_workspace",
     "write_file",
 ]
-
-SKIPPED_DIRS = frozenset({".git", ".venv", "__pycache__", "node_modules", ".blitz"})
-"""Directory names that listing, glob and grep do not descend into unless asked by name."""
 
 DEFAULT_LINE_LIMIT = 2000
 MAX_OUTPUT_CHARS = 100_000
 MAX_LINE_CHARS = 2000
 MAX_LIST_ENTRIES = 500
-MAX_GLOB_RESULTS = 500
-MAX_GREP_MATCHES = 200
-MAX_GREP_LINE_CHARS = 300
-MAX_GREP_FILE_BYTES = 20 * 1024 * 1024
 SNIFF_BYTES = 8192
-
-
-# -- confinement ---------------------------------------------------------------------------
-
-
-def resolve_in_workspace(workspace: Path, path: str) -> Path:
-    """Resolve `path` (relative to the workspace, or absolute) to a real path inside it.
-
-    Symlinks are resolved before the check, so a link inside the workspace that points outside
-    is refused, while links between places inside the workspace work. The message says which
-    of the three ways out was taken, so the model can fix the path rather than retry it.
-    """
-    root = workspace.resolve()
-    if "\0" in path:
-        raise ToolError(f"path {path!r} contains a NUL character")
-    given = Path(path).expanduser()
-    candidate = given if given.is_absolute() else root / given
-    resolved = candidate.resolve()
-    if _is_within(resolved, root):
-        return resolved
-    if not _is_within(Path(os.path.normpath(candidate)), root):
-        if given.is_absolute():
-            raise ToolError(
-                f"{path} is outside the workspace ({root}); use a path relative to the workspace"
-            )
-        raise ToolError(f"{path} leads outside the workspace ({root}) through '..'")
-    raise ToolError(
-        f"{path} is a symlink (or inside one) that leads outside the workspace, to {resolved}"
-    )
-
-
-def _is_within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
-def _relative(path: Path, root: Path) -> str:
-    """The workspace-relative, slash-separated name the model should use for `path`."""
-    try:
-        name = path.relative_to(root).as_posix()
-    except ValueError:
-        return str(path)
-    return name or "."
+READ_PIECE_BYTES = 64 * 1024
+"""The most bytes held at once while streaming a file: a line longer than this is read in
+pieces, its first MAX_LINE_CHARS characters kept and the rest only counted."""
+READ_BUDGET_S = 30.0
+"""How long one read_file may stream (a huge file on a slow disk) before it answers."""
 
 
 # -- shared helpers ------------------------------------------------------------------------
@@ -108,64 +69,22 @@ def _format_size(size: int) -> str:
     return f"{value:.1f} {units[index]}"
 
 
-_MAGIC_NUMBERS: tuple[tuple[bytes, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", "PNG image"),
-    (b"\xff\xd8\xff", "JPEG image"),
-    (b"GIF8", "GIF image"),
-    (b"%PDF", "PDF document"),
-    (b"PK\x03\x04", "ZIP archive (also .xlsx/.docx/.whl)"),
-    (b"\x1f\x8b", "gzip archive"),
-    (b"PAR1", "Parquet file"),
-    (b"SQLite format 3\x00", "SQLite database"),
-    (b"\x7fELF", "ELF executable"),
-    (b"\x93NUMPY", "NumPy .npy array"),
-    (b"\x89HDF\r\n\x1a\n", "HDF5 file"),
-    (b"BZh", "bzip2 archive"),
-    (b"\xfd7zXZ\x00", "xz archive"),
-)
-
-
-def _guess_binary_type(path: Path, head: bytes) -> str:
-    for magic, kind in _MAGIC_NUMBERS:
-        if head.startswith(magic):
-            return kind
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "WebP image"
-    mime, _ = mimetypes.guess_type(path.name)
-    return mime or "unknown binary data"
-
-
-def _read_head(path: Path) -> bytes:
-    with path.open("rb") as handle:
-        return handle.read(SNIFF_BYTES)
-
-
-def _is_binary(head: bytes) -> bool:
+def is_binary(head: bytes) -> bool:
+    """NUL bytes in the first kilobytes: not text, whatever the extension says."""
     return b"\x00" in head
 
 
-def _describe_binary(path: Path, root: Path, head: bytes, reason: str) -> str:
-    kind = _guess_binary_type(path, head)
-    size = path.stat().st_size
+def _describe_binary(name: str, size: int, head: bytes, reason: str) -> str:
+    kind = describe_binary_kind(name, head)
     hint = (
         "use view_image to look at it"
         if kind.endswith("image") or kind.startswith("image/")
         else "load it with a suitable library in run_python"
     )
     return (
-        f"{_relative(path, root)} is a binary file ({size:,} bytes, {kind}; {reason}); "
+        f"{name} is a binary file ({size:,} bytes, {kind}; {reason}); "
         f"its bytes are not shown: {hint}."
     )
-
-
-def _missing_file_error(path: Path, given: str) -> ToolError:
-    """Say the file is missing, with the closest names in its folder (typos are common)."""
-    parent = path.parent
-    close: list[str] = []
-    if parent.is_dir():
-        close = difflib.get_close_matches(path.name, [p.name for p in parent.iterdir()], n=3)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    return ToolError(f"no such file: {given}{hint}")
 
 
 # -- read_file -----------------------------------------------------------------------------
@@ -185,43 +104,101 @@ class ReadFileArgs(BaseModel):
     )
 
 
+class _NotTextError(Exception):
+    """The file is not UTF-8 text; `position` is the first bad byte."""
+
+    def __init__(self, position: int) -> None:
+        super().__init__(position)
+        self.position = position
+
+
+@dataclass
+class _Line:
+    number: int
+    text: str
+    """At most MAX_LINE_CHARS characters, without the line break."""
+    chars: int
+    """The whole line's length in characters (without the line break)."""
+
+
+def _scan_lines(handle: BinaryIO) -> Iterator[_Line]:
+    """Every line of a UTF-8 file, in pieces of at most READ_PIECE_BYTES: memory stays bounded
+    however long a line is. Raises _NotTextError at the first byte that is not UTF-8."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    position = number = chars = 0
+    kept: list[str] = []
+    kept_chars = 0
+    previous = ""  # the last character decoded before this piece, to spot a "\r\n" split
+    while True:
+        piece = handle.readline(READ_PIECE_BYTES)
+        buffered = len(decoder.getstate()[0])
+        try:
+            text = decoder.decode(piece, final=not piece)
+        except UnicodeDecodeError as error:
+            raise _NotTextError(position - buffered + error.start) from None
+        position += len(piece)
+        if kept_chars < MAX_LINE_CHARS + 2 and text:
+            kept.append(text[: MAX_LINE_CHARS + 2 - kept_chars])
+            kept_chars += len(kept[-1])
+        chars += len(text)
+        ends = text.endswith("\n")
+        if ends or (not piece and chars):
+            number += 1
+            ending = 0
+            if ends:
+                before = text[-2] if len(text) >= 2 else previous
+                ending = 2 if before == "\r" else 1
+            length = chars - ending
+            yield _Line(number, "".join(kept)[: min(length, MAX_LINE_CHARS)], length)
+            kept, kept_chars, chars, previous = [], 0, 0, ""
+        elif text:
+            previous = text[-1]
+        if not piece:
+            return
+
+
 @dataclass
 class _Page:
     """The lines of a text file that fit one read_file answer, and where they stopped."""
 
     lines: list[str]
     first: int
-    total: int
+    total: int | None
+    """None when counting stopped at the time budget."""
     cut_by_size: bool
 
 
-def _read_page(path: Path, offset: int, limit: int) -> _Page:
-    """Stream the file once: keep the requested lines, count the rest.
-
-    Raises UnicodeDecodeError for files that are not UTF-8 text.
-    """
+def _read_page(handle: BinaryIO, offset: int, limit: int, budget: Budget) -> _Page:
+    """Stream the file once: keep the requested lines, count the rest."""
     kept: list[str] = []
     size = 0
     total = 0
     cut_by_size = False
-    with path.open(encoding="utf-8") as handle:
-        for total, line in enumerate(handle, start=1):  # noqa: B007 - total counts lines
-            if total <= offset or len(kept) >= limit or cut_by_size:
-                continue
-            text = _cap_line(line.rstrip("\n"))
-            numbered = f"{total:>6}\t{text}"
-            if kept and size + len(numbered) > MAX_OUTPUT_CHARS:
-                cut_by_size = True
-                continue
-            kept.append(numbered)
-            size += len(numbered) + 1
+    for line in _scan_lines(handle):
+        total = line.number
+        if budget.exhausted() and (len(kept) >= limit or cut_by_size):
+            return _Page(lines=kept, first=offset + 1, total=None, cut_by_size=cut_by_size)
+        if total <= offset or len(kept) >= limit or cut_by_size:
+            continue
+        numbered = f"{total:>6}\t{_cap_line(line.text, line.chars)}"
+        if kept and size + len(numbered) > MAX_OUTPUT_CHARS:
+            cut_by_size = True
+            continue
+        kept.append(numbered)
+        size += len(numbered) + 1
+        if budget.exhausted():
+            raise ToolError(
+                f"reading stopped: out of time (the call's {budget.seconds:g} s budget or the "
+                "turn's --timeout); read a smaller part with offset and limit"
+            )
     return _Page(lines=kept, first=offset + 1, total=total, cut_by_size=cut_by_size)
 
 
-def _cap_line(line: str) -> str:
-    if len(line) <= MAX_LINE_CHARS:
+def _cap_line(line: str, chars: int | None = None) -> str:
+    chars = len(line) if chars is None else chars
+    if chars <= MAX_LINE_CHARS:
         return line
-    return f"{line[:MAX_LINE_CHARS]} [... {len(line) - MAX_LINE_CHARS} more characters cut]"
+    return f"{line[:MAX_LINE_CHARS]} [... {chars - MAX_LINE_CHARS} more characters cut]"
 
 
 def _render_page(page: _Page, offset: int, name: str) -> str:
@@ -233,36 +210,45 @@ def _render_page(page: _Page, offset: int, name: str) -> str:
     body = "\n".join(page.lines)
     if page.first == 1 and last == page.total:
         return body
-    note = f"[lines {page.first}–{last} of {page.total}"
-    if last < page.total:
-        reason = "; output size cap reached" if page.cut_by_size else ""
+    of = f"of {page.total}" if page.total is not None else "of more (counting stopped at the time budget)"
+    note = f"[lines {page.first}–{last} {of}"
+    if page.total is None or last < page.total:
+        reason = (
+            f" (truncated at {MAX_OUTPUT_CHARS:,} characters); output size cap reached"
+            if page.cut_by_size
+            else ""
+        )
         note += f"{reason}; call again with offset={last} to continue"
     return f"{body}\n{note}]"
 
 
-def _read_file_sync(workspace: Path, args: ReadFileArgs) -> str:
+def _read_file_sync(workspace: Path, args: ReadFileArgs, budget: Budget) -> str:
     root = workspace.resolve()
-    path = resolve_in_workspace(root, args.path)
-    if path.is_dir():
+    if resolve_in_workspace(root, args.path).is_dir():  # the checked open below decides; this words it
         raise ToolError(f"{args.path} is a directory; use list_files to see what it holds")
-    if not path.exists():
-        raise _missing_file_error(path, args.path)
-    head = _read_head(path)
-    if _is_binary(head):
-        return _describe_binary(path, root, head, "it contains NUL bytes")
-    try:
-        page = _read_page(path, args.offset, args.limit or DEFAULT_LINE_LIMIT)
-    except UnicodeDecodeError as error:
-        return _describe_binary(path, root, head, f"not UTF-8 text at byte {error.start}")
-    return _render_page(page, args.offset, _relative(path, root))
+    fd, path = open_in_workspace(root, args.path)
+    name = relative_name(path, root)
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(fd).st_size
+        head = handle.read(SNIFF_BYTES)
+        if is_binary(head):
+            return _describe_binary(name, size, head, "it contains NUL bytes")
+        handle.seek(0)
+        try:
+            page = _read_page(handle, args.offset, args.limit or DEFAULT_LINE_LIMIT, budget)
+        except _NotTextError as error:
+            return _describe_binary(name, size, head, f"not UTF-8 text at byte {error.position}")
+    return _render_page(page, args.offset, name)
 
 
 @tool("read_file", ToolKind.READ_ONLY, ReadFileArgs)
 async def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
     """Read a UTF-8 text file from the workspace, with line numbers (a tab follows each).
     Long files come in pages of `limit` lines: the answer ends with "lines X–Y of N; call again
-    with offset=..." when there is more. Binary files are described (size, type), not shown."""
-    return await asyncio.to_thread(_read_file_sync, ctx.workspace, args)
+    with offset=..." when there is more. Lines over 2000 characters are cut. Binary files are
+    described (size, type), not shown; only regular files are read (not pipes or devices)."""
+    budget = Budget(READ_BUDGET_S, ctx.deadline)
+    return await run_io(_read_file_sync, ctx.workspace, args, budget, budget=budget)
 
 
 # -- list_files ----------------------------------------------------------------------------
@@ -272,35 +258,43 @@ class ListFilesArgs(BaseModel):
     path: str = Field(default=".", description="Directory to list, relative to the workspace root.")
 
 
-def _list_entry(entry: os.DirEntry[str]) -> str:
-    if entry.is_symlink():
-        return f"{entry.name} -> {os.readlink(entry.path)}"
-    if entry.is_dir():
-        return f"{entry.name}/"
+def _list_entry(entry: os.DirEntry[str], folder: int) -> str:
     try:
-        size = entry.stat().st_size
+        info = entry.stat(follow_symlinks=False)
     except OSError:
         return f"{entry.name}  (unreadable)"
-    return f"{entry.name}  {_format_size(size)}"
+    if entry.is_symlink():
+        try:
+            return f"{entry.name} -> {os.readlink(entry.name, dir_fd=folder)}"
+        except OSError:
+            return f"{entry.name} -> (unreadable link)"
+    if entry.is_dir(follow_symlinks=False):
+        return f"{entry.name}/"
+    kind = special_kind(info.st_mode)
+    if kind is not None:
+        return f"{entry.name}  ({kind}; not read by file tools)"
+    return f"{entry.name}  {_format_size(info.st_size)}"
 
 
 def _list_files_sync(workspace: Path, args: ListFilesArgs) -> str:
     root = workspace.resolve()
     path = resolve_in_workspace(root, args.path)
-    if not path.exists():
-        raise _missing_file_error(path, args.path)
-    if not path.is_dir():
+    if path.exists() and not path.is_dir():
         raise ToolError(f"{args.path} is a file, not a directory; use read_file to read it")
-    with os.scandir(path) as scan:
-        entries = list(scan)
-    skipped = sorted(e.name for e in entries if e.name in SKIPPED_DIRS)
-    shown = [e for e in entries if e.name not in SKIPPED_DIRS]
-    # Directories first, then files; each group by name, ignoring case.
-    shown.sort(key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower(), e.name))
-    lines = [_list_entry(e) for e in shown[:MAX_LIST_ENTRIES]]
-    header = f"{_relative(path, root)}/ ({len(shown)} entries)"
+    folder, path = open_in_workspace(root, args.path, directory=True)
+    try:
+        with os.scandir(folder) as scan:
+            entries = list(scan)
+        skipped = sorted(e.name for e in entries if e.name in SKIPPED_DIRS)
+        shown = [e for e in entries if e.name not in SKIPPED_DIRS]
+        # Directories first, then files; each group by name, ignoring case.
+        shown.sort(key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower(), e.name))
+        lines = [_list_entry(e, folder) for e in shown[:MAX_LIST_ENTRIES]]
+    finally:
+        os.close(folder)
+    header = f"{relative_name(path, root)}/ ({len(shown)} entries)"
     if not shown:
-        header = f"{_relative(path, root)}/ is empty"
+        header = f"{relative_name(path, root)}/ is empty"
     notes = []
     if len(shown) > MAX_LIST_ENTRIES:
         notes.append(f"[... {len(shown) - MAX_LIST_ENTRIES} more entries not shown; use glob]")
@@ -312,253 +306,9 @@ def _list_files_sync(workspace: Path, args: ListFilesArgs) -> str:
 @tool("list_files", ToolKind.READ_ONLY, ListFilesArgs)
 async def list_files(args: ListFilesArgs, ctx: ToolContext) -> str:
     """List one directory of the workspace: sub-directories (marked with "/") first, then files
-    with their sizes, sorted by name. Skips .git, .venv, __pycache__, node_modules and .blitz.
-    Use glob to search deeper."""
-    return await asyncio.to_thread(_list_files_sync, ctx.workspace, args)
-
-
-# -- walking and glob patterns -------------------------------------------------------------
-
-
-def _glob_to_regex(pattern: str) -> re.Pattern[str]:
-    """Translate a glob with `**` into a regex over slash-separated relative paths.
-
-    `*` and `?` stay within one path segment; `**/` matches any number of directories
-    (including none). Python 3.11's pathlib cannot match `**` against a path, hence this.
-    """
-    out: list[str] = []
-    index = 0
-    while index < len(pattern):
-        if pattern.startswith("**/", index):
-            out.append("(?:.*/)?")
-            index += 3
-        elif pattern.startswith("**", index):
-            out.append(".*")
-            index += 2
-        else:
-            token, index = _glob_token(pattern, index)
-            out.append(token)
-    return re.compile("".join(out), re.DOTALL)
-
-
-def _glob_token(pattern: str, index: int) -> tuple[str, int]:
-    char = pattern[index]
-    if char == "*":
-        return "[^/]*", index + 1
-    if char == "?":
-        return "[^/]", index + 1
-    if char == "[":
-        end = pattern.find("]", index + 2)
-        if end != -1:
-            body = pattern[index + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            return f"[{body.replace(chr(92), chr(92) * 2)}]", end + 1
-    return re.escape(char), index + 1
-
-
-def _literal_prefix(pattern: str) -> tuple[str, str]:
-    """Split `src/pkg/**/*.py` into the folder to walk (`src/pkg`) and the rest (`**/*.py`)."""
-    parts = pattern.split("/")
-    fixed: list[str] = []
-    for part in parts[:-1]:
-        if any(ch in part for ch in "*?["):
-            break
-        fixed.append(part)
-    return "/".join(fixed) or ".", "/".join(parts[len(fixed) :])
-
-
-def _walk(start: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
-    """os.walk below `start`, not following symlinked folders and pruning SKIPPED_DIRS.
-
-    A skipped folder is still walked when `start` itself is inside it: asking for
-    `.venv/lib/**` by name means the model wants it.
-    """
-    for folder, dirs, files in os.walk(start, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-        yield Path(folder), dirs, sorted(files)
-
-
-class GlobArgs(BaseModel):
-    pattern: str = Field(
-        description=(
-            "Glob pattern relative to the workspace root, e.g. '*.csv' (top folder only), "
-            "'**/*.py' (any depth) or 'data/**/2024-*.parquet'."
-        )
-    )
-
-
-def _glob_sync(workspace: Path, args: GlobArgs) -> str:
-    root = workspace.resolve()
-    pattern = args.pattern.strip().removeprefix("./")
-    if not pattern:
-        raise ToolError("pattern is empty; try '**/*' to list everything")
-    if pattern.startswith("/") or ".." in pattern.split("/"):
-        raise ToolError("pattern must be relative to the workspace, without '..'")
-    base_name, rest = _literal_prefix(pattern)
-    base = resolve_in_workspace(root, base_name)
-    if not base.is_dir():
-        return f"no matches for {args.pattern} ({base_name} is not a folder)"
-    # Without '**' a pattern has a fixed depth: `*.csv` need not walk the whole tree.
-    depth = None if "**" in rest else rest.count("/")
-    matches = sorted(_glob_matches(base, _glob_to_regex(rest), depth))
-    return _render_glob(args.pattern, matches, root)
-
-
-def _glob_matches(base: Path, matcher: re.Pattern[str], depth: int | None) -> Iterator[Path]:
-    for folder, dirs, files in _walk(base):
-        if depth is not None and len(folder.relative_to(base).parts) >= depth:
-            dirs_to_match = list(dirs)
-            dirs.clear()  # os.walk descends no further
-        else:
-            dirs_to_match = dirs
-        for name in dirs_to_match:
-            if matcher.fullmatch(_relative(folder / name, base)):
-                yield folder / name
-        for name in files:
-            if matcher.fullmatch(_relative(folder / name, base)):
-                yield folder / name
-
-
-def _render_glob(pattern: str, matches: list[Path], root: Path) -> str:
-    if not matches:
-        hint = "" if "/" in pattern else f"; '**/{pattern}' searches sub-folders too"
-        return f"no matches for {pattern}{hint}"
-    shown = [
-        _relative(p, root) + ("/" if p.is_dir() and not p.is_symlink() else "")
-        for p in matches[:MAX_GLOB_RESULTS]
-    ]
-    lines = [f"{len(matches)} matches for {pattern}:", *shown]
-    if len(matches) > MAX_GLOB_RESULTS:
-        lines.append(
-            f"[... {len(matches) - MAX_GLOB_RESULTS} more matches not shown; narrow the pattern]"
-        )
-    return "\n".join(lines)
-
-
-@tool("glob", ToolKind.READ_ONLY, GlobArgs)
-async def glob_files(args: GlobArgs, ctx: ToolContext) -> str:
-    """Find files and folders in the workspace by glob pattern ('**' for any depth), sorted by
-    path. Skips .git, .venv, __pycache__, node_modules and .blitz unless the pattern starts
-    inside one of them."""
-    return await asyncio.to_thread(_glob_sync, ctx.workspace, args)
-
-
-# -- grep ----------------------------------------------------------------------------------
-
-
-class GrepArgs(BaseModel):
-    pattern: str = Field(description="Python regular expression searched in each line.")
-    path: str = Field(
-        default=".",
-        description="File or folder to search, relative to the workspace root (default: all).",
-    )
-    glob: str | None = Field(
-        default=None,
-        description=(
-            "Only search files matching this glob: a name pattern like '*.py', or a path "
-            "pattern relative to the workspace like 'src/**/*.py' when it contains '/'."
-        ),
-    )
-
-
-@dataclass
-class _GrepResult:
-    lines: list[str]
-    matches: int = 0
-    files_with_matches: int = 0
-    files_searched: int = 0
-    files_skipped: int = 0
-
-
-def _grep_files(root: Path, start: Path, glob: str | None) -> Iterator[Path]:
-    if start.is_file():
-        yield start
-        return
-    glob = (glob or "").removeprefix("./")
-    matcher = _glob_to_regex(glob) if glob else None
-    by_path = "/" in glob
-    for folder, _dirs, files in _walk(start):
-        for name in files:
-            path = folder / name
-            subject = _relative(path, root) if by_path else name
-            if matcher is None or matcher.fullmatch(subject):
-                yield path
-
-
-def _grep_file(path: Path, root: Path, regex: re.Pattern[str], result: _GrepResult) -> None:
-    try:
-        if path.is_symlink() and not _is_within(path.resolve(), root):
-            result.files_skipped += 1
-            return
-        if path.stat().st_size > MAX_GREP_FILE_BYTES or _is_binary(_read_head(path)):
-            result.files_skipped += 1
-            return
-        handle = path.open(encoding="utf-8", errors="replace")
-    except OSError:
-        result.files_skipped += 1
-        return
-    result.files_searched += 1
-    found = False
-    name = _relative(path, root)
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not regex.search(line):
-                continue
-            found = True
-            result.matches += 1
-            if len(result.lines) < MAX_GREP_MATCHES:
-                text = line.rstrip("\r\n")
-                if len(text) > MAX_GREP_LINE_CHARS:
-                    text = text[:MAX_GREP_LINE_CHARS] + " [...]"
-                result.lines.append(f"{name}:{number}: {text}")
-    result.files_with_matches += found
-
-
-def _grep_sync(workspace: Path, args: GrepArgs) -> str:
-    root = workspace.resolve()
-    try:
-        regex = re.compile(args.pattern)
-    except re.error as error:
-        raise ToolError(f"invalid regular expression {args.pattern!r}: {error}") from None
-    start = resolve_in_workspace(root, args.path)
-    if not start.exists():
-        raise _missing_file_error(start, args.path)
-    result = _GrepResult(lines=[])
-    for path in _grep_files(root, start, args.glob):
-        _grep_file(path, root, regex, result)
-    return _render_grep(args, result)
-
-
-def _render_grep(args: GrepArgs, result: _GrepResult) -> str:
-    skipped = (
-        f"; {result.files_skipped} binary, large or unreadable files skipped"
-        if result.files_skipped
-        else ""
-    )
-    if not result.matches:
-        return (
-            f"no matches for /{args.pattern}/ in {args.path} "
-            f"({result.files_searched} files searched{skipped})"
-        )
-    lines = list(result.lines)
-    if result.matches > len(result.lines):
-        lines.append(
-            f"[... {result.matches - len(result.lines)} more matches not shown "
-            f"({result.matches} in {result.files_with_matches} files); "
-            "narrow the pattern, path or glob]"
-        )
-    elif skipped:
-        lines.append(f"[{skipped.removeprefix('; ')}]")
-    return "\n".join(lines)
-
-
-@tool("grep", ToolKind.READ_ONLY, GrepArgs)
-async def grep(args: GrepArgs, ctx: ToolContext) -> str:
-    """Search file contents with a regular expression; prints `path:line: text` per matching
-    line. Searches the whole workspace by default (skipping .git, .venv, __pycache__,
-    node_modules, .blitz and binary files); narrow it with `path` and `glob`."""
-    return await asyncio.to_thread(_grep_sync, ctx.workspace, args)
+    with their sizes, sorted by name. Skips .git, .venv, __pycache__, node_modules,
+    .ipynb_checkpoints and .blitz. Use glob to search deeper."""
+    return await run_io(_list_files_sync, ctx.workspace, args)
 
 
 # -- write_file and edit_file --------------------------------------------------------------
@@ -571,15 +321,14 @@ class WriteFileArgs(BaseModel):
 
 def _write_file_sync(workspace: Path, args: WriteFileArgs) -> str:
     root = workspace.resolve()
-    path = resolve_in_workspace(root, args.path)
-    if path.is_dir():
-        raise ToolError(f"{args.path} is a directory; give a file path")
-    existed = path.exists()
-    old_size = path.stat().st_size if existed else 0
     data = args.content.encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    name = _relative(path, root)
+    existed = resolve_in_workspace(root, args.path).exists()  # for the message only
+    fd, path = open_in_workspace(root, args.path, os.O_WRONLY, create=True)
+    with os.fdopen(fd, "wb") as handle:
+        old_size = os.fstat(fd).st_size
+        handle.truncate(0)
+        handle.write(data)
+    name = relative_name(path, root)
     if existed:
         return f"overwrote {name} ({len(data):,} bytes written; it had {old_size:,} bytes)"
     return f"created {name} ({len(data):,} bytes written)"
@@ -610,14 +359,10 @@ def _line_of(text: str, index: int) -> int:
     return text.count("\n", 0, index) + 1
 
 
-def _read_text_for_edit(path: Path, given: str) -> str:
-    if path.is_dir():
-        raise ToolError(f"{given} is a directory; give a file path")
-    if not path.exists():
-        raise _missing_file_error(path, given)
+def _read_text_for_edit(handle: BinaryIO, given: str) -> str:
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            return handle.read()
+        # newline="" semantics: the text keeps its "\r\n", so edits keep the file's endings.
+        return handle.read().decode("utf-8")
     except UnicodeDecodeError:
         raise ToolError(f"{given} is not UTF-8 text; edit_file only edits text files") from None
 
@@ -664,18 +409,22 @@ def _edit_file_sync(workspace: Path, args: EditFileArgs) -> str:
         raise ToolError("old is empty; use write_file to create or replace a whole file")
     if args.old == args.new:
         raise ToolError("old and new are the same; nothing to change")
-    path = resolve_in_workspace(root, args.path)
-    text = _read_text_for_edit(path, args.path)
-    old, new = _match_line_endings(text, args)
-    count = text.count(old)
-    if count == 0 or (count > 1 and not args.replace_all):
-        raise _count_error(text, old, count, args.path)
-    first_line = _line_of(text, text.index(old))
-    edited = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
-    path.write_bytes(edited.encode("utf-8"))
+    fd, path = open_in_workspace(root, args.path, os.O_RDWR)
+    # One descriptor for the read and the write: the file edited is the file that was read.
+    with os.fdopen(fd, "r+b") as handle:
+        text = _read_text_for_edit(handle, args.path)
+        old, new = _match_line_endings(text, args)
+        count = text.count(old)
+        if count == 0 or (count > 1 and not args.replace_all):
+            raise _count_error(text, old, count, args.path)
+        first_line = _line_of(text, text.index(old))
+        edited = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+        handle.seek(0)
+        handle.truncate(0)
+        handle.write(edited.encode("utf-8"))
     replaced = f"{count} occurrences" if count > 1 else "1 occurrence"
     return (
-        f"edited {_relative(path, root)}: replaced {replaced} (first at line {first_line})\n"
+        f"edited {relative_name(path, root)}: replaced {replaced} (first at line {first_line})\n"
         f"{_snippet(edited, first_line, new.count(chr(10)))}"
     )
 
@@ -688,5 +437,5 @@ async def edit_file(args: EditFileArgs, ctx: ToolContext) -> str:
     return _edit_file_sync(ctx.workspace, args)
 
 
-FILE_TOOLS: list[Tool] = [read_file, list_files, glob_files, grep, write_file, edit_file]
-"""The workspace file tools, in the order they are offered to the model."""
+FILE_TOOLS: list[Tool] = [read_file, list_files, write_file, edit_file]
+"""The workspace file tools that read and change files (search.py has glob and grep)."""

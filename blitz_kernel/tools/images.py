@@ -18,18 +18,22 @@ from __future__ import annotations
 import base64
 import contextlib
 import io
+import os
 import re
-import struct
 import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, Field, model_validator
 
 from ..core.history import ImagePart
-from .files import resolve_in_workspace
+from .io import run_io
+from .media import image_dimensions, sniff_media_type
+from .notebook import cell_image
+from .paths import open_in_workspace, resolve_in_workspace
 from .registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput, tool
 
 __all__ = ["IMAGE_TOOLS", "CapturedImage", "FigureCapture", "ImageDisplay", "turn_images", "view_image"]
@@ -38,12 +42,6 @@ MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """The smallest per-image limit among the big providers (Anthropic: 5 MB)."""
 FIGURE_PREFIX = "fig-"
 _EXTRAS_KEY = "blitz.images"
-_MAGIC: list[tuple[bytes, str]] = [
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-]
 
 
 @runtime_checkable
@@ -84,27 +82,6 @@ def turn_images(ctx: ToolContext) -> dict[str, CapturedImage]:
     """The images of this turn by name (the ToolContext lives exactly one turn)."""
     store = ctx.extras.setdefault(_EXTRAS_KEY, {})
     return cast(dict[str, CapturedImage], store)
-
-
-def sniff_media_type(data: bytes) -> str | None:
-    """The image type from the first bytes (never from a file name), or None."""
-    for magic, media_type in _MAGIC:
-        if data.startswith(magic):
-            return media_type
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
-
-
-def image_dimensions(data: bytes) -> tuple[int, int] | None:
-    """Width and height of a PNG or GIF from its header; None for other types."""
-    if data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) >= 24 and data[12:16] == b"IHDR":
-        width, height = struct.unpack(">II", data[16:24])
-        return int(width), int(height)
-    if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
-        width, height = struct.unpack("<HH", data[6:10])
-        return int(width), int(height)
-    return None
 
 
 # -- capturing what run_python drew ---------------------------------------------------------
@@ -246,7 +223,7 @@ async def view_image(args: ViewImageArgs, ctx: ToolContext) -> ToolOutput:
     cell's image output (output="cell:3"), or an image file (path="plots/a.png"). Use it to
     check that a plot shows what you meant before describing it to the user."""
     if args.path is not None:
-        image = _image_file(ctx, args.path)
+        image = await run_io(_image_file, ctx.workspace, args.path)
     else:
         image = await _named_output(ctx, (args.output or "").strip())
     return ToolOutput(
@@ -255,14 +232,17 @@ async def view_image(args: ViewImageArgs, ctx: ToolContext) -> ToolOutput:
     )
 
 
-def _image_file(ctx: ToolContext, given: str) -> CapturedImage:
-    path = resolve_in_workspace(ctx.workspace, given)
-    if not path.is_file():
-        raise ToolError(f"{given}: no such file in the workspace" if not path.exists() else f"{given} is not a file")
-    size = path.stat().st_size
-    if size > MAX_IMAGE_BYTES:
-        raise ToolError(f"{given} is {size // 1024} KB; images over {MAX_IMAGE_BYTES // 1024 // 1024} MB cannot be sent")
-    data = path.read_bytes()
+def _image_file(workspace: Path, given: str) -> CapturedImage:
+    """Read an image file the way read_file does: the checked path is the opened path, and
+    only a regular file (a pipe named plot.png must not hang the tool)."""
+    if not resolve_in_workspace(workspace, given).exists():  # the checked open decides; this words it
+        raise ToolError(f"{given}: no such file in the workspace")
+    fd, _path = open_in_workspace(workspace, given)
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(fd).st_size
+        if size > MAX_IMAGE_BYTES:
+            raise ToolError(f"{given} is {size // 1024} KB; images over {MAX_IMAGE_BYTES // 1024 // 1024} MB cannot be sent")
+        data = handle.read(MAX_IMAGE_BYTES + 1)
     media_type = sniff_media_type(data)
     if media_type is None:
         raise ToolError(
@@ -278,8 +258,6 @@ async def _named_output(ctx: ToolContext, name: str) -> CapturedImage:
         return store[name]
     cell = _CELL_OUTPUT.match(name)
     if cell is not None:
-        from .notebook import cell_image
-
         index, number = int(cell.group(1)), int(cell.group(2) or 1)
         data, media_type = await cell_image(ctx, index, number)
         return CapturedImage(name=f"cell:{index}:{number}", data=data, media_type=media_type, origin=f"output of notebook cell {index}")

@@ -26,6 +26,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from ..core.text import shorten
+from .media import image_dimensions
 from .registry import Tool, ToolContext, ToolError, ToolKind, tool
 
 __all__ = [
@@ -155,8 +157,6 @@ def _disk_output(output: dict[str, Any], include_images: bool) -> dict[str, Any]
 
 
 def _dimensions(encoded: str) -> dict[str, int]:
-    from .images import image_dimensions
-
     try:
         head = base64.b64decode(encoded[:44] + "=" * (-len(encoded[:44]) % 4))
     except ValueError:
@@ -245,7 +245,7 @@ def format_cells(result: dict[str, Any], include_outputs: bool, origin: str) -> 
 
 def _first_line(cell: dict[str, Any]) -> str:
     line = next((x for x in str(cell.get("source", "")).splitlines() if x.strip()), "(empty)")
-    return line if len(line) <= 80 else line[:79] + "…"
+    return shorten(line, 80)
 
 
 # -- notebook_read ----------------------------------------------------------------------------

@@ -1,12 +1,14 @@
 """The live turn widget in a real JupyterLab and Notebook 7, driven through Chromium: text
 streams in, Allow and Deny are clicked, a steer message and a side question are typed, Stop is
 pressed (once, then twice), the saved notebook reopens showing the static rendering, and a plan
-is rejected with a reason, then approved and carried out."""
+is rejected with a reason, then approved and carried out. Each behaviour is a test of its own,
+with its own notebook, so one failure does not hide the others; the servers are shared."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -62,7 +64,17 @@ def lab(workspace: Path, model_server: FakeOpenAIServer, tmp_path_factory: pytes
     server.stop()
 
 
+def run_notebook(page: Any, lab: JupyterServer, workspace: Path, name: str, cells: list[str]) -> None:
+    """Write `name` with `cells` (the first loads the extension), open it alone and Run All."""
+    write_notebook(workspace / name, ["%load_ext blitz_kernel", *cells])
+    open_notebook(page, lab, name, reset=True)
+    page.evaluate(RUN_ALL)
+
+
 def test_a_turn_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path):
+    """Text streams in as Markdown; a steer message and a side question are typed while a
+    permission request waits; Allow once, then Deny with a reason; the widget becomes the
+    static rendering, and no model text ever becomes HTML."""
     model_server.reset()
     streamed = (
         "I'll write **hello.txt** first and then summarise what changed. The file will hold a short "
@@ -75,17 +87,8 @@ def test_a_turn_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeO
         {"text": "I am writing hello.txt."},  # the side question
         write_call("other.txt", "call_b"),
         {"text": answer},
-        write_call("stop.txt", "call_c"),  # cell 3: Stop once while it asks
-        {"fault": "stall", "seconds": 60},  # cell 4: Stop twice while the model stalls
     )
-    write_notebook(workspace / "turn.ipynb", [
-        "%load_ext blitz_kernel",
-        "%%blitz -s browser\nWrite hello.txt, then tell me what you did.",
-        "%%blitz -s browser\nWrite stop.txt.",
-        "%%blitz -s browser\nTake your time.",
-    ])
-    open_notebook(page, lab, "turn.ipynb")
-    page.evaluate(RUN_ALL)
+    run_notebook(page, lab, workspace, "turn.ipynb", ["%%blitz -s browser\nWrite hello.txt, then tell me what you did."])
 
     turn = output_of(page, 1)
     expect(turn.locator(".blitz-live")).to_contain_text("I'll write hello.txt")  # shown while it streams
@@ -114,32 +117,62 @@ def test_a_turn_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeO
     expect(turn.locator(".blitz-turn")).to_have_count(0)  # the widget became the static rendering
     assert page.evaluate("() => window.__blitz_xss") is None  # model text never became HTML
     page.screenshot(path=str(ARTIFACTS / "lab-static.png"))
-
-    stop_once = output_of(page, 2)
-    expect(stop_once.get_by_role("button", name="Allow once", exact=True)).to_be_visible()
-    stop_once.get_by_role("button", name="Stop", exact=True).click()
-    expect(stop_once).to_contain_text("cancelled")
-    expect(stop_once.locator(".blitz-turn")).to_have_count(0)
-
-    stop_twice = output_of(page, 3)
-    expect(stop_twice.get_by_role("button", name="Stop", exact=True)).to_be_visible()
-    model_server.wait_for_requests(6, timeout=30)  # the stalled call is on its way
-    stop_twice.get_by_role("button", name="Stop", exact=True).click()
-    expect(stop_twice).to_contain_text("press Stop again")
-    stop_twice.get_by_role("button", name="Stop", exact=True).click()
-    expect(stop_twice).to_contain_text("cancelled", timeout=15_000)
     page.wait_for_function(KERNEL_IDLE)
 
     assert (workspace / "hello.txt").read_text() == "hi"
-    assert not (workspace / "other.txt").exists() and not (workspace / "stop.txt").exists()
+    assert not (workspace / "other.txt").exists()
     requests = [r.body for r in model_server.requests]
     assert [m for m in requests[1]["messages"] if m["role"] == "user"][-1]["content"] == "which file?"
     assert tool_result(requests[2])["message_from_user"] == "use utf-8"
     assert "which file?" not in json.dumps(requests[2]["messages"])
     assert tool_result(requests[3]) == {"error": "write_file was denied: not that one"}
 
+
+def test_stop_once_denies_the_waiting_request(page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path):
+    model_server.reset()
+    model_server.enqueue(write_call("stop.txt", "call_c"))
+    run_notebook(page, lab, workspace, "stop-once.ipynb", ["%%blitz -s browser-stop-once\nWrite stop.txt."])
+    stop_once = output_of(page, 1)
+    expect(stop_once.get_by_role("button", name="Allow once", exact=True)).to_be_visible()
+    stop_once.get_by_role("button", name="Stop", exact=True).click()
+    expect(stop_once).to_contain_text("cancelled")
+    expect(stop_once.locator(".blitz-turn")).to_have_count(0)
+    page.wait_for_function(KERNEL_IDLE)
+    assert not (workspace / "stop.txt").exists()
+
+
+def test_stop_twice_cancels_a_stalled_model_call(page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path):
+    model_server.reset()
+    model_server.enqueue({"fault": "stall", "seconds": 60})
+    run_notebook(page, lab, workspace, "stop-twice.ipynb", ["%%blitz -s browser-stop-twice\nTake your time."])
+    stop_twice = output_of(page, 1)
+    expect(stop_twice.get_by_role("button", name="Stop", exact=True)).to_be_visible()
+    model_server.wait_for_requests(1, timeout=30)  # the stalled call is on its way
+    stop_twice.get_by_role("button", name="Stop", exact=True).click()
+    expect(stop_twice).to_contain_text("press Stop again")
+    stop_twice.get_by_role("button", name="Stop", exact=True).click()
+    expect(stop_twice).to_contain_text("cancelled", timeout=15_000)
+    page.wait_for_function(KERNEL_IDLE)
+
+
+def test_the_saved_notebook_keeps_the_static_rendering(
+    page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path
+):
+    """Saved after the turn: no widget state, the turn record under `blitz` (no key), and a
+    reopened notebook shows the answer without "Error displaying widget"."""
+    model_server.reset()
+    answer = 'Saved: wrote **kept.txt**, skipped gone.txt. <img src=x onerror="window.__blitz_xss=5">'
+    model_server.enqueue(write_call("kept.txt", "call_k"), write_call("gone.txt", "call_g"), {"text": answer})
+    run_notebook(page, lab, workspace, "saved.ipynb", ["%%blitz -s browser-saved\nWrite kept.txt."])
+    turn = output_of(page, 1)
+    turn.get_by_role("button", name="Allow once", exact=True).click()
+    expect(turn.locator('details.blitz-tool[data-tool-id="call_k"]')).to_have_class(re.compile("blitz-tool-done"))
+    turn.get_by_role("button", name="Deny", exact=True).click()  # the second request's
+    expect(turn).to_contain_text("Saved: wrote kept.txt, skipped gone.txt.")
+    page.wait_for_function(KERNEL_IDLE)
+
     page.evaluate(SAVE)
-    saved = json.loads((workspace / "turn.ipynb").read_text())
+    saved = json.loads((workspace / "saved.ipynb").read_text())
     outputs = saved["cells"][1]["outputs"]
     assert all(WIDGET_MIME not in o.get("data", {}) for cell in saved["cells"] for o in cell["outputs"])
     [record] = [o["metadata"]["blitz"] for o in outputs if "blitz" in o.get("metadata", {})]
@@ -150,7 +183,7 @@ def test_a_turn_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeO
     page.reload()
     page.wait_for_function(KERNEL_IDLE, timeout=120_000)
     reopened = output_of(page, 1)
-    expect(reopened).to_contain_text("All done: wrote hello.txt and skipped other.txt.")
+    expect(reopened).to_contain_text("Saved: wrote kept.txt, skipped gone.txt.")
     assert page.evaluate("() => window.__blitz_xss") is None
     expect(page.get_by_text("Error displaying widget")).to_have_count(0)
     page.screenshot(path=str(ARTIFACTS / "lab-reopened.png"))

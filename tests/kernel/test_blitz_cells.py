@@ -79,7 +79,20 @@ def test_bad_option_is_a_usage_error_and_calls_no_model(kernel: KernelDriver, se
     assert "usage: %%blitz [-s SESSION]" in cell.evalue
     bad_value = kernel.run("%%blitz --max-turns zero\nhello")
     assert bad_value.ename == "UsageError" and "--max-turns expects a number" in bad_value.evalue
+    unclosed = kernel.run('%%blitz -s "unclosed\nhello')
+    assert unclosed.ename == "UsageError" and "No closing quotation" in unclosed.evalue
+    assert "Traceback" not in json.dumps(unclosed.outputs)
+    bad_out = kernel.run("%%blitz --out 1bad\nhello")
+    assert bad_out.ename == "UsageError" and "--out needs a Python variable name" in bad_out.evalue
     assert server.requests == []
+
+
+def test_a_model_that_cannot_be_built_keeps_the_previous_one(kernel: KernelDriver, server: FakeOpenAIServer):
+    """ENG-06: one line, no traceback, and the turns still run on the previous model."""
+    cell = kernel.run("%blitz_model scripted:/nonexistent/steps.json")
+    assert cell.ename == "UsageError" and "cannot load the scripted model" in cell.evalue
+    assert "Traceback" not in json.dumps(cell.outputs)
+    assert kernel.run("%blitz_model").stdout.startswith("model: openai/fake-model")
 
 
 def test_failed_turn_raises_a_short_error_unless_out_is_given(kernel: KernelDriver, server: FakeOpenAIServer):
@@ -202,7 +215,10 @@ def test_session_magic_lists_switches_snapshots_and_searches(kernel: KernelDrive
     server.enqueue({"text": "The median is 42."}, {"text": "Branch answer."})
     assert kernel.run("%blitz_session new analysis").stdout == "using session 'analysis'\n"
     assert kernel.run("%%blitz\nWhat is the median?").status == "ok"  # no -s: the session in use
-    assert "analysis: 1 turn(s)" in kernel.run("%blitz_session list").stdout
+    listed = kernel.run("%blitz_session list").stdout.splitlines()
+    assert listed[0].split() == ["session", "turns", "last", "used", "cost", "held", "by"]
+    [row] = [line for line in listed if line.startswith("* analysis ")]
+    assert row.split()[2] == "1" and row.endswith(" -")  # 1 turn, held by no other kernel
     shown = kernel.run("%blitz_session show").stdout
     assert shown.startswith("session 'analysis': 1 turn(s), 2 message(s) in the history")
     kernel.run("%blitz_session snapshot median-known")
@@ -210,12 +226,14 @@ def test_session_magic_lists_switches_snapshots_and_searches(kernel: KernelDrive
     assert kernel.run("%%blitz\nAnd the mean?").status == "ok"
     sent = [m["content"] for m in server.requests[-1].body["messages"] if m["role"] != "system"]
     assert sent == ["What is the median?", "The median is 42.", "And the mean?"]
-    found = kernel.run("%blitz_session search MEDIAN is").stdout
-    assert found.splitlines() == [
-        "2 match(es) for 'MEDIAN is'",
-        "  analysis #1 assistant: The median is 42.",
-        "  median-known-2 #1 assistant: The median is 42.",
+    found = kernel.run("%blitz_session search MEDIAN 42 --all").stdout.splitlines()
+    assert sorted(line.split(" [")[0] + " " + line.split(", ")[1] for line in found[::2]) == [
+        "analysis message 1", "median-known-2 message 1",
     ]
+    assert found[1] == found[3] == "    The «median» is «42»."
+    assert "median-known-2 [turn 2, message 2, user," in kernel.run("%blitz_session search mean").stdout
+    nothing = kernel.run("%blitz_session search zebra").stdout
+    assert nothing == "no match for 'zebra' in session 'median-known-2' (try --all)\n"
     missing = kernel.run("%blitz_session use")
     assert missing.ename == "UsageError" and "needs a name" in missing.evalue
     bad = kernel.run("%blitz_session rename x")

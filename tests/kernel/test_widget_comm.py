@@ -261,13 +261,13 @@ def test_plain_option_skips_the_widget(kernel: KernelDriver, server: FakeOpenAIS
 def test_a_widget_that_never_renders_fails_closed(kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path):
     """ENG-25: the front end is there but the widget never renders: nobody can click, so the
     headless policy answers (deny)."""
-    assert kernel.run("import blitz_kernel.notebook.widgets.controller as _c; _c.RENDER_TIMEOUT_S = 0.5").status == "ok"
+    assert kernel.run("%blitz_config notebook.render_timeout_s=0.5").status == "ok"
     try:
         server.enqueue(write_call("unseen.txt"), {"text": "Could not."})
         front = start(kernel, "%%blitz -s unseen\nWrite unseen.txt.", render=False)
         cell = front.finish()
     finally:
-        kernel.run("_c.RENDER_TIMEOUT_S = 10.0; del _c")
+        kernel.run("%blitz_config notebook.render_timeout_s=10")
     assert_clean(cell, front)
     assert not (workspace_dir / "unseen.txt").exists()
     [result] = tool_messages(server.requests[1].body)

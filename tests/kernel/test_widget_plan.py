@@ -48,9 +48,9 @@ def user_prompts(body: dict[str, Any]) -> list[str]:
 @pytest.fixture
 def quick_render_timeout(kernel: KernelDriver) -> Iterator[None]:
     """A widget that never renders is given up on after 0.5 s instead of 10 s."""
-    assert kernel.run("import blitz_kernel.notebook.widgets.controller as _c; _c.RENDER_TIMEOUT_S = 0.5").status == "ok"
+    assert kernel.run("%blitz_config notebook.render_timeout_s=0.5").status == "ok"
     yield
-    assert kernel.run("_c.RENDER_TIMEOUT_S = 10.0; del _c").status == "ok"
+    assert kernel.run("%blitz_config notebook.render_timeout_s=10").status == "ok"
 
 
 def test_approving_the_plan_starts_the_carry_out_turn_in_the_same_cell(kernel: KernelDriver, server: FakeOpenAIServer):

@@ -8,12 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import regex
 
-from blitz_kernel.tools import files
-from blitz_kernel.tools.files import FILE_TOOLS, resolve_in_workspace
+from blitz_kernel.tools import files, search
+from blitz_kernel.tools.files import FILE_TOOLS
+from blitz_kernel.tools.paths import resolve_in_workspace
 from blitz_kernel.tools.registry import ToolContext, ToolError, ToolKind
+from blitz_kernel.tools.search import SEARCH_TOOLS
 
-TOOLS = {t.name: t for t in FILE_TOOLS}
+TOOLS = {t.name: t for t in [*FILE_TOOLS, *SEARCH_TOOLS]}
 
 
 async def call(workspace: Path, name: str, **arguments: Any) -> str:
@@ -59,7 +62,7 @@ def test_names_kinds_and_arguments_match_the_interface() -> None:
 
 
 def test_every_argument_has_a_description_for_the_model() -> None:
-    for tool in FILE_TOOLS:
+    for tool in TOOLS.values():
         spec = tool.spec()
         assert spec.description and spec.description != tool.name
         for name, prop in spec.parameters["properties"].items():
@@ -290,7 +293,7 @@ async def test_glob_no_match_hints_and_refusals(tree: Path) -> None:
 
 
 async def test_glob_is_capped(ws: Path) -> None:
-    for n in range(files.MAX_GLOB_RESULTS + 2):
+    for n in range(search.MAX_GLOB_RESULTS + 2):
         (ws / f"f{n:04}.txt").write_text("")
     lines = (await call(ws, "glob", pattern="*.txt")).splitlines()
     assert lines[-1] == "[... 2 more matches not shown; narrow the pattern]"
@@ -330,10 +333,57 @@ async def test_grep_no_match_and_invalid_regex(tree: Path) -> None:
 
 
 async def test_grep_is_capped(ws: Path) -> None:
-    (ws / "many.txt").write_text("hit\n" * (files.MAX_GREP_MATCHES + 7))
+    (ws / "many.txt").write_text("hit\n" * (search.MAX_GREP_MATCHES + 7))
     lines = (await call(ws, "grep", pattern="hit")).splitlines()
-    assert len(lines) == files.MAX_GREP_MATCHES + 1
+    assert len(lines) == search.MAX_GREP_MATCHES + 1
     assert lines[-1].startswith("[... 7 more matches not shown")
+
+
+GREP_TEXTS = {
+    "plain.txt": "alpha beta\n\nfoo bar\n  foo\nbar foo \nlast line without newline",
+    "crlf.txt": "foo\r\nbar\r\n\r\nbaz foo\r\n",
+    "unicode.txt": "héllo wörld\nnaïve café\n\u00a0\nend\n",
+    "blank.txt": "\n\n\n",
+}
+GREP_PATTERNS = [
+    "foo", r"^foo", r"foo$", r"^$", r"\s$", r"\s+$", r"foo\s*$", r"\bfoo\b", r"\Bar", "x*",
+    r"\n", r"[^a]+", r"(?s).*", r"(?i)FOO", r"a|^b", r"(?:ba|fo)[or]", r"(\w)\1", r"\W$",
+    r"^\s*\S+\s*$", r"é|ï", r"o\s+b", r"r\n\n",
+]
+
+
+@pytest.mark.parametrize("pattern", GREP_PATTERNS)
+async def test_grep_searching_many_lines_at_once_finds_what_line_by_line_finds(
+    ws: Path, pattern: str
+) -> None:
+    """grep searches whole blocks of lines when that cannot change the answer; `(?=)` (always
+    true) forces the line-by-line path, and a plain per-line loop is the reference."""
+    for name, text in GREP_TEXTS.items():
+        (ws / name).write_bytes(text.encode("utf-8"))
+    compiled = regex.compile(pattern)
+    expected = [
+        f"{name}:{number}: {line.rstrip(chr(13))}"
+        for name, text in sorted(GREP_TEXTS.items())
+        for number, line in enumerate(text.removesuffix("\n").split("\n"), start=1)
+        if compiled.search(line)
+    ]
+    fast = await call(ws, "grep", pattern=pattern)
+    slow = await call(ws, "grep", pattern="(?=)" + pattern)
+    matched = [line for line in fast.splitlines() if not line.startswith("no matches")]
+    assert matched == expected
+    assert [line for line in slow.splitlines() if not line.startswith("no matches")] == expected
+
+
+async def test_grep_numbers_lines_across_the_blocks_it_searches(ws: Path) -> None:
+    lines = [f"row {n:06} filler text" for n in range(1, 40_001)]  # ~1 MB: several blocks
+    lines[14_999] += " needle"
+    lines[39_999] += " needle"
+    (ws / "big.txt").write_text("\n".join(lines) + "\n")
+    assert (await call(ws, "grep", pattern="needle$")).splitlines() == [
+        "big.txt:15000: row 015000 filler text needle",
+        "big.txt:40000: row 040000 filler text needle",
+    ]
+    assert (ws / "big.txt").stat().st_size > 3 * search.GREP_CHUNK_BYTES
 
 
 # -- write_file ----------------------------------------------------------------------------

@@ -36,13 +36,14 @@ from blitz_kernel.engine.events import (
 )
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.base import supports_vision
-from blitz_kernel.models.litellm_model import to_openai_messages
+from blitz_kernel.models.openai_wire import to_openai_messages
 from blitz_kernel.models.placeholder import PlaceholderModel
 from blitz_kernel.models.scripted import ScriptedModel
 from blitz_kernel.tools import builtin_tools
-from blitz_kernel.tools.images import image_dimensions, sniff_media_type, view_image
-from blitz_kernel.tools.kernel import run_python
+from blitz_kernel.tools.images import view_image
+from blitz_kernel.tools.media import image_dimensions, sniff_media_type
 from blitz_kernel.tools.registry import ToolContext, ToolError, ToolKind, ToolOutput
+from blitz_kernel.tools.run_python import run_python
 
 from .conftest import call, tool_results, tool_step
 

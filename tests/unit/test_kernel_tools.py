@@ -7,6 +7,7 @@ the SIGINT and SIGALRM handling is exercised for real.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -22,11 +23,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from blitz_kernel.tools import kernel
-from blitz_kernel.tools.kernel import KERNEL_TOOLS
+from blitz_kernel.tools import run_python, signals, variables
 from blitz_kernel.tools.registry import ToolContext, ToolError, ToolKind
+from blitz_kernel.tools.run_python import RUN_PYTHON_TOOLS
+from blitz_kernel.tools.variables import VARIABLE_TOOLS
 
-TOOLS = {t.name: t for t in KERNEL_TOOLS}
+TOOLS = {t.name: t for t in [*RUN_PYTHON_TOOLS, *VARIABLE_TOOLS]}
 
 
 @dataclass
@@ -84,7 +86,7 @@ def test_names_kinds_and_arguments_match_the_interface() -> None:
         name: (t.kind, set(t.spec().parameters.get("properties", {}))) for name, t in TOOLS.items()
     }
     assert actual == expected
-    for tool in KERNEL_TOOLS:
+    for tool in TOOLS.values():
         for name, prop in tool.spec().parameters.get("properties", {}).items():
             assert prop.get("description"), f"{tool.name}.{name} has no description"
 
@@ -100,9 +102,10 @@ async def test_without_a_kernel_every_tool_says_it_needs_one(
         await call(ToolContext(workspace=tmp_path), tool_name, **arguments)
 
 
-def test_tools_package_does_not_import_ipython() -> None:
-    assert not any(name.split(".")[0] in {"IPython", "ipywidgets"} for name in vars(kernel))
-    source = Path(kernel.__file__).read_text()
+@pytest.mark.parametrize("module", [run_python, signals, variables], ids=lambda m: m.__name__)
+def test_tools_package_does_not_import_ipython(module: types.ModuleType) -> None:
+    assert not any(name.split(".")[0] in {"IPython", "ipywidgets"} for name in vars(module))
+    source = Path(str(module.__file__)).read_text()
     assert "import IPython" not in source and "from IPython" not in source
 
 
@@ -135,7 +138,7 @@ async def test_exception_shows_the_users_lines_not_ours(ctx: ToolContext) -> Non
     assert text.startswith("stdout:\nbefore\nerror:\nTraceback (most recent call last):\n")
     assert "divide(1, 0)" in text and "return a / b" in text
     assert text.rstrip().endswith("ZeroDivisionError: division by zero")
-    assert "kernel.py" not in text
+    assert "run_python.py" not in text and "signals.py" not in text
     assert "divide" in ns(ctx)
 
 
@@ -168,14 +171,14 @@ async def test_system_exit_is_an_error_not_the_end_of_the_kernel(ctx: ToolContex
 async def test_output_is_capped_keeping_head_and_tail(ctx: ToolContext) -> None:
     code = "print('START')\nfor i in range(100_000): print('x' * 50)\nprint('END')"
     text = await call(ctx, "run_python", code=code)
-    assert len(text) < kernel.MAX_SECTION_CHARS + 200
+    assert len(text) < run_python.MAX_SECTION_CHARS + 200
     assert "START" in text and "END" in text
     assert "more characters cut]" in text
 
 
 async def test_result_repr_is_capped_and_repr_failures_reported(ctx: ToolContext) -> None:
     text = await call(ctx, "run_python", code="'y' * 50_000")
-    assert len(text) < kernel.MAX_SECTION_CHARS + 200 and "more characters cut]" in text
+    assert len(text) < run_python.MAX_SECTION_CHARS + 200 and "more characters cut]" in text
     code = "class Odd:\n    def __repr__(self):\n        raise RuntimeError('no')\nOdd()"
     assert "<repr of Odd failed: RuntimeError: no>" in await call(ctx, "run_python", code=code)
 
@@ -185,7 +188,7 @@ async def test_timeout_stops_a_busy_loop(ctx: ToolContext) -> None:
     text = await error_of(ctx, "run_python", code="n = 0\nwhile True:\n    n += 1", timeout_s=0.2)
     elapsed = time.monotonic() - started
     assert "TimeoutError: stopped after timeout_s=0.2 s" in text
-    assert "<run_python-" in text and "kernel.py" not in text
+    assert "<run_python-" in text and "run_python.py" not in text and "signals.py" not in text
     assert ns(ctx)["n"] > 0
     assert elapsed < 10  # a generous bound: only proves the loop was stopped at all
 
@@ -270,6 +273,66 @@ async def test_invalid_timeout_is_an_argument_error(ctx: ToolContext) -> None:
     assert "timeout_s" in await error_of(ctx, "run_python", code="1", timeout_s=0)
 
 
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("NaN", "timeout_s: Input should be a finite number"),
+        ("Infinity", "timeout_s: Input should be a finite number"),
+        ("1e309", "timeout_s: Input should be a finite number"),
+        ("-1", "timeout_s: Input should be greater than 0"),
+        ("1e9", "timeout_s: Input should be less than or equal to 86400"),
+    ],
+)
+async def test_non_finite_or_huge_timeouts_are_refused_and_touch_no_handler(
+    ctx: ToolContext, raw: str, expected: str
+) -> None:
+    """Issue 15, finding 4: nan/inf/1e309 from the model used to reach setitimer."""
+
+    def users_handler(signum: int, frame: types.FrameType | None) -> None:
+        pass
+
+    previous = signal.signal(signal.SIGALRM, users_handler)
+    try:
+        tool = TOOLS["run_python"]
+        with pytest.raises(ToolError) as caught:
+            await tool.func(tool.parse_arguments(f'{{"code": "ran = 1", "timeout_s": {raw}}}'), ctx)
+        assert str(caught.value) == f"invalid arguments for run_python: {expected}"
+        assert "ran" not in ns(ctx)
+        assert signal.getsignal(signal.SIGALRM) is users_handler
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize(
+    ("code", "timeout_s"),
+    [("1", 86_400), ("1/0", 86_400), ("while True: pass", 0.05), ("raise SystemExit", 30)],
+    ids=["huge timeout", "exception", "timeout fires", "SystemExit"],
+)
+async def test_the_users_alarm_handler_and_timer_are_always_restored(
+    ctx: ToolContext, code: str, timeout_s: float
+) -> None:
+    def users_handler(signum: int, frame: types.FrameType | None) -> None:
+        pass
+
+    previous = signal.signal(signal.SIGALRM, users_handler)
+    signal.setitimer(signal.ITIMER_REAL, 600, 5)
+    try:
+        with contextlib.suppress(ToolError):
+            await call(ctx, "run_python", code=code, timeout_s=timeout_s)
+        assert signal.getsignal(signal.SIGALRM) is users_handler
+        remaining, interval = signal.getitimer(signal.ITIMER_REAL)
+        assert 590 < remaining <= 600 and interval == 5
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+async def test_a_turn_deadline_that_is_not_finite_is_ignored(ctx: ToolContext) -> None:
+    ctx.deadline = float("inf")
+    assert await call(ctx, "run_python", code="1 + 1", timeout_s=5) == "result:\n2"
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
 # -- list_variables ------------------------------------------------------------------------
 
 
@@ -298,14 +361,14 @@ async def test_list_variables_shows_users_variables_only(ctx: ToolContext) -> No
     assert lines[3] == "df (DataFrame, shape (2, 2)): columns: a, b"
     assert lines[4] == "items (list, len 3): [1, 2, 3]"
     assert lines[5].startswith("name (str, len 200): 'xxx")
-    assert all(len(line.split(": ", 1)[1]) <= kernel.SHORT_REPR_CHARS for line in lines)
+    assert all(len(line.split(": ", 1)[1]) <= variables.SHORT_REPR_CHARS for line in lines)
 
 
 async def test_list_variables_empty_and_capped(ctx: ToolContext) -> None:
     assert await call(ctx, "list_variables") == "no user variables yet"
-    ns(ctx).update({f"v{n:04}": n for n in range(kernel.MAX_LISTED_VARIABLES + 4)})
+    ns(ctx).update({f"v{n:04}": n for n in range(variables.MAX_LISTED_VARIABLES + 4)})
     lines = (await call(ctx, "list_variables")).splitlines()
-    assert len(lines) == kernel.MAX_LISTED_VARIABLES + 1
+    assert len(lines) == variables.MAX_LISTED_VARIABLES + 1
     assert lines[-1].startswith("[... 4 more variables not shown")
 
 
@@ -403,3 +466,108 @@ async def test_describe_does_not_import_pandas_for_plain_objects(ctx: ToolContex
         assert "pandas" not in sys.modules
     finally:
         sys.modules.update(saved)
+
+
+# -- issue 15, finding 3: no walking into modules, no unbounded user code --------------------
+
+
+class SlowRepr:
+    """A user class whose repr, str and len take 20 s: the user's code, not ours to run."""
+
+    calls = 0
+
+    def __init__(self) -> None:
+        self.size = 3
+
+    def __repr__(self) -> str:
+        SlowRepr.calls += 1
+        time.sleep(20)
+        return "slow"
+
+    __str__ = __repr__
+
+    def __len__(self) -> int:
+        SlowRepr.calls += 1
+        time.sleep(20)
+        return 0
+
+
+async def test_describe_refuses_dotted_paths_into_modules(ctx: ToolContext) -> None:
+    import pathlib
+
+    os.environ["BLITZ_TEST_SECRET"] = "sk-do-not-send"
+    ns(ctx).update(
+        {
+            "pathlib": pathlib,
+            "holder": types.SimpleNamespace(mod=os, env=os.environ),
+            "f": lambda: None,
+        }
+    )
+    try:
+        refusals = {
+            name: await error_of(ctx, "describe_variable", name=name)
+            for name in ["pathlib.os.environ", "holder.mod.environ", "holder.env", "f.__globals__", "os"]
+        }
+    finally:
+        del os.environ["BLITZ_TEST_SECRET"]
+    assert refusals["pathlib.os.environ"] == (
+        "pathlib is the module pathlib; describe_variable describes the user's variables, not "
+        "modules or what they hold"
+    )
+    assert refusals["holder.mod.environ"].startswith("holder.mod is the module os;")
+    assert refusals["holder.env"] == (
+        "holder.env is the process environment; describe_variable does not show it"
+    )
+    assert refusals["f.__globals__"].startswith("cannot get f.__globals__: describe_variable follows public")
+    assert refusals["os"].startswith("no variable named 'os'")
+    assert not any("sk-do-not-send" in text for text in refusals.values())
+
+
+async def test_list_and_describe_do_not_run_a_user_objects_repr_or_len(ctx: ToolContext) -> None:
+    SlowRepr.calls = 0
+    ns(ctx).update({"slow": SlowRepr(), "in_a_list": [1, SlowRepr()]})
+    started = time.monotonic()
+    lines = (await call(ctx, "list_variables")).splitlines()
+    described = await call(ctx, "describe_variable", name="slow")
+    in_list = await call(ctx, "describe_variable", name="in_a_list")
+    assert time.monotonic() - started < 5
+    assert SlowRepr.calls == 0
+    assert lines[0] == "in_a_list (list, len 2): [1, <SlowRepr instance at 0x" + lines[0].split("0x")[1]
+    assert lines[1].startswith("slow (SlowRepr): <SlowRepr instance at 0x")
+    assert described.splitlines() == [
+        "slow: type: tests.unit.test_kernel_tools.SlowRepr",
+        "(its repr, len and properties are its own code and were not run; use run_python to "
+        "look inside)",
+        "attributes: size (int)",
+    ]
+    assert "<SlowRepr instance at 0x" in in_list
+
+
+async def test_user_code_that_a_library_calls_is_stopped_at_the_turn_deadline(ctx: ToolContext) -> None:
+    SlowRepr.calls = 0
+    ns(ctx)["df"] = pd.DataFrame({"obj": [SlowRepr()]})
+    ctx.deadline = time.monotonic() + 0.5
+    started = time.monotonic()
+    text = await error_of(ctx, "describe_variable", name="df")
+    assert time.monotonic() - started < 5
+    assert text.startswith("describing df ran past 0.") and "and was stopped" in text
+    assert SlowRepr.calls == 1
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+async def test_interrupt_stops_a_slow_str_inside_describe(ctx: ToolContext) -> None:
+    class SignalsThenSleeps:
+        def __str__(self) -> str:
+            ns(ctx)["started"].set()
+            time.sleep(20)
+            return "late"
+
+    previous = signal.getsignal(signal.SIGINT)
+    sender = interrupt_when("started", ctx)
+    ns(ctx)["df"] = pd.DataFrame({"obj": [SignalsThenSleeps()]})
+    started = time.monotonic()
+    with pytest.raises(asyncio.CancelledError):
+        await call(ctx, "describe_variable", name="df")
+    sender.join(timeout=30)
+    assert time.monotonic() - started < 10
+    assert signal.getsignal(signal.SIGINT) is previous

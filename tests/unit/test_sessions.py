@@ -49,9 +49,9 @@ async def test_search_finds_prompts_answers_tool_results_and_compacted_parts(mak
     await ws.run("and then?", session="s")
     await ws.compact("s")
     assert isinstance(ws.session("s").history[0], SummaryMessage)
-    hits = ws.sessions.search("outlier")
-    assert [(h.session, h.role) for h in hits] == [
-        ("s", "user"), ("s", "result of read_file"), ("s", "assistant"),
+    hits = sorted(ws.sessions.search("outlier"), key=lambda hit: hit.index)  # ranked: put in order
+    assert [(h.session, h.role, h.compacted) for h in hits] == [
+        ("s", "user", True), ("s", "result of read_file", True), ("s", "assistant", True),
     ]
-    assert "March" in hits[1].excerpt
+    assert "March" in hits[1].excerpt and "«outlier»" in hits[1].excerpt
     assert ws.sessions.search("nothing like this") == []

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from blitz_kernel.core.history import ImagePart
 from blitz_kernel.core.usage import TokenUsage, UsageTotals
 from blitz_kernel.engine.events import (
@@ -33,6 +35,7 @@ from blitz_kernel.notebook.widgets.sync import WidgetSync
 from blitz_kernel.notebook.widgets.view import AsideMessage, DecideMessage, TurnView, parse_message
 
 from .conftest import ConcurrencyProbe, call, tool_step
+from .front_end_fakes import FakeClock
 
 
 def played(*events: Any) -> TurnState:
@@ -63,7 +66,7 @@ def test_a_turn_folds_into_items_with_live_statuses():
     for event in (
         PermissionDecision(call_id="c1", decision="allow"),
         ToolResultEvent(id="c1", name="write_file", ok=True, preview="wrote a"),
-        ToolResultEvent(id="c2", name="read_file", ok=False, error="no such file"),
+        ToolResultEvent(id="c2", name="read_file", ok=False, status="error", error="no such file"),
         SteerEvent(count=1, call_id="c2"),
         UsageEvent(model="m", usage=TokenUsage(input_tokens=5, output_tokens=2), cost_usd=None),
         TextEvent(text="Done.", repeat=True),
@@ -81,7 +84,7 @@ def test_denied_and_cancelled_calls_and_leftover_steers():
     state.add_steer("first")
     state.add_steer("second")
     state.apply(PermissionDecision(call_id="c1", decision="deny", reason="no"))
-    state.apply(ToolResultEvent(id="c1", name="write_file", ok=False, error="write_file was denied: no"))
+    state.apply(ToolResultEvent(id="c1", name="write_file", ok=False, status="denied", error="write_file was denied: no"))
     state.apply(ToolCallEvent(id="c2", name="run_python", args={}))
     state.apply(TurnDone(stop_reason="end_turn", usage=UsageTotals(), leftovers=["second"]))
     assert [t["status"] for t in state.tool_items()] == ["denied", "cancelled"]
@@ -89,21 +92,22 @@ def test_denied_and_cancelled_calls_and_leftover_steers():
 
 
 def test_sync_sends_at_most_one_message_per_interval_and_the_last_state_exactly():
-    async def scenario() -> tuple[TurnView, WidgetSync, list[dict[str, Any]]]:
-        state = TurnState(turn_id="t1", prompt="p", session="s")
-        view = TurnView("t1", lambda message: None)
-        sent: list[dict[str, Any]] = []
-        view.send_state = lambda key=None: sent.append(view.get_state(key))  # type: ignore[method-assign]
-        sync = WidgetSync(view, state, interval=0.05)
-        for index in range(200):
-            state.apply(TextEvent(text=f"w{index} ", delta=True))
-            sync.changed()
-        await asyncio.sleep(0.08)  # let the one armed timer fire
-        state.apply(TextEvent(text="exact", repeat=True))
-        sync.flush()
-        return view, sync, sent
-
-    view, sync, sent = asyncio.run(scenario())
+    clock = FakeClock()
+    state = TurnState(turn_id="t1", prompt="p", session="s")
+    view = TurnView("t1", lambda message: None)
+    sent: list[dict[str, Any]] = []
+    view.send_state = lambda key=None: sent.append(view.get_state(key))  # type: ignore[method-assign]
+    sync = WidgetSync(view, state, interval=0.05, clock=clock.now, call_later=clock.call_later)
+    for index in range(200):
+        state.apply(TextEvent(text=f"w{index} ", delta=True))
+        clock.advance(0.0001)
+        sync.changed()
+    assert sync.messages == 1 and [delay for delay, _ in clock.armed] == [pytest.approx(0.05 - 0.0001)]
+    clock.advance(0.05)
+    clock.fire()  # the one armed timer sends the other 199 changes
+    assert sync.messages == 2 and view.live["text"].endswith("w199 ")
+    state.apply(TextEvent(text="exact", repeat=True))
+    sync.flush()
     assert sync.messages == 3  # the first change, one timed flush for the other 199, the final
     assert len(sent) == 3
     assert view.items[-1] == {"kind": "text", "text": "exact"}

@@ -29,6 +29,7 @@ from blitz_kernel.core.history import (
     UserMessage,
     user_prompt,
 )
+from blitz_kernel.core.tools import ToolSpec
 from blitz_kernel.core.usage import TokenUsage
 from blitz_kernel.errors import (
     ContextWindowError,
@@ -37,6 +38,7 @@ from blitz_kernel.errors import (
     ModelError,
     ModelNotFoundError,
     ModelRateLimitError,
+    ModelStallError,
     ModelTimeoutError,
     ModelUnavailableError,
 )
@@ -46,14 +48,9 @@ from blitz_kernel.models.base import (
     ModelResponse,
     StreamItem,
     TextDelta,
-    ToolSpec,
 )
-from blitz_kernel.models.litellm_model import (
-    LiteLLMModel,
-    load_litellm,
-    to_openai_messages,
-    warm_up_in_background,
-)
+from blitz_kernel.models.litellm_model import LiteLLMModel, load_litellm
+from blitz_kernel.models.openai_wire import to_openai_messages
 from tests.fakeserver import FakeOpenAIServer
 
 MODEL = "openai/fake-model"
@@ -373,6 +370,96 @@ async def test_a_stall_after_text_was_shown_is_a_timeout_without_retry(fake_serv
     assert len(fake_server.requests) == 1
 
 
+# -- stall detection (GR-03) ------------------------------------------------------------------
+
+
+@both_stream_paths
+async def test_GR03_a_stall_before_the_first_byte_ends_with_a_stall_error_after_the_retries(
+    fake_server: FakeOpenAIServer, fast_stream: bool
+) -> None:
+    # the server accepts the request and sends nothing, not even headers
+    fake_server.enqueue(*[{"fault": "stall", "seconds": 30}] * 2, {"text": "never sent"})
+    model = make_model(fake_server, retries=1, fast_stream=fast_stream,
+                       stall_first_byte_s=0.2, stall_between_chunks_s=30)
+
+    with pytest.raises(ModelStallError) as raised:
+        await collect(model, simple_request())
+
+    assert str(raised.value) == f"model {MODEL!r} failed: sent nothing for 0.2 s (stall.first_byte_s)"
+    assert raised.value.budget == "stall.first_byte_s" and raised.value.retryable
+    assert len(fake_server.requests) == 2 and fake_server.pending_steps == 1  # first try + one retry
+
+
+@both_stream_paths
+async def test_GR03_a_stall_between_chunks_ends_with_a_stall_error_after_the_retries(
+    fake_server: FakeOpenAIServer, fast_stream: bool
+) -> None:
+    # headers and a role chunk arrive at once, then nothing: the between-chunks budget runs out
+    fake_server.enqueue(*[{"fault": "stall", "seconds": 30, "started": True}] * 3, {"text": "never sent"})
+    model = make_model(fake_server, retries=2, fast_stream=fast_stream,
+                       stall_first_byte_s=30, stall_between_chunks_s=0.2)
+
+    with pytest.raises(ModelStallError, match=r"sent nothing for 0\.2 s between chunks \(stall\.between_chunks_s\)"):
+        await collect(model, simple_request())
+
+    assert len(fake_server.requests) == 3 and fake_server.pending_steps == 1
+
+
+async def test_GR03_a_stalled_attempt_is_retried_and_the_retry_answers(fake_server: FakeOpenAIServer) -> None:
+    fake_server.enqueue({"fault": "stall", "seconds": 30}, {"text": "awake"})
+    # the budget also bounds the healthy answer: generous enough for a busy machine
+    model = make_model(fake_server, retries=1, stall_first_byte_s=0.5)
+
+    _, response = split(await collect(model, simple_request()))
+
+    assert response.text == "awake" and len(fake_server.requests) == 2
+
+
+async def test_GR03_a_stall_after_text_was_shown_is_not_retried(fake_server: FakeOpenAIServer) -> None:
+    fake_server.enqueue({"fault": "stall", "seconds": 30, "text": "Half an"}, {"text": "never sent"})
+    shown: list[StreamItem] = []
+
+    with pytest.raises(ModelStallError, match="stalled after part of the answer was shown: sent nothing"):
+        await collect(make_model(fake_server, retries=3, stall_between_chunks_s=0.2), simple_request(), into=shown)
+
+    assert "".join(item.text for item in shown if isinstance(item, TextDelta)) == "Half an"
+    assert len(fake_server.requests) == 1
+
+
+async def test_GR03_a_slow_consumer_is_not_a_stalled_provider(fake_server: FakeOpenAIServer) -> None:
+    # only time spent waiting on the provider counts: a consumer that takes longer than the
+    # budget between chunks (a busy front end) does not make the provider look stalled
+    fake_server.enqueue({"text": "one two three four"})
+    model = make_model(fake_server, retries=0, stall_first_byte_s=5, stall_between_chunks_s=0.05)
+    items: list[StreamItem] = []
+
+    async for item in model.stream(simple_request()):
+        items.append(item)
+        if isinstance(item, TextDelta):
+            await asyncio.sleep(0.1)  # the consumer's own work, not a wait for the server
+
+    _, response = split(items)
+    assert response.text == "one two three four"
+
+
+async def test_GR03_stopping_during_a_stall_is_a_cancellation_not_a_stall(fake_server: FakeOpenAIServer) -> None:
+    fake_server.enqueue({"fault": "stall", "seconds": 30})
+    model = make_model(fake_server, retries=0, stall_first_byte_s=30)
+
+    task = asyncio.ensure_future(collect(model, simple_request()))
+    await asyncio.to_thread(fake_server.wait_for_requests, 1)
+    task.cancel()
+
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+@pytest.mark.parametrize("budget", [0, -1, float("inf"), float("nan")])
+def test_GR03_stall_budgets_must_be_finite_and_positive(budget: float) -> None:
+    with pytest.raises(ValueError, match="stall.first_byte_s must be a finite number of seconds > 0"):
+        LiteLLMModel(MODEL, stall_first_byte_s=budget)
+
+
 # -- errors ----------------------------------------------------------------------------------
 
 
@@ -457,15 +544,6 @@ def test_importing_the_adapter_does_not_import_litellm() -> None:
     code = "import blitz_kernel.models.litellm_model, sys; assert 'litellm' not in sys.modules"
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-
-
-def test_warm_up_imports_litellm_in_a_daemon_thread() -> None:
-    thread = warm_up_in_background()
-    assert thread.daemon
-    thread.join(timeout=60)
-    assert not thread.is_alive()
-    assert load_litellm() is sys.modules["litellm"]
-    assert sys.modules["litellm"].suppress_debug_info is True
 
 
 # -- the test harness itself ----------------------------------------------------------------

@@ -13,9 +13,9 @@ import asyncio
 import contextlib
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, assert_never
 
-from ...engine.events import PermissionDecision, PermissionRequest, TextEvent, TurnDone
+from ...engine.events import Event, PermissionDecision, PermissionRequest, TextEvent, TurnDone
 from ...engine.modes import PlanReview
 from ...errors import BlitzError, SteerTooLateError
 from .state import TurnState
@@ -24,6 +24,7 @@ from .view import (
     AsideMessage,
     DecideMessage,
     FrontEndMessage,
+    ReadyMessage,
     ReviewMessage,
     SteerMessage,
     StopMessage,
@@ -34,9 +35,6 @@ if TYPE_CHECKING:
     from ...engine.turn import TurnResult
     from ...engine.workspace import Workspace
 
-RENDER_TIMEOUT_S = 10.0
-"""How long a permission request or a plan waits for the widget to render before nobody is
-taken to be there (fail-closed: nobody can click a widget nobody sees)."""
 STOPPED_REASON = "the user pressed Stop (denied)"
 PLAN_STOPPED_REASON = "the user pressed Stop"
 ASIDE_CANCELLED = "aside cancelled"
@@ -102,12 +100,6 @@ class WidgetPlanReviewer:
     def __init__(self, controller: TurnController) -> None:
         self._controller = controller
 
-    @property
-    def interactive(self) -> bool:
-        """Whether somebody can answer. The engine does not read it yet; with it, a reviewer
-        nobody can see could make the plan the answer ("unreviewed") as None does."""
-        return self._controller.rendered.is_set()
-
     async def review(self, plan: str) -> PlanReview | None:
         controller = self._controller
         if not await controller.wait_rendered():
@@ -125,11 +117,16 @@ class TurnController:
         prompt: str,
         *,
         render_timeout: float | None = None,
+        label: str = "",
     ) -> None:
         self.workspace = workspace
         self.turn_id = uuid.uuid4().hex
-        self.state = TurnState(turn_id=self.turn_id, prompt=prompt, session=session)
-        self.render_timeout = RENDER_TIMEOUT_S if render_timeout is None else render_timeout
+        self.state = TurnState(turn_id=self.turn_id, prompt=prompt, session=session, label=label)
+        self.render_timeout = (
+            workspace.config.notebook.render_timeout_s if render_timeout is None else render_timeout
+        )
+        """How long a permission request or a plan waits for the widget to render before nobody
+        is taken to be there (fail-closed: nobody can click a widget nobody sees)."""
         self.view: TurnView | None = None
         """The widget, once the cell shows it (a front end answered the probe)."""
         self.sync: WidgetSync | None = None
@@ -150,19 +147,26 @@ class TurnController:
 
     def create_view(self) -> TurnView:
         """The widget, with the state so far (its comm opens now)."""
-        values = {name: self.state.synced_value(name) for name in self.state.dirty}
-        self.state.dirty.clear()
+        values = self.state.take_dirty()
         self.view = TurnView(self.turn_id, self.receive, **values)
         self.sync = WidgetSync(self.view, self.state)
         return self.view
 
-    def apply(self, event: Any) -> None:
+    def apply(self, event: Event) -> None:
         """An engine event: fold it in and let the sync decide when to send it."""
         self.state.apply(event)
+        self.observe(event)
+        self.send(event)
+
+    def observe(self, event: Event) -> None:
+        """What an event (already folded into the state) means for the buttons: a permission
+        request opens now, not when the approver starts waiting, since a click may come first."""
         if isinstance(event, PermissionRequest):
-            # Open it now, not when the approver starts waiting: a click may arrive first.
             self._request = OpenRequest(event, asyncio.get_running_loop().create_future())
-        self.changed(urgent=isinstance(event, (PermissionRequest, TurnDone)))
+
+    def send(self, event: Event) -> None:
+        """Let the sync send what `event` changed: at once for what a user waits on."""
+        self.changed(urgent=isinstance(event, PermissionRequest | TurnDone))
 
     def changed(self, *, urgent: bool = False) -> None:
         if self.sync is None:
@@ -186,16 +190,21 @@ class TurnController:
     def receive(self, message: FrontEndMessage) -> None:
         """A message for this turn (view.py already dropped stale and malformed ones)."""
         self.rendered.set()  # any message proves that a view of this turn is on screen
-        if isinstance(message, DecideMessage):
-            self._on_decide(message)
-        elif isinstance(message, ReviewMessage):
-            self._on_review(message)
-        elif isinstance(message, SteerMessage):
-            self._on_steer(message.text)
-        elif isinstance(message, AsideMessage):
-            self._on_aside(message.question)
-        elif isinstance(message, StopMessage):
-            self._on_stop()
+        match message:
+            case DecideMessage():
+                self._on_decide(message)
+            case ReviewMessage():
+                self._on_review(message)
+            case SteerMessage():
+                self._on_steer(message.text)
+            case AsideMessage():
+                self._on_aside(message.question)
+            case StopMessage():
+                self._on_stop()
+            case ReadyMessage():
+                pass  # rendered, and nothing more to do
+            case _:
+                assert_never(message)
         self.changed(urgent=not isinstance(message, SteerMessage | AsideMessage))
 
     def _on_decide(self, message: DecideMessage) -> None:
@@ -245,14 +254,13 @@ class TurnController:
         state = self.state
         streamed: list[str] = []
 
-        def show(event: Any) -> None:
+        def show(event: Event) -> None:
             if isinstance(event, TextEvent) and not event.thought:
                 if event.repeat:
                     streamed[:] = [event.text]
                 elif event.delta:
                     streamed.append(event.text)
-                state.asides[aside_id]["answer"] = "".join(streamed)
-                state.dirty.add("asides")
+                state.stream_aside(aside_id, "".join(streamed))
                 self.changed()
 
         try:
@@ -367,10 +375,6 @@ class TurnController:
 
     # -- the end of the turn --------------------------------------------------------------
 
-    @property
-    def asides_pending(self) -> bool:
-        return bool(self._asides)
-
     async def wait_for_asides(self, limit_s: float) -> None:
         """Let side questions asked during the turn finish (bounded; Stop cancels them)."""
         tasks = list(self._asides.values())
@@ -388,17 +392,18 @@ class TurnController:
         """The turn's outcome: dropped steer messages, the phase, a last exact flush."""
         state = self.state
         if result.dropped or result.stop_reason != "end_turn":
-            state.drop_queued_steers("dropped: the turn was stopped")
+            state.drop_queued_steers(dropped_because(result.stop_reason))
         state.set_phase("done")
         self.changed(urgent=True)
 
     def follow_up(self, result: TurnResult) -> list[str]:
         """Steer messages to send as the next prompt (ENG-41/42): leftovers of a turn that
-        ended normally and messages that came too late; none after a stop or failure."""
-        if result.stop_reason != "end_turn":
-            for steer in self.state.steers:
-                if steer["status"] == "next_prompt":
-                    steer["status"], steer["detail"] = "dropped", "dropped: the turn did not end normally"
-            self.state.dirty.add("steers")
-            return []
-        return [*result.leftovers, *self.late_steers]
+        ended normally and messages that came too late; none after any other end."""
+        return self.state.follow_up(result, self.late_steers)
+
+
+def dropped_because(stop_reason: str) -> str:
+    """Why queued steer messages were dropped: every end but `end_turn` drops them (ENG-41)."""
+    if stop_reason == "cancelled":
+        return "dropped: the turn was stopped"
+    return f"dropped: the turn ended with {stop_reason}"

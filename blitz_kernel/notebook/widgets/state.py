@@ -3,23 +3,30 @@
 Kept apart from the widget so that it can be tested and benchmarked without a kernel, and so
 that the static rendering left in the notebook is made from the very state the widget showed.
 Every field that the front end sees is a plain JSON value; `dirty` names the synced fields that
-changed since the last flush, so a flush sends only those.
+changed since the last flush, so a flush sends only those. Items, steers and asides are typed
+dicts (they go to the front end as they are); only TurnState's methods change them, so the
+controller and the presenters read them and never edit one in place.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, assert_never
 
+from ...core.terms import PlanStatus, ToolOutcome, Verdict
 from ...core.usage import UsageTotals
 from ...engine.events import (
     CompactionEvent,
     ErrorEvent,
+    Event,
+    ModelSwitchEvent,
     PermissionDecision,
     PermissionRequest,
     PlanEvent,
     SteerEvent,
+    SubagentEvent,
     TextEvent,
     ToolCallEvent,
     ToolResultEvent,
@@ -27,11 +34,96 @@ from ...engine.events import (
     TurnStarted,
     UsageEvent,
 )
+from ..lines import compaction_line, plan_heading, switch_line
 
-ToolStatus = Literal["queued", "waiting", "running", "done", "error", "denied", "cancelled"]
+if TYPE_CHECKING:
+    from ...engine.turn import TurnResult
+
+ToolStatus = Literal["queued", "waiting", "running", "done", "error", "denied", "cancelled", "blocked"]
+"""A tool card's status: open (queued, waiting, running) or how the call ended."""
 SteerStatus = Literal["queued", "delivered", "next_prompt", "dropped"]
 AsideStatus = Literal["thinking", "answered", "failed", "cancelled"]
 Phase = Literal["running", "finishing", "done"]
+
+FINAL_STATUS: dict[ToolOutcome, ToolStatus] = {
+    "ok": "done", "error": "error", "denied": "denied", "cancelled": "cancelled", "blocked": "blocked",
+}
+"""The card status of each way a call can end (ToolResultEvent.status)."""
+
+
+class TextItem(TypedDict):
+    kind: Literal["text"]
+    text: str
+
+
+class ThoughtItem(TypedDict):
+    kind: Literal["thought"]
+    text: str
+
+
+class ToolItem(TypedDict):
+    kind: Literal["tool"]
+    id: str
+    name: str
+    args: dict[str, Any]
+    status: ToolStatus
+    started_ms: float
+    ended_ms: float | None
+    preview: str
+    error: str | None
+    decision: Verdict | None
+    images: int
+    """Images the card shows (they travel apart, in `TurnState.images`)."""
+    images_omitted: int
+
+
+class PlanItem(TypedDict):
+    kind: Literal["plan"]
+    plan: str
+    status: PlanStatus
+    reason: str | None
+    heading: str
+    """What became of the plan, in words: the widget shows this, so the wording lives in
+    Python only (lines.plan_heading)."""
+
+
+class CompactionItem(TypedDict):
+    kind: Literal["compaction"]
+    covered_events: int
+    tokens_before: int
+    tokens_after: int
+    line: str
+    """The one-line note the widget shows (lines.compaction_line)."""
+
+
+class ErrorItem(TypedDict):
+    kind: Literal["error"]
+    message: str
+
+
+Item = TextItem | ThoughtItem | ToolItem | PlanItem | CompactionItem | ErrorItem
+
+
+class SteerEntry(TypedDict):
+    id: int
+    text: str
+    status: SteerStatus
+    detail: str
+
+
+class AsideEntry(TypedDict):
+    id: int
+    question: str
+    status: AsideStatus
+    answer: str
+    error: str | None
+
+
+class PendingCallEntry(TypedDict):
+    id: str
+    name: str
+    args: dict[str, Any]
+    decision: Verdict | None
 
 SYNCED = (
     "header", "items", "live", "pending", "review", "steers", "asides", "footer", "phase", "stopping", "notice",
@@ -40,8 +132,8 @@ SYNCED = (
 """The fields the widget mirrors as traits (same names)."""
 
 OPEN_STATUSES = ("queued", "waiting", "running")
-CANCELLED_PREFIX = "cancelled:"
-"""How the loop words the result of a call that the stop cut short (loop.CANCELLED_RESULT)."""
+NOTICE_KINDS = ("unpriced", "notice", "mcp")
+"""Error events that are warnings to show, not the turn's failure."""
 
 
 def _now_ms() -> float:
@@ -61,7 +153,7 @@ class TurnState:
     label: str = ""
     """Shown instead of the prompt when the cell did not type it (the carry-out of a plan)."""
     started_ms: float = field(default_factory=_now_ms)
-    items: list[dict[str, Any]] = field(default_factory=list)
+    items: list[Item] = field(default_factory=list)
     """Finished blocks in order: text, thought, tool, plan, compaction, error."""
     live_text: str = ""
     live_thought: str = ""
@@ -69,8 +161,8 @@ class TurnState:
     """The open permission request ({} when none): request_id and its calls with decisions."""
     review: dict[str, Any] = field(default_factory=dict)
     """The plan waiting for Approve plan / Reject ({} when none): review_id and the plan."""
-    steers: list[dict[str, Any]] = field(default_factory=list)
-    asides: list[dict[str, Any]] = field(default_factory=list)
+    steers: list[SteerEntry] = field(default_factory=list)
+    asides: list[AsideEntry] = field(default_factory=list)
     images: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     """Images tools showed, by call id: [{media_type, data (base64)}]. Apart from `items` on
     purpose: `items` is sent whole whenever a card changes, images only when one arrives."""
@@ -81,20 +173,51 @@ class TurnState:
     notice: str = ""
     stop_reason: str = ""
     error: str | None = None
+    not_saved: str | None = None
+    """Why the session is not being saved (the store failed), from TurnDone (WS-02)."""
     elapsed_s: float | None = None
     done_seen: bool = False
     dirty: set[str] = field(default_factory=lambda: set(SYNCED))
-    _tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _tools: dict[str, ToolItem] = field(default_factory=dict)
     _batch: list[str] = field(default_factory=list)
     """Ids of the tool calls of the current model response."""
 
     # -- engine events --------------------------------------------------------------------
 
-    def apply(self, event: Any) -> None:
+    def apply(self, event: Event) -> None:
         """Fold one engine event into the state."""
-        handler = _HANDLERS.get(type(event))
-        if handler is not None:
-            handler(self, event)
+        match event:
+            case TurnStarted():
+                self._on_started(event)
+            case TextEvent():
+                self._on_text(event)
+            case ToolCallEvent():
+                self._on_tool_call(event)
+            case PermissionRequest():
+                self._on_permission_request(event)
+            case PermissionDecision():
+                self._on_decision(event)
+            case ToolResultEvent():
+                self._on_tool_result(event)
+            case SteerEvent():
+                self._on_steer(event)
+            case UsageEvent():
+                self._on_usage(event)
+            case CompactionEvent():
+                self._on_compaction(event)
+            case PlanEvent():
+                self._on_plan(event)
+            case ErrorEvent():
+                self._on_error(event)
+            case TurnDone():
+                self._on_done(event)
+            case ModelSwitchEvent():
+                self.notice = switch_line(event)
+                self.dirty.add("notice")
+            case SubagentEvent():
+                self._on_subagent(event)
+            case _:
+                assert_never(event)
 
     def _on_started(self, event: TurnStarted) -> None:
         self.model, self.agent, self.turn_index = event.model, event.agent, event.turn_index
@@ -127,7 +250,7 @@ class TurnState:
             self._close_step()
         if all(self._tools[call_id]["status"] not in OPEN_STATUSES for call_id in self._batch):
             self._batch = []  # a new model response: the previous batch has finished
-        item = {
+        item: ToolItem = {
             "kind": "tool", "id": event.id, "name": event.name, "args": event.args,
             "status": "running", "started_ms": _now_ms(), "ended_ms": None,
             "preview": "", "error": None, "decision": None, "images": 0, "images_omitted": 0,
@@ -136,16 +259,27 @@ class TurnState:
         self._batch.append(event.id)
         self._add(item)
 
-    def _on_permission_request(self, event: PermissionRequest) -> None:
+    def _on_subagent(self, event: SubagentEvent) -> None:
+        """A sub-agent's event (ENG-70): its permission requests are answered here like the
+        turn's own, saying which agent asks; the call that started it stays running."""
+        inner = event.event
+        while isinstance(inner, SubagentEvent):
+            inner = inner.event
+        if isinstance(inner, PermissionRequest):
+            self._on_permission_request(inner, agent=event.agent)
+        elif isinstance(inner, PermissionDecision):
+            self._on_decision(inner)
+
+    def _on_permission_request(self, event: PermissionRequest, agent: str | None = None) -> None:
         asked = {call.id for call in event.calls}
-        for call_id in self._batch:
+        for call_id in self._batch if agent is None else ():
             tool = self._tools[call_id]
             if tool["status"] == "running":
                 tool["status"] = "waiting" if call_id in asked else "queued"
-        self.pending = {
-            "request_id": event.request_id,
-            "calls": [{"id": c.id, "name": c.name, "args": c.args, "decision": None} for c in event.calls],
-        }
+        calls: list[PendingCallEntry] = [
+            {"id": c.id, "name": c.name, "args": c.args, "decision": None} for c in event.calls
+        ]
+        self.pending = {"request_id": event.request_id, "calls": calls, "agent": agent}
         self.dirty.update(("items", "pending"))
 
     def _on_decision(self, event: PermissionDecision) -> None:
@@ -175,14 +309,7 @@ class TurnState:
         tool = self._tools.get(event.id)
         if tool is None:
             return
-        if event.ok:
-            tool["status"] = "done"
-        elif tool["status"] == "denied" or tool["decision"] == "deny":
-            tool["status"] = "denied"
-        elif (event.error or "").startswith(CANCELLED_PREFIX):
-            tool["status"] = "cancelled"
-        else:
-            tool["status"] = "error"
+        tool["status"] = FINAL_STATUS[event.status]
         tool["preview"], tool["error"], tool["ended_ms"] = event.preview, event.error, _now_ms()
         tool["images"], tool["images_omitted"] = len(event.images), event.images_omitted
         if event.images:
@@ -209,16 +336,20 @@ class TurnState:
 
     def _on_compaction(self, event: CompactionEvent) -> None:
         self._add({"kind": "compaction", "covered_events": event.covered_events,
-                   "tokens_before": event.tokens_before, "tokens_after": event.tokens_after})
+                   "tokens_before": event.tokens_before, "tokens_after": event.tokens_after,
+                   "line": compaction_line(event.covered_events)})
 
     def _on_plan(self, event: PlanEvent) -> None:
         self.close_review()
-        self._add({"kind": "plan", "plan": event.plan, "status": event.status, "reason": event.reason})
+        self._add({"kind": "plan", "plan": event.plan, "status": event.status, "reason": event.reason,
+                   "heading": plan_heading(event.status)})
 
     def _on_error(self, event: ErrorEvent) -> None:
-        if event.kind == "unpriced":
+        if event.kind in NOTICE_KINDS:
             self.notice = event.message
             self.dirty.add("notice")
+        elif event.kind == "mcp":  # an MCP server that could not be used this turn
+            self._add({"kind": "error", "message": event.message})
 
     def _on_done(self, event: TurnDone) -> None:
         self.done_seen = True
@@ -230,6 +361,7 @@ class TurnState:
         self.close_review()
         self.usage = event.usage.model_copy()
         self.stop_reason, self.error = event.stop_reason, event.error
+        self.not_saved = event.not_saved
         if event.error:
             self._add({"kind": "error", "message": event.error})
         self._mark_steers(len(event.leftovers), "next_prompt", "sent as the next prompt", oldest=False)
@@ -245,6 +377,18 @@ class TurnState:
     def drop_queued_steers(self, reason: str) -> None:
         self._mark_steers(len(self.steers), "dropped", reason, oldest=True)
 
+    def follow_up(self, result: TurnResult, late_steers: Sequence[str] = ()) -> list[str]:
+        """Steer messages to send as the next prompt (ENG-41/42): the leftovers of a turn that
+        ended normally and those that came too late; after any other end, none (and the ones
+        shown as "sent as the next prompt" say they were dropped)."""
+        if result.stop_reason == "end_turn":
+            return [*result.leftovers, *late_steers]
+        for steer in self.steers:
+            if steer["status"] == "next_prompt":
+                steer["status"], steer["detail"] = "dropped", "dropped: the turn did not end normally"
+        self.dirty.add("steers")
+        return []
+
     def add_aside(self, question: str) -> int:
         self.asides.append({"id": len(self.asides), "question": question, "status": "thinking",
                             "answer": "", "error": None})
@@ -252,7 +396,13 @@ class TurnState:
         return len(self.asides) - 1
 
     def set_aside(self, aside_id: int, status: AsideStatus, answer: str = "", error: str | None = None) -> None:
-        self.asides[aside_id].update(status=status, answer=answer, error=error)
+        aside = self.asides[aside_id]
+        aside["status"], aside["answer"], aside["error"] = status, answer, error
+        self.dirty.add("asides")
+
+    def stream_aside(self, aside_id: int, answer: str) -> None:
+        """The answer so far of an aside still being answered."""
+        self.asides[aside_id]["answer"] = answer
         self.dirty.add("asides")
 
     def set_phase(self, phase: Phase) -> None:
@@ -281,7 +431,7 @@ class TurnState:
                 tool["status"] = "running"
                 self.dirty.add("items")
 
-    def decide_call(self, call_id: str, decision: str) -> None:
+    def decide_call(self, call_id: str, decision: Verdict) -> None:
         """Show a click at once, before the engine's decision event confirms it."""
         for call in self.pending.get("calls", []):
             if call["id"] == call_id:
@@ -329,25 +479,13 @@ class TurnState:
         self.dirty.clear()
         return changed
 
-    def tool_items(self) -> list[dict[str, Any]]:
+    def tool_items(self) -> list[ToolItem]:
         return [item for item in self.items if item["kind"] == "tool"]
 
-    def _add(self, item: dict[str, Any]) -> None:
+    def tool(self, call_id: str) -> ToolItem | None:
+        """The card of one call (None for a call this state never saw)."""
+        return self._tools.get(call_id)
+
+    def _add(self, item: Item) -> None:
         self.items.append(item)
         self.dirty.add("items")
-
-
-_HANDLERS: dict[type, Any] = {
-    TurnStarted: TurnState._on_started,
-    TextEvent: TurnState._on_text,
-    ToolCallEvent: TurnState._on_tool_call,
-    PermissionRequest: TurnState._on_permission_request,
-    PermissionDecision: TurnState._on_decision,
-    ToolResultEvent: TurnState._on_tool_result,
-    SteerEvent: TurnState._on_steer,
-    UsageEvent: TurnState._on_usage,
-    CompactionEvent: TurnState._on_compaction,
-    PlanEvent: TurnState._on_plan,
-    ErrorEvent: TurnState._on_error,
-    TurnDone: TurnState._on_done,
-}

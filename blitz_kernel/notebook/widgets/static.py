@@ -14,29 +14,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...core.text import one_line, shorten
+from ..lines import RESULT_CHARS, args_line, plan_heading_with_reason, usage_line
 from ..markdown import escape_html, html_code_span
-from .state import TurnState
+from .state import SteerStatus, ToolItem, ToolStatus, TurnState
 
 RECORD_VERSION = 1
 ARG_CHARS = 2000
 """Longest argument value kept in the record (a whole written file would bloat the notebook)."""
-RESULT_CHARS = 200
-LINE_ARGS_CHARS = 100
-LINE_RESULT_CHARS = 120
+RECORD_RESULT_CHARS = 200
 
-STATUS_MARK = {"done": "✓", "error": "✗", "denied": "⊘ denied", "cancelled": "⊘ cancelled"}
-STEER_WORDS = {
+STATUS_MARK: dict[ToolStatus, str] = {
+    "done": "✓", "error": "✗", "denied": "⊘ denied", "cancelled": "⊘ cancelled", "blocked": "⊘ blocked",
+}
+STEER_WORDS: dict[SteerStatus, str] = {
     "queued": "queued", "delivered": "delivered", "next_prompt": "sent as the next prompt",
     "dropped": "dropped",
 }
-
-
-def shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def one_line(text: str, limit: int) -> str:
-    return shorten(" ".join(text.split()), limit)
 
 
 def _short_value(value: Any) -> Any:
@@ -65,8 +59,8 @@ def turn_record(state: TurnState, final_text: str) -> dict[str, Any]:
             {
                 "id": tool["id"], "name": tool["name"], "args": _short_value(tool["args"]),
                 "status": tool["status"], "decision": tool["decision"],
-                "result": shorten(tool["error"] or tool["preview"] or "", RESULT_CHARS),
-                "images": tool.get("images", 0),
+                "result": shorten(tool["error"] or tool["preview"] or "", RECORD_RESULT_CHARS),
+                "images": tool["images"],
             }
             for tool in state.tool_items()
         ],
@@ -76,22 +70,17 @@ def turn_record(state: TurnState, final_text: str) -> dict[str, Any]:
     }
 
 
-def args_line(args: dict[str, Any]) -> str:
-    text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items())
-    return one_line(text, LINE_ARGS_CHARS)
-
-
-def tool_line(tool: dict[str, Any]) -> str:
+def tool_line(tool: ToolItem) -> str:
     """`⚙ name(args) → ✓ result`, one line, plain text."""
     result = tool["error"] or tool["preview"] or ""
     mark = STATUS_MARK.get(tool["status"], tool["status"])
-    tail = f" → {mark}{images_note(tool)}" + (f" {one_line(result, LINE_RESULT_CHARS)}" if result else "")
+    tail = f" → {mark}{images_note(tool)}" + (f" {one_line(result, RESULT_CHARS)}" if result else "")
     return f"⚙ {tool['name']}({args_line(tool['args'])}){tail}"
 
 
-def images_note(tool: dict[str, Any]) -> str:
+def images_note(tool: ToolItem) -> str:
     """` [2 images below]`, ` [4 images below, 1 more not shown]` or nothing."""
-    shown, omitted = tool.get("images", 0), tool.get("images_omitted", 0)
+    shown, omitted = tool["images"], tool["images_omitted"]
     if not shown and not omitted:
         return ""
     words = [f"{shown} image{'s' if shown != 1 else ''} below"] if shown else []
@@ -111,11 +100,6 @@ def static_images(state: TurnState) -> list[dict[str, str]]:
     return bundles
 
 
-def usage_line(state: TurnState) -> str:
-    elapsed = f"{state.elapsed_s:.1f} s" if state.elapsed_s is not None else "—"
-    return f"— {state.model} · {state.usage.describe()} · {elapsed} · {state.stop_reason}"
-
-
 def code_span(text: str) -> str:
     """Inline Markdown code that survives any backticks inside; as inline HTML when the text
     holds a `<`, so no `<` of the model's is left raw whatever a renderer makes of the span."""
@@ -130,16 +114,6 @@ def code_span(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def plan_heading(item: dict[str, Any]) -> str:
-    """What became of a proposed plan, in words (plain text)."""
-    status = item["status"]
-    if status == "approved":
-        return "Proposed plan — approved"
-    if status == "rejected":
-        return f"Proposed plan — rejected: {item.get('reason') or 'no reason given'}"
-    return "Proposed plan — not reviewed"
-
-
 def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
     """(markdown, plain) pieces in the order the turn produced them."""
     pieces: list[tuple[str, str]] = []
@@ -151,22 +125,20 @@ def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
     texts = [i for i, item in enumerate(state.items) if item["kind"] == "text"]
     last_text = texts[-1] if texts else None
     for index, item in enumerate(state.items):
-        kind = item["kind"]
-        if kind == "text":
+        if item["kind"] == "text":
             text = answer if index == last_text and answer else item["text"]
             pieces.append((escape_html(text), text))
-        elif kind == "tool":
+        elif item["kind"] == "tool":
             if item["name"] == "exit_plan_mode" and item["status"] == "done":
                 continue  # the plan item below shows it, and what became of it
             line = tool_line(item)
             pieces.append((f"- {code_span(line)}", line))
-        elif kind == "plan":
-            heading = plan_heading(item)
+        elif item["kind"] == "plan":
+            heading = plan_heading_with_reason(item["status"], item["reason"])
             pieces.append((f"**{escape_html(heading)}**\n\n{escape_html(item['plan'])}", f"{heading}\n{item['plan']}"))
-        elif kind == "compaction":
-            line = f"⟲ compacted {item['covered_events']} earlier event(s) into a summary"
-            pieces.append((f"*{line}*", line))
-        elif kind == "error":
+        elif item["kind"] == "compaction":
+            pieces.append((f"*{item['line']}*", item["line"]))
+        elif item["kind"] == "error":
             pieces.append((f"**Stopped:** {code_span(one_line(item['message'], 300))}", f"Stopped: {item['message']}"))
     if last_text is None and answer:
         pieces.append((escape_html(answer), answer))
@@ -184,7 +156,7 @@ def static_bundle(state: TurnState, final_text: str) -> tuple[dict[str, str], di
         plain.append(text)
         previous_tool = is_tool
     for steer in state.steers:
-        words = STEER_WORDS.get(steer["status"], steer["status"])
+        words = STEER_WORDS[steer["status"]]
         line = f"↪ steer {json.dumps(steer['text'], ensure_ascii=False)}: {words} {steer['detail']}".rstrip()
         markdown.append(f"\n\n*{code_span(line)}*")
         plain.append(line)

@@ -1,13 +1,15 @@
 // The live turn widget (anywidget ES module; no build step, no network).
 //
 // State comes from the kernel as synced traits (see widgets/state.py); user actions go back as
-// custom messages {kind, turn_id, ...} (see widgets/view.py). Model text is never inserted as
-// HTML: the small Markdown renderer below builds DOM nodes and sets only textContent, so no tag
-// or script in model output can reach the page.
+// custom messages {kind, turn_id, ...} (see widgets/view.py). Wordings the static rendering
+// shares (a plan's heading, the compaction note) arrive in the items, written by Python
+// (notebook/lines.py), so they are defined once. Model text is never inserted as HTML: the
+// small Markdown renderer below builds DOM nodes and sets only textContent, so no tag or
+// script in model output can reach the page.
 
 const TOOL_MARK = {
   queued: "queued", waiting: "waiting for approval", running: "running", done: "done",
-  error: "error", denied: "denied", cancelled: "cancelled",
+  error: "error", denied: "denied", cancelled: "cancelled", blocked: "blocked",
 };
 const STEER_WORDS = {
   queued: "queued: rides on the next tool result",
@@ -225,22 +227,16 @@ function itemNode(item, cards) {
       return toolCard(item, cards);
     case "plan":
       return h("div", { class: `blitz-plan blitz-plan-${item.status}` },
-        h("div", { class: "blitz-label", text: planHeading(item) }),
+        h("div", { class: "blitz-label", text: item.heading }),
         item.status === "rejected" ? h("div", { class: "blitz-plan-reason", text: item.reason || "no reason given" }) : null,
         renderMarkdown(item.plan));
     case "compaction":
-      return h("div", { class: "blitz-note", text: `⟲ compacted ${item.covered_events} earlier event(s) into a summary` });
+      return h("div", { class: "blitz-note", text: item.line });
     case "error":
       return h("div", { class: "blitz-error", role: "alert", text: `Stopped: ${item.message}` });
     default:
       return null;
   }
-}
-
-function planHeading(item) {
-  if (item.status === "approved") return "Proposed plan — approved";
-  if (item.status === "rejected") return "Proposed plan — rejected";
-  return "Proposed plan — not reviewed";
 }
 
 function reviewCard(review, send) {

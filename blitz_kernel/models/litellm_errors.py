@@ -1,0 +1,191 @@
+"""litellm's, the OpenAI SDK's and the transport's exceptions as typed `ModelError`s (ENG-15).
+
+One owner for three questions the adapter asks after every failed attempt: what kind of
+failure was it (the typed error the engine and the fallback chain act on), may it be retried
+and after how long (`Retry-After`), and what may the user see of it — causes are one short
+line, and never contain an API key, because providers echo parts of a rejected key and a
+chained exception is printed in full in a traceback.
+
+litellm itself is not imported here: the adapter hands its lazily loaded module in, so this
+module stays importable without paying for litellm (ARCHITECTURE.md: the adapter is the only
+importer).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import re
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import (
+    ContextWindowError,
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelError,
+    ModelNotFoundError,
+    ModelRateLimitError,
+    ModelTimeoutError,
+    ModelUnavailableError,
+)
+
+_PREFIXES = re.compile(
+    r"^(?:(?:litellm\.)?[A-Za-z]*(?:Error|Exception|Timeout)(?:\s*:\s*|\s+-\s+))+"
+)
+_SECRET_PATTERNS = (
+    re.compile(r"\b(sk-[A-Za-z0-9]{0,8})[A-Za-z0-9_\-]{12,}"),
+    re.compile(r"(Bearer\s+)\S+", re.IGNORECASE),
+)
+_CONTEXT_WORDS = ("context length", "context window", "maximum context", "too many tokens",
+                  "prompt is too long", "context_length_exceeded")
+_FINAL_WORDS = ("insufficient_quota", "exceeded your current quota", "budget")
+_MAX_CAUSE = 400
+
+
+def _environment_secrets() -> list[str]:
+    """Keys litellm may have read from the environment (OPENAI_API_KEY and friends)."""
+    return [
+        value for name, value in os.environ.items()
+        if len(value) >= 12 and any(word in name.upper() for word in ("KEY", "TOKEN", "SECRET"))
+    ]
+
+
+class AttemptFailed(Exception):
+    """One attempt failed: the typed error for the user, the wait the server asked for, and
+    the original exception to chain — None when its text holds a secret, because a chained
+    exception is printed in full in a traceback."""
+
+    def __init__(
+        self, error: ModelError, retry_after: float | None = None, original: BaseException | None = None
+    ) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+        self.original = original
+        # A 429 for an exhausted quota or budget will not clear by waiting.
+        self.retryable = error.retryable and not any(word in error.cause.lower() for word in _FINAL_WORDS)
+
+
+def status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    try:
+        return int(status) if status is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The server's requested wait (`retry-after-ms`, or `Retry-After` in seconds or as a date)."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        headers = getattr(exc, "headers", None)
+    if not headers:
+        return None
+    try:
+        milliseconds = headers.get("retry-after-ms")
+        if milliseconds is not None:
+            return max(float(milliseconds) / 1000, 0.0)
+        value = headers.get("retry-after")
+    except AttributeError:
+        return None
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(moment.timestamp() - time.time(), 0.0)
+
+
+class ErrorMapper:
+    """Turns litellm/OpenAI SDK/transport exceptions into typed ModelErrors (ENG-15).
+
+    The cause is short — HTTP status and the provider's own message without litellm's class
+    prefixes — and never contains the API key (providers echo parts of a rejected key).
+    """
+
+    def __init__(self, model: str, secrets: Iterable[str | None], timeout: float | None) -> None:
+        self.model = model
+        self.timeout_cause = (
+            f"no answer within {timeout:g} s (request_timeout)" if timeout is not None else "timed out"
+        )
+        self._secrets = [secret for secret in secrets if secret and len(secret) >= 6]
+
+    def redact(self, text: str) -> str:
+        for secret in [*self._secrets, *_environment_secrets()]:
+            text = text.replace(secret, "***")
+        for pattern in _SECRET_PATTERNS:
+            text = pattern.sub(r"\1***", text)
+        return text
+
+    def cause(self, exc: BaseException, status: int | None = None) -> str:
+        message = str(getattr(exc, "message", None) or exc or type(exc).__name__)
+        message = _PREFIXES.sub("", message.strip()).strip()
+        message = " ".join(message.split())  # one line
+        if len(message) > _MAX_CAUSE:
+            message = message[:_MAX_CAUSE] + "…"
+        message = self.redact(message)
+        return f"HTTP {status}: {message}" if status else message
+
+    def map(self, exc: BaseException, litellm: Any, *, mid_stream: bool = False) -> AttemptFailed:
+        """The typed failure of one attempt; `litellm` is the adapter's loaded module."""
+        import openai  # loaded with litellm already; imported here so this module stays light
+
+        original = getattr(exc, "original_exception", None)
+        if isinstance(exc, litellm.exceptions.MidStreamFallbackError) and isinstance(original, Exception):
+            # litellm wraps mid-stream failures; the original says what really happened
+            return self.map(original, litellm, mid_stream=mid_stream)
+        # litellm gives connection errors and timeouts made-up statuses (500, 408): not shown
+        status = None if isinstance(exc, openai.APIConnectionError) else status_of(exc)
+        error = self._typed(exc, status, litellm, openai, mid_stream)
+        retry_after = retry_after_seconds(exc) if error.retryable else None
+        return AttemptFailed(error, retry_after, None if self._mentions_secret(exc) else exc)
+
+    def _mentions_secret(self, exc: BaseException) -> bool:
+        """Whether the exception or anything chained to it quotes a key."""
+        seen: set[int] = set()
+        current: BaseException | None = exc
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
+            text = f"{current} {getattr(current, 'message', '')}"
+            if self.redact(text) != text:
+                return True
+            current = current.__cause__ or current.__context__
+        return False
+
+    def _typed(
+        self, exc: BaseException, status: int | None, litellm: Any, openai: Any, mid_stream: bool
+    ) -> ModelError:
+        cause = self.cause(exc, status)
+        if isinstance(exc, litellm.exceptions.ContextWindowExceededError) or (
+            status == 400 and any(word in cause.lower() for word in _CONTEXT_WORDS)
+        ):
+            return ContextWindowError(self.model, cause)
+        if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)) or status in (401, 403):
+            return ModelAuthError(self.model, cause)
+        if isinstance(exc, openai.NotFoundError) or status == 404:
+            return ModelNotFoundError(self.model, cause)
+        if isinstance(exc, openai.RateLimitError) or status == 429:
+            return ModelRateLimitError(self.model, cause)
+        if isinstance(exc, (openai.APITimeoutError, TimeoutError)) or status == 408:
+            return ModelTimeoutError(self.model, self.timeout_cause)
+        if isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError)):
+            return ModelBadRequestError(self.model, cause)
+        if isinstance(exc, (openai.APIConnectionError, openai.InternalServerError, OSError)) or (
+            status is not None and status >= 500
+        ):
+            return ModelUnavailableError(self.model, cause)
+        if mid_stream and isinstance(exc, (openai.APIError, json.JSONDecodeError)):
+            return ModelUnavailableError(self.model, f"bad stream from the provider: {cause}")
+        if status is not None and 400 <= status < 500:
+            return ModelBadRequestError(self.model, cause)
+        return ModelError(self.model, f"{type(exc).__name__}: {cause}")

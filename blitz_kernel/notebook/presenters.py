@@ -1,0 +1,150 @@
+"""How a cell shows one turn: the `Presenter` interface, and the live widget behind it.
+
+A cell turn folds every engine event into its TurnState, then hands the event to one
+presenter: the widget's (this module) or the plain outputs' (render.PlainPresenter). Both
+end the turn the same way: `finish` leaves the static rendering and says which steer messages
+become the next prompt; `abandon` tidies up after a turn that raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..engine.events import Event, PermissionRequest
+
+if TYPE_CHECKING:
+    from ..engine.turn import TurnResult
+    from ..tools.registry import KernelContext
+    from .widgets.controller import TurnController
+
+ASIDE_WAIT_S = 60.0
+"""How long a finished turn waits for side questions still being answered."""
+
+
+class Presenter(Protocol):
+    """Shows one turn in the cell; the cell folds each event into the state first."""
+
+    def catch_up(self) -> None:
+        """Show what the state already holds (events that came before this presenter)."""
+
+    def on_event(self, event: Event) -> Awaitable[None] | None:
+        """Show what `event` changed; an awaitable when the turn must wait (see `hold`)."""
+
+    def hold(self, event: Event) -> Awaitable[None] | None:
+        """What the turn must wait for after `event` before it goes on, if anything."""
+
+    async def finish(self, result: TurnResult) -> list[str]:
+        """Leave the static rendering; returns the steer messages to send as the next prompt."""
+        ...
+
+    def abandon(self) -> None:
+        """The turn raised: leave what was shown as it is best kept."""
+
+
+class WidgetOutput(Protocol):
+    """Where the widget goes: the cell (IPython's display), or a test's record."""
+
+    def show(self, view: Any) -> Any:
+        """Display the widget; returns a handle that can replace it."""
+
+    def replace(self, handle: Any, data: dict[str, str], metadata: dict[str, Any] | None = None) -> None:
+        """Replace what `handle` shows by a raw MIME bundle."""
+
+    def append(self, data: dict[str, str]) -> None:
+        """One more output after it (a raw MIME bundle)."""
+
+
+class IPythonWidgetOutput:
+    """The cell's own outputs."""
+
+    def show(self, view: Any) -> Any:
+        from IPython.display import display
+
+        return display(view, display_id=True)
+
+    def replace(self, handle: Any, data: dict[str, str], metadata: dict[str, Any] | None = None) -> None:
+        handle.update(data, raw=True, metadata=metadata)
+
+    def append(self, data: dict[str, str]) -> None:
+        from IPython.display import display
+
+        display(data, raw=True)
+
+
+class WidgetPresenter:
+    """The live TurnView, replaced by the static rendering when the turn ends."""
+
+    def __init__(
+        self, controller: TurnController, kernel: KernelContext | None = None, output: WidgetOutput | None = None
+    ) -> None:
+        self.controller = controller
+        self.state = controller.state
+        self._kernel = kernel
+        self._output: WidgetOutput = output or IPythonWidgetOutput()
+        self._handle: Any = None
+
+    def catch_up(self) -> None:
+        """Display the widget with the state so far (its comm opens now)."""
+        self._handle = self._output.show(self.controller.create_view())
+        self._images_in_cards(True)
+
+    def on_event(self, event: Event) -> Awaitable[None] | None:
+        self.controller.send(event)
+        return self.hold(event)
+
+    def hold(self, event: Event) -> Awaitable[None] | None:
+        """A permission request waits (bounded) for the displayed widget to render: the engine
+        reads `approver.interactive` as soon as the event handler returns."""
+        if isinstance(event, PermissionRequest):
+            return self.controller.wait_until_seen(event)
+        return None
+
+    async def finish(self, result: TurnResult) -> list[str]:
+        controller = self.controller
+        self._images_in_cards(False)
+        try:
+            await controller.wait_for_asides(ASIDE_WAIT_S)
+        except asyncio.CancelledError:  # an interrupt while side answers come: finish anyway
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+        follow_up = controller.follow_up(result)
+        controller.finish(result)
+        self._replace_widget(result.text)
+        controller.close()
+        return follow_up
+
+    def abandon(self) -> None:
+        """Leave what was shown as a static rendering, and close the widget."""
+        self._images_in_cards(False)
+        with contextlib.suppress(Exception):
+            self.state.set_phase("done")
+            if self.state.model:
+                self._replace_widget("")
+            elif self._handle is not None:  # shown before a turn that never started
+                self._output.replace(self._handle, {"text/plain": ""})
+        self.controller.close()
+
+    def _replace_widget(self, final_text: str) -> None:
+        """The widget's output becomes the static rendering (and keeps no widget state)."""
+        from .widgets.static import static_bundle, static_images
+
+        data, metadata = static_bundle(self.state, final_text)
+        if self._handle is None:
+            return
+        self._output.replace(self._handle, data, metadata)
+        # The cards' images, as image outputs right after: every renderer shows those (a
+        # data-URL <img> in the Markdown would depend on each one's sanitizer).
+        for bundle in static_images(self.state):
+            self._output.append(bundle)
+
+    def _images_in_cards(self, on: bool) -> None:
+        """While the widget shows the turn, tools' images go in their cards only, not also in
+        the cell (`IPythonKernelContext.images_in_cell`); plain rendering keeps them in the cell."""
+        from .kernel_context import IPythonKernelContext
+
+        if isinstance(self._kernel, IPythonKernelContext):
+            self._kernel.images_in_cell = not on

@@ -1,0 +1,137 @@
+"""Which front end is there: one that can show the live widget, or none (plain outputs)?
+
+A kernel cannot ask. At a turn's start the probe opens a comm with a target no front end
+registers (`blitz.frontend_probe`): JupyterLab, Notebook 7 and other front ends built on
+@jupyterlab/services answer an unknown target by closing the comm; nbclient, nbconvert,
+papermill and a bare jupyter_client answer nothing. Closed → "widget"; no answer within the
+timeout → "plain".
+
+The comm opener and the timer are injected, so the decision can be tested without a kernel
+(and without waiting out a real timeout). What earlier probes learnt is kept per kernel
+(`FrontEndMemory`): once a kernel has only ever seen silence, later probes wait less.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
+
+Mode = Literal["widget", "plain"]
+
+PROBE_TARGET = "blitz.frontend_probe"
+PROBE_TIMEOUT_S = 2.0
+"""How long a turn waits for a front end to answer the probe (JupyterLab: a few ms)."""
+PROBE_TIMEOUT_AFTER_HEADLESS_S = 0.5
+"""The wait once this kernel has seen no front end and never one: nbclient runs stay quick."""
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+class Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
+
+OpenComm = Callable[[dict[str, Any], Callable[[], None]], Closable]
+"""Opens the probe comm with `data`; calls the callback when the front end closes it."""
+CallLater = Callable[[float, Callable[[], None]], Cancellable]
+"""Runs a callback after a delay (the event loop's `call_later`)."""
+
+
+def open_probe_comm(data: dict[str, Any], on_closed: Callable[[], None]) -> Closable:
+    """The real probe: a comm to a target nobody registers (raises without comm machinery)."""
+    from comm import create_comm
+
+    probe = create_comm(target_name=PROBE_TARGET, data=data)
+    probe.on_close(lambda _message: on_closed())
+    return probe  # type: ignore[no-any-return]
+
+
+class FrontEndMemory:
+    """What a kernel learnt about its front end from earlier probes."""
+
+    def __init__(self) -> None:
+        self.front_end_seen = False
+        self.headless_seen = False
+
+    def probe_timeout(self) -> float:
+        if self.headless_seen and not self.front_end_seen:
+            return PROBE_TIMEOUT_AFTER_HEADLESS_S
+        return PROBE_TIMEOUT_S
+
+    def remember(self, mode: Mode) -> None:
+        if mode == "widget":
+            self.front_end_seen = True
+        else:
+            self.headless_seen = True
+
+
+KERNEL_MEMORY = FrontEndMemory()
+"""This kernel's memory (one per process: a kernel has one front end connection at a time)."""
+
+
+class FrontEndProbe:
+    """Asks once whether a front end can show the widget; `answer` resolves to the mode.
+
+    `start` opens the probe (idempotent); `decide` records an answer (the front end's, the
+    timer's, or the cell's own when the turn cannot wait any longer) and closes the probe.
+    """
+
+    def __init__(
+        self,
+        *,
+        open_comm: OpenComm = open_probe_comm,
+        call_later: CallLater | None = None,
+        memory: FrontEndMemory = KERNEL_MEMORY,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        self.memory = memory
+        self.answer: asyncio.Future[Mode] = loop.create_future()
+        self._open_comm = open_comm
+        self._call_later: CallLater = call_later or loop.call_later
+        self._comm: Closable | None = None
+        self._timer: Cancellable | None = None
+        self._started = False
+
+    @property
+    def decided(self) -> bool:
+        return self.answer.done()
+
+    @property
+    def mode(self) -> Mode | None:
+        return self.answer.result() if self.answer.done() else None
+
+    def start(self, turn_id: str) -> None:
+        """Ask (once). Without comm machinery nobody could see a widget: plain at once."""
+        if self._started or self.decided:
+            return
+        self._started = True
+        try:
+            self._comm = self._open_comm({"turn_id": turn_id}, lambda: self.decide("widget"))
+        except Exception:
+            self.decide("plain")
+            return
+        if self.decided:  # answered at once
+            self.close()
+            return
+        self._timer = self._call_later(self.memory.probe_timeout(), lambda: self.decide("plain"))
+
+    def decide(self, mode: Mode) -> None:
+        """Record the answer (the first one counts) and close the probe."""
+        if self.decided:
+            return
+        self.answer.set_result(mode)
+        self.memory.remember(mode)
+        self.close()
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._comm is not None:
+            comm, self._comm = self._comm, None
+            with contextlib.suppress(Exception):
+                comm.close()

@@ -203,8 +203,8 @@ class PromptReferences:
         return sorted(n for n in ns if not n.startswith("_") and (n not in hidden or ns[n] is not hidden[n]))
 
     async def _variable(self, name: str) -> str:
-        from ..tools.kernel import DescribeVariableArgs, describe_variable
         from ..tools.registry import ToolError
+        from ..tools.variables import DescribeVariableArgs, describe_variable
 
         root = name.split(".")[0]
         if root not in self._visible_names():

@@ -135,8 +135,6 @@ class PlainPresenter:
         match event:
             case TurnStarted():
                 self._head()
-                for chip in event.attachments:
-                    self._output.line(chip_line(chip))
             case ToolResultEvent():
                 self._new_items()
                 self._show_result(event.id)
@@ -180,6 +178,8 @@ class PlainPresenter:
     def _head(self) -> None:
         if self._header:
             self._output.line(self._header)
+        for chip in self.state.attachments:
+            self._output.line(chip_line(chip))
 
     def _new_items(self, *, with_results: bool = False) -> None:
         """Show the items the state gained since the last call, in order."""

@@ -90,8 +90,12 @@ def test_parameters_and_a_failing_cell(tmp_path: Path):
 
 
 def test_the_session_budget_stops_the_run_before_a_call_that_would_pass_it(tmp_path: Path):
-    (tmp_path / "blitz.toml").write_text('[prices.scripted]\ninput = 100.0\noutput = 100.0\n')
-    script(tmp_path / "script.json", {"text": "First answer."}, {"text": "Second answer."}, {"text": "Third."})
+    """Each answer costs $0.20 (2,000 prompt tokens at $100/M); the next call's prompt is
+    estimated at its real size, system prompt and tool schemas included (≈ $0.35): with $0.70
+    the third call would pass the budget, so it is never made (GR-06)."""
+    (tmp_path / "blitz.toml").write_text('[prices.scripted]\ninput = 100.0\noutput = 0.0\n')
+    spend = {"usage": {"prompt_tokens": 2000, "completion_tokens": 1}}
+    script(tmp_path / "script.json", {"text": "First answer.", **spend}, {"text": "Second answer.", **spend}, {"text": "Third.", **spend})
     nb = notebook(
         tmp_path / "budget.ipynb",
         "%load_ext blitz_kernel",
@@ -101,16 +105,16 @@ def test_the_session_budget_stops_the_run_before_a_call_that_would_pass_it(tmp_p
         "print('never reached')",
     )
     out = tmp_path / "out.ipynb"
-    done = blitz_run(nb, "--model", "scripted:script.json", "--budget", "0.3", "-o", out,
+    done = blitz_run(nb, "--model", "scripted:script.json", "--budget", "0.7", "-o", out,
                      "--report", tmp_path / "r.json", home=tmp_path)
     assert done.returncode == 3, done.stderr
     report = RunReport.model_validate_json((tmp_path / "r.json").read_text())
-    assert report.outcome == "limit" and report.budget_usd == 0.3
+    assert report.outcome == "limit" and report.budget_usd == 0.7
     assert report.failed_cell is not None
     assert report.failed_cell.headline.startswith("Blitz turn stopped (max_cost):")
-    stops = [t.stop_reason for t in report.turns]
-    assert stops[0] == "end_turn" and stops[-1] == "max_cost"
-    assert report.totals.usage.priced and 0 < report.totals.usage.cost_usd <= 0.3
+    assert "the next call would cost about" in report.failed_cell.headline
+    assert [t.stop_reason for t in report.turns] == ["end_turn", "end_turn", "max_cost"]
+    assert report.totals.usage.priced and report.totals.usage.cost_usd == pytest.approx(0.4, abs=1e-6)
     assert {t.session for t in report.turns} == {"budget"}  # one session: one budget
     assert "never reached" not in json.dumps(nbformat.read(out, as_version=4).cells[-1].outputs)
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, assert_never
 
+from ...core.attachments import AttachmentSummary
 from ...core.terms import PlanStatus, ToolOutcome, Verdict
 from ...core.usage import UsageTotals
 from ...engine.events import (
@@ -173,6 +174,8 @@ class TurnState:
     notice: str = ""
     stop_reason: str = ""
     error: str | None = None
+    attachments: list[AttachmentSummary] = field(default_factory=list)
+    """What the prompt's references attached (ENG-11), shown as chips."""
     not_saved: str | None = None
     """Why the session is not being saved (the store failed), from TurnDone (WS-02)."""
     elapsed_s: float | None = None
@@ -222,6 +225,7 @@ class TurnState:
     def _on_started(self, event: TurnStarted) -> None:
         self.model, self.agent, self.turn_index = event.model, event.agent, event.turn_index
         self.session, self.prompt = event.session, event.prompt
+        self.attachments = list(event.attachments)
         self.dirty.update(("header", "footer"))
 
     def _on_text(self, event: TextEvent) -> None:

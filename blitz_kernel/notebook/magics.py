@@ -37,7 +37,8 @@ blitz_kernel — an agent in your kernel. Magics:
       --max-turns N  --max-cost USD  --timeout SECONDS  --tools a,b,c
       --approve ask|allow|deny  -o/--out NAME  --plain
       example:  %%blitz --max-turns 5 --out r
-                What columns does df have? Plot the numeric ones.
+                What columns does @df have? Plot the numeric ones.
+      references: @name  @cell  @cell:N  @cell:-2  @err  @file:path  @fig  (@@ is a literal @)
   %blitz_btw QUESTION        a side question from a read-only copy of the session; nothing
                              is recorded (also %%blitz_btw with the question as the cell body)
   %blitz_compact [--keep N] [-s NAME] [FOCUS ...]
@@ -45,10 +46,16 @@ blitz_kernel — an agent in your kernel. Magics:
   %blitz_model [MODEL]       show or set the model (litellm name or scripted:PATH)
                              e.g. %blitz_model openai/gpt-4.1-mini
   %blitz_config [key=value]  show or set configuration, e.g. %blitz_config limits.max_turns=10
-  %blitz_usage [--session NAME]   tokens and cost of a session, per model
+  %blitz_usage [--session NAME] [--add-budget USD]
+                             tokens and cost of a session, per model; lift a spent budget
   %blitz_agent [NAME]        show or set the active agent; %blitz_agents lists them
   %blitz_session [list | new NAME | use NAME | show | snapshot NAME | load SNAPSHOT |
-                  search TEXT | delete NAME]   this kernel's sessions (in memory)
+                  search TEXT [--session NAME | --all] | delete NAME]
+                             the workspace's sessions (kept in .blitz/blitz.db)
+  %blitz_trust [--revoke]    review and trust what this workspace's own config asks for
+  %blitz_audit [--session NAME] [--last N] [--tool NAME]
+                             every tool call, its decision and who made it
+  %blitz_mcp [restart NAME]  MCP servers, their tools and approval policies
   %blitz_help                this text
 
 Set a model with BLITZ_MODEL (and BLITZ_API_BASE for an OpenAI-compatible server), with

@@ -179,6 +179,10 @@ class TurnDone(BaseModel):
     front ends say so on the usage line."""
     undoable: bool = False
     """The turn changed files, cells or variables (WS-03): the front end offers "Undo this turn"."""
+    context_used: int | None = None
+    """Tokens of the turn's last prompt (how full the context is now); None: no model call."""
+    context_window: int | None = None
+    """The window those tokens fill (configured, litellm's, or the 128K default)."""
 
 
 class SubagentEvent(BaseModel):

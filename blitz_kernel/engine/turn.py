@@ -121,8 +121,6 @@ class TurnSetup:
     temperature: float | None = None
     max_tokens: int | None = None
     on_event: EventHandler | None = None
-    notices: tuple[str, ...] = ()
-    """Shown once at the turn's start (an untrusted workspace's held-back settings)."""
     hooks: HookRunner | None = None
     """prompt_submit / pre_tool / post_tool hooks (WS-04)."""
     redactor: Redactor = field(default_factory=lambda: Redactor(()))
@@ -133,3 +131,6 @@ class TurnSetup:
     """Starts sub-agents for `invoke_agent`; None where there are none to start."""
     keep_turns: int = 5
     """Turns whose replaced variables stay referenced for undo (`checkpoints.keep_turns`)."""
+    notices: tuple[Event, ...] = ()
+    """Problems found while setting the turn up (an MCP server that did not start), sent to
+    the front end right after `turn_started`."""

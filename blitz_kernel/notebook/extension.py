@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from . import bridge
+from . import bridge, cell_log
 from .transform import await_blitz_cells, keep_btw_questions
 
 _state: dict[str, Any] = {}
@@ -23,31 +23,40 @@ def load(ipython: Any) -> None:
     magics = BlitzMagics(ipython)
     ipython.register_magics(magics)
     _state["magics"] = magics
+    _state["mcp_magics"] = _register_mcp_magics(ipython)
     _state["undo_magics"] = undo_magics = UndoMagics(ipython, magics)
     ipython.register_magics(undo_magics)
     _state["warm_up"] = _warm_up_in_background()
     bridge.install(ipython)
+    cell_log.install(ipython)
 
 
 def unload(ipython: Any) -> None:
     bridge.uninstall(ipython)
+    cell_log.uninstall(ipython)
     if await_blitz_cells in ipython.input_transformers_post:
         ipython.input_transformers_post.remove(await_blitz_cells)
     if keep_btw_questions in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_btw_questions)
     magics = _state.pop("magics", None)
-    if magics is not None:
-        if magics._workspace is not None:
-            # WS-02: let go of the session locks, so a reloaded extension can take them again
-            magics._workspace.sessions.close()
-        for kind, names in magics.magics.items():
-            for name in names:
-                ipython.magics_manager.magics[kind].pop(name, None)
-    undo_magics = _state.pop("undo_magics", None)
-    if undo_magics is not None:
-        for kind, names in undo_magics.magics.items():
-            for name in names:
-                ipython.magics_manager.magics[kind].pop(name, None)
+    workspace = getattr(magics, "_workspace", None)
+    if workspace is not None:
+        workspace.mcp.close_soon()  # MCP servers end with the extension (issue 13)
+        # WS-02: let go of the session locks, so a reloaded extension can take them again
+        workspace.sessions.close()
+    for registered in (magics, _state.pop("mcp_magics", None), _state.pop("undo_magics", None)):
+        if registered is not None:
+            for kind, names in registered.magics.items():
+                for name in names:
+                    ipython.magics_manager.magics[kind].pop(name, None)
+
+
+def _register_mcp_magics(ipython: Any) -> Any:
+    from .mcp_magic import McpMagics
+
+    magics = McpMagics(ipython)
+    ipython.register_magics(magics)
+    return magics
 
 
 def _warm_up_in_background() -> threading.Thread:

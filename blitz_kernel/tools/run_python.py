@@ -23,6 +23,7 @@ import math
 import time
 import traceback
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -273,6 +274,20 @@ def _effective_timeout(timeout_s: float | None, ctx: ToolContext) -> float | Non
     return remaining if timeout_s is None else min(timeout_s, remaining)
 
 
+_RUNNING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _one_at_a_time() -> asyncio.Lock:
+    """Calls of one batch run concurrently, but code runs one piece at a time anyway (exec
+    blocks the loop); without this, two calls interleave at their few awaits, and one's
+    figure capture restores the other's stand-in `plt.show` for good, its figures go to the
+    other, and its namespace diff names the other's variables. One lock per event loop."""
+    loop = asyncio.get_running_loop()
+    if loop not in _RUNNING:
+        _RUNNING[loop] = asyncio.Lock()
+    return _RUNNING[loop]
+
+
 @tool("run_python", ToolKind.MUTATING, RunPythonArgs)
 async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str | ToolOutput:
     """Run Python code in the notebook kernel's namespace: variables you create stay there for
@@ -291,8 +306,9 @@ async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str | ToolOutput:
             taken.append(recorder.namespace_before(ns))
 
     try:
-        with capture.running():
-            outcome, state = await _run(args.code, ns, _effective_timeout(args.timeout_s, ctx), snapshot)
+        async with _one_at_a_time():
+            with capture.running():
+                outcome, state = await _run(args.code, ns, _effective_timeout(args.timeout_s, ctx), snapshot)
     finally:
         # WS-03: by name only; an object changed in place keeps its name and identity
         changes = recorder.namespace_after(taken[0], ctx.call_id, args.code) if recorder and taken else ""

@@ -357,12 +357,15 @@ async def test_ws03_undo_while_a_turn_runs_is_refused(tmp_path: Path) -> None:
 
 
 async def test_ws03_two_run_python_calls_in_one_batch_each_name_their_own_changes(tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+
     kernel = NamespaceKernel()
     workspace, _ = open_workspace(tmp_path, [
         tool_step(call("run_python", code="first = 1"), call("run_python", code="second = 2")), {"text": "ok"},
     ], kernel)
     await workspace.run("two at once", approve="allow")
     assert results(workspace) == ["namespace: created first", "namespace: created second"]
+    assert plt.show.__module__ == "matplotlib.pyplot"  # neither call's figure capture leaked
     report = await workspace.undo("default")
     assert "first" not in kernel.user_ns and "second" not in kernel.user_ns
     assert sorted(report.variables) == ["removed first (the turn created it)", "removed second (the turn created it)"]

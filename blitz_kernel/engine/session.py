@@ -72,6 +72,11 @@ class Session:
     """What each turn changed (files, cells, variables), for undo (WS-03)."""
     rewound: list[Message] = field(default_factory=list)
     """Messages an undo took out of the history; search still finds them (WS-03)."""
+    committed: int = 0
+    """Messages committed to the history and not rewound (a summary does not count)."""
+    turn_starts: dict[int, int] = field(default_factory=dict)
+    """Turn → `committed` before its first message: where a rewind cuts. By turn, not by
+    prompt, since a continued turn (`continue_turn`) has no prompt of its own."""
     _span: Any = field(default=None, repr=False)
     _note: str | None = field(default=None, repr=False)
 
@@ -84,6 +89,7 @@ class Session:
             ledger=stored.ledger, todos=stored.todos, log=log, interrupted=stored.interrupted,
             audit=stored.audit, budget_added_usd=stored.budget_added_usd, budget_tripped=stored.budget_tripped,
         )
+        session.committed, session.turn_starts = stored.committed, dict(stored.turn_starts)
         for turn, record in stored.checkpoints:
             session.checkpoints.load(turn, record)
         if stored.last_span is not None:
@@ -139,6 +145,8 @@ class Session:
             unit[0] = UserMessage(parts=[*prompt.parts[:-1], TextPart(text=self._note), *prompt.parts[-1:]])
             self._note = None
         self.history.extend(unit)
+        self.turn_starts.setdefault(turn_index, self.committed)
+        self.committed += len(unit)
         if self.log is not None:
             names = variable_names(unit)
             self.log.write(
@@ -175,20 +183,26 @@ class Session:
             record = json.dumps(f"item:{key}")
             self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, "undone", record))
 
-    def rewind_history(self, prompts: int) -> int:
-        """Take the last `prompts` user turns out of the history (an undo, WS-03); returns how
-        many messages went. The store gets a `rewind` row; its log keeps every row."""
-        starts = [i for i, message in enumerate(self.history) if isinstance(message, UserMessage)]
-        if prompts < 1 or not starts:
+    def rewind_history(self, turns: list[int]) -> int | None:
+        """Take `turns` (the newest ones still in the history) out of it (an undo, WS-03):
+        everything from the first message of the oldest of them on. Returns how many messages
+        went; None when compaction already summarised part of them (nothing is removed). The
+        store gets a `rewind` row; its log keeps every row."""
+        starts = [self.turn_starts[t] for t in turns if t in self.turn_starts]
+        if not starts:
             return 0
-        cut = starts[-min(prompts, len(starts))]
-        removed = self.history[cut:]
-        del self.history[cut:]
+        count = self.committed - min(starts)
+        summarised = 1 if self.history and isinstance(self.history[0], SummaryMessage) else 0
+        if count > len(self.history) - summarised:
+            return None
+        removed = self.history[len(self.history) - count :]
+        del self.history[len(self.history) - count :]
         self.rewound.extend(removed)
+        self.committed -= count
         if self.log is not None and removed:
-            count, turn = len(removed), self.turns
+            turn = self.turns
             self.log.write(lambda store, session_id: store.append_rewind(session_id, count, turn))
-        return len(removed)
+        return count
 
     def add_budget(self, usd: float) -> None:
         """GR-05: lift a tripped session budget by `usd`."""

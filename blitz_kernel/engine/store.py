@@ -43,6 +43,7 @@ from .store_records import (
     fts_query,
     replay,
     role_and_text,
+    turn_starts,
 )
 from .store_schema import SCHEMA_VERSION, SchemaTooNewError, StoreError, connect
 
@@ -158,6 +159,9 @@ class Store:
             checkpoints = db.execute(
                 "SELECT turn, record FROM checkpoints WHERE session_id = ? ORDER BY id", (session_id,)
             ).fetchall()
+            committed, starts = turn_starts(db.execute(
+                "SELECT turn, kind, messages, covered FROM events WHERE session_id = ? ORDER BY id", (session_id,)
+            ).fetchall())
         # One parse for the whole log: each body is a JSON array, so their insides join into one.
         joined = "[" + ",".join(body[1:-1] for *_, body in rows if len(body) > 2) + "]"
         messages = HISTORY_ADAPTER.validate_json(joined)
@@ -174,7 +178,7 @@ class Store:
             todos=_json_list(todos), last_span=SpanLink(trace_id=span[0], span_id=span[1], trace_flags=span[2]) if span else None,
             variables=sorted({name for *_, names, _body in rows if names for name in names.split()}),
             audit=[AuditRecord.model_validate_json(record) for (record,) in audit],
-            checkpoints=[(turn, record) for turn, record in checkpoints],
+            checkpoints=[(turn, record) for turn, record in checkpoints], committed=committed, turn_starts=starts,
             **_budget_fields(budget),
         )
 

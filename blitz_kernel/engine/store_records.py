@@ -52,6 +52,10 @@ class StoredSession(BaseModel):
     budget_tripped: bool = False
     checkpoints: list[tuple[int, str]] = Field(default_factory=list)
     """(turn, record JSON) of every checkpoint row, oldest first (WS-03)."""
+    committed: int = 0
+    """Messages the units hold, less those rewound (Session.committed)."""
+    turn_starts: dict[int, int] = Field(default_factory=dict)
+    """Turn → `committed` before its first unit (Session.turn_starts)."""
 
 
 class SessionInfo(BaseModel):
@@ -161,3 +165,17 @@ def cut_tail(rows: list[list[int]], covered: int) -> tuple[list[list[int]], list
             kept[-1] = [event_id, first, count - covered]
             covered = 0
     return kept, removed
+
+
+def turn_starts(rows: list[Any]) -> tuple[int, dict[int, int]]:
+    """From (turn, kind, messages, covered) rows in log order: the messages committed and not
+    rewound, and where each turn's messages start among them (a rewind cuts there)."""
+    committed = 0
+    starts: dict[int, int] = {}
+    for turn, kind, count, covered in rows:
+        if kind == "unit":
+            starts.setdefault(turn, committed)
+            committed += count
+        elif kind == "rewind":
+            committed -= covered
+    return committed, starts

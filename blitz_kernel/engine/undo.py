@@ -21,7 +21,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..core.history import UserMessage
 from ..core.text import one_line
 from ..tools.notebook import NotebookAccess
 from ..tools.notebook_file import (
@@ -273,20 +272,21 @@ class Undoer:
     # -- conversation -------------------------------------------------------------------------
 
     def _rewind(self, turns: list[int]) -> None:
-        if not turns:
-            return
+        """Take `turns` (newest first) out of the history; the oldest ones compaction already
+        summarised stay (the summary cannot be split), and are said to."""
         session = self.session
-        prompts = sum(1 for m in session.history if isinstance(m, UserMessage))
-        if prompts < len(turns):
-            covered = turns[prompts:]
-            turns = turns[:prompts]
+        summarised: list[int] = []
+        removed = session.rewind_history(turns) if turns else 0
+        while removed is None:
+            summarised.insert(0, turns.pop())
+            removed = session.rewind_history(turns) if turns else 0
+        for turn in (*turns, *summarised):  # a summarised turn has nothing left to roll back
+            session.mark_undone(turn, "conversation_undone")
+        if summarised:
             self.report.skipped.append(SkippedItem(
-                item=f"conversation of turn {', '.join(str(t + 1) for t in covered)}",
+                item=f"conversation of turn {', '.join(str(t + 1) for t in summarised)}",
                 reason="compaction summarised it; the summary stays",
             ))
-        removed = session.rewind_history(len(turns)) if turns else 0
-        for turn in turns:
-            session.mark_undone(turn, "conversation_undone")
         if turns:
             numbers = ", ".join(str(t + 1) for t in turns)
             self.report.conversation = f"removed turn {numbers} from the history ({removed} messages)"

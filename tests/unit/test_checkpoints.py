@@ -380,3 +380,37 @@ async def test_ws03_deleting_a_session_deletes_its_copies_and_undo_creates_none(
     assert not list((tmp_path / ".blitz" / "checkpoints").rglob("*.bak"))
     assert (await workspace.undo("never-used")).nothing_to_undo
     assert "never-used" not in workspace.sessions.names()
+
+
+async def test_ws03_a_continued_turn_is_rewound_on_its_own(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("0")
+    workspace, _ = open_workspace(tmp_path, [
+        tool_step(call("write_file", path="a.txt", content="1")),  # the turn stops here at max_turns=1
+        {"text": "finished"},  # what the continuation adds
+    ])
+    first = await workspace.run("write it", approve="allow", max_turns=1)
+    assert first.stop_reason == "max_turns"
+    await workspace.continue_turn("default")
+    history = workspace.session("default").history
+    assert [m.kind for m in history] == ["user", "assistant", "tool_result", "assistant"]
+    report = await workspace.undo("default", files=False)
+    assert report.turns == [1] and report.conversation == "removed turn 2 from the history (1 messages)"
+    assert [m.kind for m in history] == ["user", "assistant", "tool_result"]
+    report = await workspace.undo("default", turns=2)  # turn 2's files part is still pending (it has none)
+    assert report.turns == [1, 0] and history == [] and (tmp_path / "a.txt").read_text() == "0"
+
+
+async def test_ws03_turns_compaction_summarised_keep_their_summary(tmp_path: Path) -> None:
+    workspace, _ = open_workspace(tmp_path, [{"text": "one"}, {"text": "two"}, {"text": "the summary"}, {"text": "three"}])
+    await workspace.run("first")
+    await workspace.run("second")
+    await workspace.compact("default", keep_turns=1)  # the first turn goes into a summary
+    await workspace.run("third")
+    report = await workspace.undo("default", turns=3, files=False)
+    assert report.conversation == "removed turn 3, 2 from the history (4 messages)"
+    assert [(s.item, s.reason) for s in report.skipped] == [("conversation of turn 1", "compaction summarised it; the summary stays")]
+    assert [m.kind for m in workspace.session("default").history] == ["summary"]
+    workspace.sessions.close()
+    reopened, _ = open_workspace(tmp_path, [])
+    assert [m.kind for m in reopened.session("default").history] == ["summary"]
+    assert (await reopened.undo("default", files=False)).nothing_to_undo

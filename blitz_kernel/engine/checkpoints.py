@@ -248,7 +248,8 @@ def _names(names: list[str]) -> str:
 
 
 def _user_name(name: str) -> bool:
-    """IPython's own names (`_`, `_i3`, `__builtins__`, `Out`…) start with `_` or are hidden."""
+    """IPython's own bookkeeping (`_`, `_i3`, `_oh`, `__builtins__`) starts with `_`; such names
+    are left out of the diff (a user's own `_tmp` too: the price of a cheap rule)."""
     return not name.startswith("_")
 
 

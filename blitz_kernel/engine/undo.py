@@ -105,10 +105,11 @@ class Undoer:
         """Something was skipped that a later undo can do (--force, a reconnected notebook):
         the turn's files stay pending; what was restored is marked item by item."""
 
-    async def run(self, turns: int, *, files: bool, conversation: bool) -> UndoReport:
+    async def run(self, turns: int, *, files: bool, conversation: bool, through_turn: int | None = None) -> UndoReport:
         session, report = self.session, self.report
         report.scope = "both" if files and conversation else "files" if files else "conversation"
-        report.turns = session.checkpoints.pending(session.turns, turns, files=files, conversation=conversation)
+        pending = session.checkpoints.pending(session.turns, turns, files=files, conversation=conversation)
+        report.turns = [t for t in pending if through_turn is None or t >= through_turn]
         if not report.turns:
             report.nothing_to_undo = True
             return report

@@ -497,15 +497,19 @@ class Workspace:
 
     async def undo(
         self, session: str = "default", turns: int = 1, files: bool = True, conversation: bool = True,
-        force: bool = False,
+        force: bool = False, through_turn: int | None = None,
     ) -> UndoReport:
         """WS-03: undo the last `turns` turns of `session`, newest first: files, notebook cells
         and variables as they were before (`files`), and those turns' part of the history
         (`conversation`). Something changed again since the agent changed it is skipped and
-        named unless `force`. Refused while a turn or a compaction runs (SessionBusyError)."""
+        named unless `force`. Refused while a turn or a compaction runs (SessionBusyError).
+        `through_turn` (a 0-based turn index, e.g. a widget's "Undo this turn" on an older
+        turn's card) undoes every turn from the newest down to that one instead of `turns`."""
         check_number("turns", turns, upper=10_000, integer=True)
         if not (files or conversation):
             raise BlitzError("undo needs files, conversation or both")
+        if through_turn is not None and (isinstance(through_turn, bool) or not isinstance(through_turn, int) or through_turn < 0):
+            raise BlitzError(f"through_turn must be a turn index (0 or more), got {through_turn!r}")
         if session not in self.sessions.names():  # undoing must not create it
             return UndoReport(session=session, nothing_to_undo=True)
         state = self.session(session)
@@ -517,7 +521,9 @@ class Workspace:
             raise SessionBusyError(f"session {session!r} is being compacted; undo after it finishes")
         bridge = getattr(self.kernel, "notebook", None) if self.kernel is not None else None
         undoer = Undoer(self.root, state, bridge if isinstance(bridge, NotebookAccess) else None, force=force)
-        return await undoer.run(int(turns), files=files, conversation=conversation)
+        if through_turn is not None:
+            turns = max(state.turns - through_turn, 1)  # the newest turns down to that one
+        return await undoer.run(int(turns), files=files, conversation=conversation, through_turn=through_turn)
 
     def reload_agents(self) -> AgentRegistry:
         """Read `.blitz/agents/*.md` again: an agent file written while the kernel runs counts

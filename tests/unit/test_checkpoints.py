@@ -414,3 +414,17 @@ async def test_ws03_turns_compaction_summarised_keep_their_summary(tmp_path: Pat
     reopened, _ = open_workspace(tmp_path, [])
     assert [m.kind for m in reopened.session("default").history] == ["summary"]
     assert (await reopened.undo("default", files=False)).nothing_to_undo
+
+
+async def test_ws03_undo_through_an_older_turn_undoes_the_later_ones_too(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("v0")
+    workspace, _ = open_workspace(tmp_path, [
+        tool_step(call("write_file", path="f.txt", content="v1")), {"text": "one"},
+        tool_step(call("write_file", path="f.txt", content="v2")), {"text": "two"},
+        {"text": "three"},
+    ])
+    for prompt in ("first", "second", "third"):
+        await workspace.run(prompt, approve="allow")
+    report = await workspace.undo("default", through_turn=1)
+    assert report.turns == [2, 1] and (tmp_path / "f.txt").read_text() == "v1"
+    assert (await workspace.undo("default", through_turn=2)).nothing_to_undo  # already undone

@@ -147,3 +147,34 @@ def test_wrong_usage_is_a_usage_error_with_the_usage_line(kernel: KernelDriver):
     assert zero.ename == "UsageError" and "usage: %blitz_rewind" in zero.evalue
     unknown = kernel.run("%blitz_undo -s nobody-here")
     assert unknown.stdout == "nothing to undo in session 'nobody-here': it has no turns\n"
+
+
+def test_a_cell_replaced_through_the_bridge_is_restored_through_it(kernel: KernelDriver, server: FakeOpenAIServer):
+    """Last in this module: it connects a (played) front end, which the others must not have."""
+    from .test_bridge import PlayedFrontEnd
+
+    cells = [{"index": 0, "id": "intro", "cell_type": "markdown", "source": "# Sales", "execution_count": None,
+              "running": False, "outputs": []}]
+
+    def live(request: dict[str, Any]) -> dict[str, Any]:
+        op, params = request["op"], request["params"]
+        if op == "read_cells":
+            return {"ok": True, "result": {"path": "analysis.ipynb", "cell_count": len(cells), "cells": cells}}
+        assert op == "replace_cell", op
+        cell = cells[params["index"]]
+        previous, cell["source"] = cell["source"], params["source"]
+        return {"ok": True, "result": {"index": params["index"], "id": cell["id"], "cell_type": cell["cell_type"],
+                                       "previous_source": previous, "cell_count": len(cells)}}
+
+    front_end = PlayedFrontEnd(kernel)
+    front_end.connect()
+    try:
+        server.enqueue({"tool_calls": [call("notebook_edit", action="replace", index=0, source="# Revenue")]}, {"text": "Done."})
+        ok(front_end.run("%%blitz -s bridge --approve allow\nRename the title.", live))
+        assert cells[0]["source"] == "# Revenue"
+        undo = ok(front_end.run("%blitz_undo -s bridge", live))
+        assert "  cells: restored cell 0 (id intro)" in undo.stdout.splitlines()
+        assert cells[0]["source"] == "# Sales"
+        assert [r["op"] for r in front_end.requests] == ["replace_cell", "read_cells", "replace_cell"]
+    finally:
+        front_end.disconnect()

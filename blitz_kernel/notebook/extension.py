@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from . import bridge
+from . import bridge, cell_log
 from .transform import await_blitz_cells, keep_btw_questions
 
 _state: dict[str, Any] = {}
@@ -14,6 +14,7 @@ _state: dict[str, Any] = {}
 
 def load(ipython: Any) -> None:
     from .magics import BlitzMagics
+    from .undo_magics import UndoMagics
 
     if await_blitz_cells not in ipython.input_transformers_post:
         ipython.input_transformers_post.append(await_blitz_cells)
@@ -23,12 +24,16 @@ def load(ipython: Any) -> None:
     ipython.register_magics(magics)
     _state["magics"] = magics
     _state["mcp_magics"] = _register_mcp_magics(ipython)
+    _state["undo_magics"] = undo_magics = UndoMagics(ipython, magics)
+    ipython.register_magics(undo_magics)
     _state["warm_up"] = _warm_up_in_background()
     bridge.install(ipython)
+    cell_log.install(ipython)
 
 
 def unload(ipython: Any) -> None:
     bridge.uninstall(ipython)
+    cell_log.uninstall(ipython)
     if await_blitz_cells in ipython.input_transformers_post:
         ipython.input_transformers_post.remove(await_blitz_cells)
     if keep_btw_questions in ipython.input_transformers_cleanup:
@@ -39,7 +44,7 @@ def unload(ipython: Any) -> None:
         workspace.mcp.close_soon()  # MCP servers end with the extension (issue 13)
         # WS-02: let go of the session locks, so a reloaded extension can take them again
         workspace.sessions.close()
-    for registered in (magics, _state.pop("mcp_magics", None)):
+    for registered in (magics, _state.pop("mcp_magics", None), _state.pop("undo_magics", None)):
         if registered is not None:
             for kind, names in registered.magics.items():
                 for name in names:

@@ -16,6 +16,7 @@ from ..core.text import one_line
 
 if TYPE_CHECKING:
     from ..engine.events import ModelSwitchEvent
+    from .widgets.items import AttachmentChip
     from .widgets.state import ToolItem, TurnState
 
 ARGS_CHARS = 100
@@ -91,6 +92,13 @@ def size_short(size: int) -> str:
 def attachment_label(kind: str, name: str, size: int) -> str:
     """`variable df · 2.1 KB`: an attachment chip's words (widget and static rendering)."""
     return f"{kind} {name} · {size_short(size)}"
+
+
+def chip_line(chip: AttachmentChip) -> str:
+    """`📎 variable @df (1,234 chars)`: what a prompt's reference attached (ENG-11), as plain
+    output says it."""
+    unit = "bytes" if chip["kind"] == "figure" else "chars"
+    return f"📎 {chip['kind']} @{chip['name']} ({chip['size']:,} {unit})"
 
 
 def switch_line(event: ModelSwitchEvent) -> str:

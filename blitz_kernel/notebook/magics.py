@@ -37,7 +37,8 @@ blitz_kernel — an agent in your kernel. Magics:
       --max-turns N  --max-cost USD  --timeout SECONDS  --tools a,b,c
       --approve ask|allow|deny  -o/--out NAME  --plain
       example:  %%blitz --max-turns 5 --out r
-                What columns does df have? Plot the numeric ones.
+                What columns does @df have? Plot the numeric ones.
+      references: @name  @cell  @cell:N  @cell:-2  @err  @file:path  @fig  (@@ is a literal @)
   %blitz_btw QUESTION        a side question from a read-only copy of the session; nothing
                              is recorded (also %%blitz_btw with the question as the cell body)
   %blitz_compact [--keep N] [-s NAME] [FOCUS ...]
@@ -45,10 +46,19 @@ blitz_kernel — an agent in your kernel. Magics:
   %blitz_model [MODEL]       show or set the model (litellm name or scripted:PATH)
                              e.g. %blitz_model openai/gpt-4.1-mini
   %blitz_config [key=value]  show or set configuration, e.g. %blitz_config limits.max_turns=10
-  %blitz_usage [--session NAME]   tokens and cost of a session, per model
+  %blitz_usage [--session NAME] [--add-budget USD]
+                             tokens and cost of a session, per model; lift a spent budget
   %blitz_agent [NAME]        show or set the active agent; %blitz_agents lists them
   %blitz_session [list | new NAME | use NAME | show | snapshot NAME | load SNAPSHOT |
-                  search TEXT | delete NAME]   this kernel's sessions (in memory)
+                  search TEXT [--session NAME | --all] | delete NAME]
+                             the workspace's sessions (kept in .blitz/blitz.db)
+  %blitz_trust [--revoke]    review and trust what this workspace's own config asks for
+  %blitz_audit [--session NAME] [--last N] [--tool NAME]
+                             every tool call, its decision and who made it
+  %blitz_mcp [restart NAME]  MCP servers, their tools and approval policies
+  %blitz_undo [--files-only | --conversation-only] [--force] [-s NAME]
+                             undo the last turn: files, cells, variables and its conversation
+  %blitz_rewind N [same options]   undo the last N turns, newest first
   %blitz_help                this text
 
 Set a model with BLITZ_MODEL (and BLITZ_API_BASE for an OpenAI-compatible server), with
@@ -217,12 +227,15 @@ class BlitzMagics(Magics):
         self, workspace: Workspace, prompt: str, session: str, options: RunOptions, out: str | None, *, plain: bool
     ) -> None:
         from .live import run_turn_in_cell
+        from .references import PromptReferences
 
         # raised before the turn started (a bad choice, or ■ while the model is looked up):
         # nothing was recorded
         with usage_errors(), interrupt_is_one_line("the turn was cancelled before it started"):
+            prompt, attachments = await PromptReferences(self.shell, workspace.root).resolve(prompt)
             result = await run_turn_in_cell(
-                workspace, prompt, session=session, options=options, plain=plain, shell=self.shell
+                workspace, prompt, session=session, options=options, plain=plain, shell=self.shell,
+                attachments=attachments,
             )
         if out:
             self._user_ns[out] = result
@@ -453,7 +466,7 @@ class BlitzMagics(Magics):
             for hit in hits:
                 when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hit.time)) if hit.time else ""
                 turn = f"turn {hit.turn + 1}, " if hit.turn is not None else ""
-                gone = ", compacted" if hit.compacted else ""
+                gone = (", compacted" if hit.compacted else "") + (", rewound" if hit.rewound else "")
                 print(f"{hit.session} [{turn}message {hit.index}, {hit.role}, {when}{gone}]\n    {hit.excerpt}")
         elif action == "delete":
             book.delete(name)

@@ -13,18 +13,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from blitz_kernel.engine.workspace import Workspace
-from blitz_kernel.tools import builtin_tools
 from tests.fakeserver import FakeOpenAIServer
 
 from .conftest import ARTIFACTS, JupyterServer, start_server
 from .test_turn_widget import KERNEL_IDLE, output_of, run_notebook, write_call
-
-needs_undo = pytest.mark.skipif(not hasattr(Workspace, "undo"), reason="Workspace.undo (issue 10) is not merged")
-needs_previews = pytest.mark.skipif(
-    not any(tool.name == "edit_file" and getattr(tool, "preview", None) for tool in builtin_tools()),
-    reason="edit_file has no approval preview yet (issue 10's diffs are not merged)",
-)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +60,6 @@ def test_a_subagents_request_is_answered_in_its_nested_card(
     page.screenshot(path=str(ARTIFACTS / "lab-subagent-static.png"))
 
 
-@needs_previews
 def test_the_approval_card_shows_the_edit_as_a_diff(
     page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path
 ):
@@ -92,7 +83,6 @@ def test_the_approval_card_shows_the_edit_as_a_diff(
     assert (workspace / "calc.py").read_text() == "rate = 2  # <b>raised</b>\nprint(rate)\n"
 
 
-@needs_undo
 def test_undo_this_turn_puts_back_a_cell_replaced_through_the_bridge(
     page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path
 ):

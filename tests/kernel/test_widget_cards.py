@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from blitz_kernel.engine.workspace import Workspace
 from tests.fakeserver import FakeOpenAIServer
 
 from .driver import KernelDriver
@@ -56,7 +53,6 @@ def test_ENG70_a_subagents_request_is_answered_in_the_widget_and_nests_in_its_ca
     assert call["subagent_calls"][0]["decision"] == "allow"
 
 
-@pytest.mark.skipif(not hasattr(Workspace, "undo"), reason="Workspace.undo (issue 10) is not merged into this branch")
 def test_undo_this_turn_restores_the_file_and_says_so_on_the_rendering(
     kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path
 ):

@@ -299,10 +299,6 @@ async def test_undo_refuses_to_skip_later_turns_and_says_how_to_rewind(tmp_path:
 
 
 async def test_undo_this_turn_restores_the_file_and_marks_the_rendering(tmp_path: Path):
-    import pytest
-
-    if not hasattr(Workspace, "undo"):
-        pytest.skip("Workspace.undo (the undo engine, issue 10) is not merged into this branch yet")
     ws = _workspace(tmp_path, [tool_step(call("write_file", path="new.txt", content="x")), {"text": "Wrote it."}])
     result = await ws.run("write", session="s", approver=ScriptedApprover("allow"))
     done = next(e for e in result.events if isinstance(e, TurnDone))
@@ -396,10 +392,6 @@ async def test_end_turn_or_stop_at_the_step_limit_does_not_continue(tmp_path: Pa
 
 
 async def test_after_the_later_turn_is_undone_elsewhere_the_earlier_button_works(tmp_path: Path):
-    import pytest
-
-    if not hasattr(Workspace, "undo"):
-        pytest.skip("Workspace.undo (the undo engine, issue 10) is not merged into this branch yet")
     ws = _workspace(tmp_path, [tool_step(call("write_file", path="a.txt", content="a")), {"text": "A."},
                                tool_step(call("write_file", path="b.txt", content="b")), {"text": "B."}])
     first = await ws.run("a", session="s", approver=ScriptedApprover("allow"))

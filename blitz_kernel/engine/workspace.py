@@ -353,6 +353,7 @@ class Workspace:
             tools=self._agent_tools(definition, root=depth == 0),
             tool_context=ToolContext(
                 workspace=self.root, kernel=front_end.kernel or self.kernel, session=state.name,
+                variable_values=config.privacy.variables == "full",
                 extras={SEARCHER: self.sessions},  # search_session reads the transcript (WS-02)
             ),
             gate=ApprovalGate(

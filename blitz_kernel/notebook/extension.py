@@ -14,6 +14,7 @@ _state: dict[str, Any] = {}
 
 def load(ipython: Any) -> None:
     from .magics import BlitzMagics
+    from .safety_magics import SafetyMagics
 
     if await_blitz_cells not in ipython.input_transformers_post:
         ipython.input_transformers_post.append(await_blitz_cells)
@@ -22,6 +23,8 @@ def load(ipython: Any) -> None:
     magics = BlitzMagics(ipython)
     ipython.register_magics(magics)
     _state["magics"] = magics
+    _state["safety_magics"] = safety = SafetyMagics(ipython, magics)
+    ipython.register_magics(safety)
     _state["warm_up"] = _warm_up_in_background()
     bridge.install(ipython)
 
@@ -33,11 +36,13 @@ def unload(ipython: Any) -> None:
     if keep_btw_questions in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_btw_questions)
     magics = _state.pop("magics", None)
-    if magics is not None:
-        if magics._workspace is not None:
-            # WS-02: let go of the session locks, so a reloaded extension can take them again
-            magics._workspace.sessions.close()
-        for kind, names in magics.magics.items():
+    if magics is not None and magics._workspace is not None:
+        # WS-02: let go of the session locks, so a reloaded extension can take them again
+        magics._workspace.sessions.close()
+    for registered in (magics, _state.pop("safety_magics", None)):
+        if registered is None:
+            continue
+        for kind, names in registered.magics.items():
             for name in names:
                 ipython.magics_manager.magics[kind].pop(name, None)
 

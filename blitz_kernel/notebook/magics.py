@@ -49,6 +49,8 @@ blitz_kernel — an agent in your kernel. Magics:
   %blitz_agent [NAME]        show or set the active agent; %blitz_agents lists them
   %blitz_session [list | new NAME | use NAME | show | snapshot NAME | load SNAPSHOT |
                   search TEXT | delete NAME]   this kernel's sessions (in memory)
+  %blitz_trust [--revoke]    show what this workspace's own config asks for and trust it
+  %blitz_audit [-s NAME] [--last N] [--tool NAME]   every tool call, its decision and who made it
   %blitz_help                this text
 
 Set a model with BLITZ_MODEL (and BLITZ_API_BASE for an OpenAI-compatible server), with
@@ -282,7 +284,7 @@ class BlitzMagics(Magics):
             return
         sources = config_sources(workspace.root) or ["(defaults only)"]
         print("sources: " + ", ".join(sources))
-        print(describe_config(workspace.config))
+        print(describe_config(workspace.config, workspace.trust.held if workspace.trust.holding_back else None))
 
     @magic_arguments()
     @argument("agent", nargs="?", help="agent name (built-in `blitz`, or .blitz/agents/NAME.md)")

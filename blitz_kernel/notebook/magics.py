@@ -245,8 +245,10 @@ class BlitzMagics(Magics):
         if model is not None:
             with usage_errors():
                 workspace.set_model(model)
+        from ..config import redact_url
+
         api_base = workspace.config.api_base
-        print(f"model: {workspace.model.name}" + (f" (api_base {api_base})" if api_base else ""))
+        print(f"model: {workspace.model.name}" + (f" (api_base {redact_url(api_base)})" if api_base else ""))
         pin = self._active_agent_pin(workspace)
         if pin is not None:
             agent, pinned = pin
@@ -269,7 +271,7 @@ class BlitzMagics(Magics):
     @line_magic
     def blitz_config(self, line: str) -> None:
         """Show the configuration, or set keys for this kernel: `%blitz_config limits.max_turns=10`."""
-        from ..config import config_sources, describe_config, parse_assignment
+        from ..config import config_sources, describe_config, parse_assignment, redact_url
 
         args = self._parse(self.blitz_config, line)
         workspace = self.workspace()
@@ -280,7 +282,8 @@ class BlitzMagics(Magics):
                     workspace.reload_agents().get(str(values["agent"]))
                 workspace.configure(**values)
             for key, value in values.items():
-                print(f"set {key} = {value!r}")
+                shown = redact_url(value) if key == "api_base" and isinstance(value, str) else value
+                print(f"set {key} = {shown!r}")
             return
         sources = config_sources(workspace.root) or ["(defaults only)"]
         print("sources: " + ", ".join(sources))
@@ -308,6 +311,8 @@ class BlitzMagics(Magics):
         with usage_errors():
             workspace.reload_agents()
         active = workspace.config.agent
+        for problem in workspace.agents.skipped.values():
+            print(f"⚠ {problem}")
         for name in workspace.agents.names():
             agent = workspace.agents.get(name)
             pin = f" (model {agent.model})" if agent.model else ""

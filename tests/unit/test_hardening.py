@@ -181,3 +181,40 @@ def test_a_malformed_scripted_model_is_a_one_line_usage_error(magics: BlitzMagic
     assert str(caught.value).endswith(
         "cannot load the scripted model 'scripted:bad.json': bad.json: step 1: tool call 1 needs a \"name\" string"
     )
+
+
+# -- #13: a failed automatic compaction does not fail the turn --------------------------------
+
+
+async def test_a_failed_automatic_compaction_goes_on_without_it_and_says_so(tmp_path: Path) -> None:
+    steps = [{"text": "a"}, {"error": "unavailable", "message": "summariser down"}, {"text": "b"}]
+    model = ScriptedModel(steps)
+    ws = Workspace.open(
+        tmp_path, model=model, environ={}, home=tmp_path / "home", durable=False,
+        overrides={"context.token_threshold": 1000, "context.retain_events": 1},
+    )
+    await ws.run("short", session="s")
+    before = list(ws.session("s").history)
+    result = await ws.run("again", session="s")
+    assert model.requests[1].system.startswith("You summarise")
+    assert result.stop_reason == "end_turn" and result.text == "b"
+    [notice] = [e.message for e in result.events if e.type == "error"]
+    assert notice.startswith("automatic compaction failed, going on without it: summarising failed")
+    assert ws.session("s").history[: len(before)] == before  # nothing was summarised away
+    model.assert_complete()
+
+
+def test_a_huge_prompt_is_capped_in_the_cell_record_and_says_so() -> None:
+    from blitz_kernel.engine.events import TurnStarted
+    from blitz_kernel.notebook.widgets.state import TurnState
+    from blitz_kernel.notebook.widgets.static import RECORD_TEXT_CHARS, turn_record
+
+    prompt = "p" * 1_000_000
+    state = TurnState(turn_id="t1", prompt="", session="")
+    state.apply(TurnStarted(session="s", turn_index=0, prompt=prompt, agent="blitz", model="m"))
+    record = turn_record(state, "short answer")
+    assert record["prompt_chars"] == 1_000_000
+    assert record["prompt"].endswith("[… 980,000 more characters not kept in the notebook]")
+    assert len(record["prompt"]) < RECORD_TEXT_CHARS + 100
+    assert record["text"] == "short answer" and "text_chars" not in record
+    assert len(json.dumps(record)) < 25_000

@@ -66,9 +66,9 @@ class WatchingFrontEnd(PlayedFrontEnd):
         def next_iopub(deadline: float) -> dict[str, Any]:
             message = original(deadline)
             content = message["content"]
-            if message["msg_type"] == "comm_msg" and content.get("comm_id") == self.other_comm:
-                if content["data"].get("kind") == "request":
-                    self.stolen.append(content["data"])
+            theirs = message["msg_type"] == "comm_msg" and content.get("comm_id") == self.other_comm
+            if theirs and content["data"].get("kind") == "request":
+                self.stolen.append(content["data"])
             return message
 
         self.kernel._next_iopub = next_iopub  # type: ignore[method-assign]

@@ -183,6 +183,10 @@ class Workspace:
         if rebuild and config.model and isinstance(model, PlaceholderModel) and must_build:
             key = "model" if "model" in dotted else changed[0]
             raise ConfigError(key, OVERRIDE_SOURCE, model.reason)
+        if "model" in dotted and rebuild and not isinstance(model, PlaceholderModel):
+            problem = model_problem(model)  # a name no provider serves: refused now, not at the turn
+            if problem is not None:
+                raise ConfigError("model", OVERRIDE_SOURCE, problem)
         self.trust = workspace_trust(self.root, self._environ, self._home)
         telemetry = self._telemetry(config) if config.telemetry != self.config.telemetry else self.telemetry
         self._overrides, self.config, self.telemetry = candidate, config, telemetry

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import keyword
+import math
 import os
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
@@ -92,6 +93,8 @@ def _positive(kind: type, value: str, option: str) -> Any:
         number = kind(value)
     except ValueError:
         raise UsageError(f"{option} expects a number, got {value!r}") from None
+    if not math.isfinite(number):  # nan would pass every comparison below (GR-07)
+        raise UsageError(f"{option} must be a finite number, got {value}")
     if number <= 0:
         raise UsageError(f"{option} must be positive, got {value}")
     return number

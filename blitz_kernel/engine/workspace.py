@@ -364,8 +364,6 @@ class Workspace:
         """Everything the turn needs, resolved once; nothing patches it afterwards. `depth` >
         0 is a sub-agent's turn: its own instructions only, no workflow tools (ENG-02/04)."""
         config = self.config
-        if self.agents.changed(self.root):  # an agent file edited since the last turn counts (ENG-06)
-            self.reload_agents()
         definition = self._agent(options.agent)
         turn_model = self._turn_model(options.model, definition)
         settings = config.model_settings(turn_model.name)  # ENG-05: per-model beats global
@@ -502,6 +500,8 @@ class Workspace:
 
     def _agent(self, name: str | None) -> AgentDefinition:
         """A per-run agent must exist (ENG-16); the active one falls back to `blitz` (ENG-01)."""
+        if self.agents.changed(self.root):  # an agent file edited since the last turn counts (ENG-06)
+            self.reload_agents()
         if name is not None:
             if name not in self.agents.names():
                 self.reload_agents()  # it may have been written since the workspace opened

@@ -1,4 +1,5 @@
-"""`python -m blitz_kernel install [--user | --sys-prefix | --prefix DIR]`."""
+"""`python -m blitz_kernel install [--user | --sys-prefix | --prefix DIR]` and
+`python -m blitz_kernel run NOTEBOOK.ipynb ...` (also the `blitz` console script)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,14 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else argv
+    if arguments[:1] == ["run"]:  # its own parser (cli/run.py): `blitz run --help` shows it all
+        from .cli.run import main as run_main
+
+        return run_main(arguments[1:])
     parser = argparse.ArgumentParser(prog="python -m blitz_kernel", description="blitz_kernel commands")
     commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("run", help="run a notebook with %%%%blitz cells unattended (see `run --help`)")
     install = commands.add_parser(
         "install",
         help='install the "Blitz (Python 3)" kernel (IPython with blitz_kernel loaded)',
@@ -20,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--user", action="store_true", help="install for the current user")
     where.add_argument("--sys-prefix", action="store_true", help=f"install into this Python's prefix ({sys.prefix})")
     where.add_argument("--prefix", metavar="DIR", help="install into DIR/share/jupyter/kernels")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
 
     from .notebook.kernelspec import DISPLAY_NAME
     from .notebook.kernelspec import install as install_spec

@@ -174,6 +174,7 @@ _ENV_KEYS = {
     "BLITZ_API_BASE": "api_base",
     "BLITZ_AGENT": "agent",
     "BLITZ_APPROVAL_HEADLESS": "approval.headless",
+    "BLITZ_BUDGET_USD": "limits.max_cost_usd_session",
 }
 _TRUTHY = {"1", "true", "yes", "on"}
 _FALSY = {"0", "false", "no", "off"}

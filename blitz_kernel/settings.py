@@ -16,6 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from .core.terms import HeadlessPolicy, ToolPolicy
 from .core.usage import Price
+from .mcp.config import McpConfig
 
 TelemetryExporter = Literal["console", "otlp", "memory"]
 
@@ -243,6 +244,8 @@ class BlitzConfig(_Section):
     """Per-model settings by model name or prefix; the longest matching key wins (ENG-05)."""
     notebook: NotebookConfig = NotebookConfig()
     """Notebook front end settings."""
+    mcp: McpConfig = McpConfig()
+    """MCP servers whose tools the agents are offered (`[mcp.servers.NAME]`)."""
     hooks: HooksConfig = HooksConfig()
     """Hooks around prompts and tool calls (WS-04); from workspace files only once trusted."""
     privacy: PrivacyConfig = PrivacyConfig()

@@ -30,6 +30,9 @@ TRUST_ENV = "BLITZ_TRUST_WORKSPACE"
 PERMISSIVE_TOOL_POLICIES = ("allow", "ask-if-risky")
 HELD_TABLES = ("hooks", "mcp")
 HELD_KEYS = ("api_base", "api_key_env")
+ENFORCED_BY_OWNER = ("mcp",)
+"""Held back, but not removed from the config: the MCP manager refuses an untrusted
+workspace's servers itself, naming each one and the way out."""
 
 
 def held_back(document: Mapping[str, Any]) -> dict[str, Any]:
@@ -54,6 +57,8 @@ def without_held_back(document: Mapping[str, Any], held: Mapping[str, Any]) -> d
     """`document` with the held-back settings removed (the rest applies)."""
     kept: dict[str, Any] = json.loads(json.dumps(document, default=str))
     for key in held:
+        if key in ENFORCED_BY_OWNER:
+            continue
         parts = key.split(".", 2) if key.startswith("approval.tools.") else key.split(".")
         node: Any = kept
         for part in parts[:-1]:

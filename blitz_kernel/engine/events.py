@@ -172,6 +172,10 @@ class TurnDone(BaseModel):
     not_saved: str | None = None
     """Why the session is not being saved (WS-02: its store could not be opened, or failed);
     front ends say so on the usage line."""
+    context_used: int | None = None
+    """Tokens of the turn's last prompt (how full the context is now); None: no model call."""
+    context_window: int | None = None
+    """The window those tokens fill (configured, litellm's, or the 128K default)."""
 
 
 class SubagentEvent(BaseModel):

@@ -58,6 +58,8 @@ from .tracing import mark_error
 from .turn import TURN_SPAN, TurnResult, TurnSetup
 from .watchdog import RepeatWatch
 
+CONTINUE_LABEL = "(continuing the previous turn)"
+
 
 class _GracefulStop(Exception):
     """The user asked the turn to stop after the current step."""
@@ -84,6 +86,7 @@ class TurnRunner:
         self.model_calls = 0
         self._warned_unpriced = False
         self._specs = [tool.spec() for tool in setup.tools.values()]
+        self._last_prompt_tokens: int | None = None
         self.watch = RepeatWatch(setup.limits.repeat_warn, setup.limits.repeat_stop)
         self.budget = Budget(setup.session, setup.limits.max_cost_usd, setup.limits.max_cost_usd_session, control)
         self._schema_tokens = len(json.dumps([spec.model_dump() for spec in self._specs])) // 4
@@ -96,17 +99,17 @@ class TurnRunner:
         """Set when the turn must end after the current batch, with this text as its answer."""
         setup.tool_context.turn = self
 
-    async def run(self, prompt: str, attachments: list[Attachment] | None = None) -> TurnResult:
+    async def run(self, prompt: str | None, attachments: list[Attachment] | None = None) -> TurnResult:
         """The turn, inside its span (ENG-90): the root of its own trace, linked to the
         session's previous turn (ENG-91)."""
         setup = self.setup
         telemetry = setup.telemetry
         attributes = {
             "blitz.agent": setup.agent, "blitz.model": setup.model.name, "blitz.session": setup.session.name,
-            "blitz.turn_index": setup.session.turns, "blitz.prompt_length": len(prompt), "blitz.attachments": len(attachments or []),
+            "blitz.turn_index": setup.session.turns, "blitz.prompt_length": len(prompt or ""), "blitz.attachments": len(attachments or []),
             "blitz.max_turns": setup.limits.max_turns, "blitz.max_cost_usd": setup.limits.max_cost_usd,
             "blitz.timeout_s": setup.limits.timeout_s, "blitz.plan": setup.mode is TurnMode.PLAN,
-            "blitz.mode": setup.mode.value, "blitz.prompt": telemetry.content(prompt),
+            "blitz.mode": setup.mode.value, "blitz.prompt": telemetry.content(prompt or ""),
         }
         previous = None if setup.span_name != TURN_SPAN else setup.session.last_turn_span
         with telemetry.root_span(setup.span_name, attributes, previous) as span:
@@ -122,16 +125,19 @@ class TurnRunner:
                 setup.session.last_turn_span = span.get_span_context()
         return result
 
-    async def _run(self, prompt: str, attachments: list[Attachment]) -> TurnResult:
+    async def _run(self, prompt: str | None, attachments: list[Attachment]) -> TurnResult:
+        """`prompt` None continues the session's last turn (it stopped at max_turns with its
+        tool results in): no new user message, the model takes the next step."""
         setup = self.setup
         turn_index = setup.session.turns
         refused = self.budget.refusal_before_start()
         if refused is not None:  # GR-05: before any model call, and nothing is recorded
             return await self._refused_result(refused, turn_index, "max_cost")
-        blocked = await self._prompt_hooks(prompt, turn_index)
+        blocked = await self._prompt_hooks(prompt, turn_index) if prompt is not None else None
         if blocked is not None:  # WS-04: nothing is recorded
             return await self._refused_result(blocked, turn_index, "blocked")
-        self._commit(prompt_with_attachments(prompt, attachments, vision=supports_vision(setup.model)))
+        if prompt is not None:
+            self._commit(prompt_with_attachments(prompt, attachments, vision=supports_vision(setup.model)))
         text, error = "", None
         stop: StopReason = "end_turn"
         deadline = asyncio.timeout(setup.limits.timeout_s)
@@ -142,13 +148,13 @@ class TurnRunner:
         try:
             await self._emit(
                 TurnStarted(
-                    session=setup.session.name, turn_index=turn_index, prompt=prompt,
+                    session=setup.session.name, turn_index=turn_index, prompt=prompt if prompt is not None else CONTINUE_LABEL,
                     agent=setup.agent, model=setup.model.name,
                     attachments=[a.summary() for a in attachments],
                 )
             )
             for notice in setup.notices:
-                await self._emit(ErrorEvent(kind="notice", message=notice))
+                await self._emit(notice)
             async with deadline:
                 text = await self._steps()
         except TimeoutError as exc:
@@ -201,7 +207,8 @@ class TurnRunner:
         if error is not None:
             self.events.append(ErrorEvent(kind=stop, message=error))
         done = TurnDone(
-            stop_reason=stop, usage=self.usage, error=error, leftovers=leftovers, not_saved=session.not_saved
+            stop_reason=stop, usage=self.usage, error=error, leftovers=leftovers, not_saved=session.not_saved,
+            context_used=self._last_prompt_tokens, context_window=self.setup.context.tokens,
         )
         self.events.append(done)
         handler = self.setup.on_event
@@ -332,6 +339,7 @@ class TurnRunner:
 
     async def _record_usage(self, model: str, usage: TokenUsage) -> None:
         """ENG-22/80/81, and the cost ceiling checked after every usage event (ENG-14)."""
+        self._last_prompt_tokens = usage.input_tokens or self._last_prompt_tokens
         price = self.setup.prices.lookup(model)
         cost = price.cost(usage) if price is not None else None
         self.usage.add(usage, cost)

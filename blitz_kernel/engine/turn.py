@@ -119,8 +119,6 @@ class TurnSetup:
     temperature: float | None = None
     max_tokens: int | None = None
     on_event: EventHandler | None = None
-    notices: tuple[str, ...] = ()
-    """Shown once at the turn's start (an untrusted workspace's held-back settings)."""
     hooks: HookRunner | None = None
     """prompt_submit / pre_tool / post_tool hooks (WS-04)."""
     redactor: Redactor = field(default_factory=lambda: Redactor(()))
@@ -129,3 +127,6 @@ class TurnSetup:
     """0 for a turn the user started; 1.. for sub-agents (ENG-70)."""
     subagents: Subagents | None = None
     """Starts sub-agents for `invoke_agent`; None where there are none to start."""
+    notices: tuple[Event, ...] = ()
+    """Problems found while setting the turn up (an MCP server that did not start), sent to
+    the front end right after `turn_started`."""

@@ -19,13 +19,10 @@ from ..config import OVERRIDE_SOURCE, BlitzConfig, check_policy_names, load_conf
 from ..core.attachments import Attachment
 from ..core.redact import Redactor
 from ..core.usage import PriceBook, UsageLedger, UsageTotals
-from ..errors import (
-    BlitzError,
-    ConfigError,
-    SessionBusyError,
-    SteerTooLateError,
-    UnknownAgentError,
-)
+from ..errors import BlitzError, ConfigError, SessionBusyError, SteerTooLateError, UnknownAgentError
+from ..mcp import is_mcp_name
+from ..mcp.manager import McpManager, server_entries
+from ..mcp.toolset import Offer, offer
 from ..models.base import Model, supports_vision
 from ..models.factory import build_model, model_problem
 from ..models.placeholder import PlaceholderModel
@@ -97,6 +94,9 @@ class Workspace:
         self.subagents = Subagents(self._setup, self._agent_summaries)
         self.waiting_approvals = PendingApprovals()
         """Permission requests waiting now, over every turn and aside (ENG-26)."""
+        # a workspace's own servers reach the config only once it is trusted (WS-06)
+        self.mcp = McpManager(self.root, trusted=lambda: self.trust.trusted)
+        """The MCP servers, started when a turn first offers their tools (issue 13)."""
 
     @classmethod
     def open(
@@ -230,6 +230,16 @@ class Workspace:
         state.add_budget(usd)
         return limit + state.budget_added_usd - state.ledger.total.cost_usd
 
+    def context_of(self, session: str) -> str | None:
+        """How full the session's context is ("ctx 42 % of 128K (litellm)"), from its last
+        prompt; None before any model call. The window is the current model's."""
+        used = self.session(session).ledger.last_prompt_tokens
+        if not used:
+            return None
+        cached = [known for key, known in self._contexts.items() if key[0] == self.model.name]
+        context = cached[-1] if cached else self._context_window(self.model)
+        return f"{context.fill(used)} ({context.source})"
+
     def audit(self, session: str = "default") -> list[AuditRecord]:
         """WS-07: every tool call of the session, with its decision and who made it."""
         return list(self.session(session).audit)
@@ -302,6 +312,23 @@ class Workspace:
         finally:
             state.running = None
 
+    async def continue_turn(
+        self, session: str, options: RunOptions | None = None, front_end: FrontEnd | None = None
+    ) -> TurnResult:
+        """Issue 12 §5: a turn that stopped at `max_turns` goes on for `options.max_turns` more
+        steps in the same context: no new prompt, the model takes the next step."""
+        state = self.session(session)
+        if not state.history or state.history[-1].kind != "tool_result":
+            raise BlitzError(f"session {session!r} has no turn to continue: its last turn ended with an answer")
+        self._claim(state)
+        control = TurnControl()
+        state.running = control
+        try:
+            setup = await self._setup(state, options or RunOptions(), front_end or FrontEnd())
+            return await TurnRunner(setup, control).run(None)
+        finally:
+            state.running = None
+
     @staticmethod
     def _claim(state: Session) -> None:
         """One turn or compaction at a time per session (SessionBusyError otherwise)."""
@@ -342,9 +369,12 @@ class Workspace:
             repeat_stop=defaults.repeat_stop,
         )
 
-    def _notices(self) -> tuple[str, ...]:
-        """One-time notices for the next turn: the first turn in an untrusted workspace that
-        holds settings back says so, once per kernel (WS-06)."""
+    def _notices(self, depth: int, mode: TurnMode) -> tuple[ErrorEvent, ...]:
+        """One-time notices for the next turn the user started: the first turn in an
+        untrusted workspace that holds settings back says so, once per kernel (WS-06), and a
+        broken agent file is named once (it was skipped)."""
+        if depth > 0 or mode is TurnMode.BTW:
+            return ()
         notices: list[str] = []
         if self._trust_notice_due and self.trust.holding_back:
             self._trust_notice_due = False
@@ -353,7 +383,7 @@ class Workspace:
             if problem not in self._agent_warnings_shown:
                 self._agent_warnings_shown.add(problem)
                 notices.append(problem)
-        return tuple(notices)
+        return tuple(ErrorEvent(kind="notice", message=notice) for notice in notices)
 
     def _agent_summaries(self) -> list[tuple[str, str]]:
         """(name, description) of every agent, for list_agents and invoke_agent (ENG-70)."""
@@ -369,12 +399,14 @@ class Workspace:
         settings = config.model_settings(turn_model.name)  # ENG-05: per-model beats global
         mode = options.mode
         aside = mode is TurnMode.BTW
+        mcp = await self._mcp_offer(definition, turn_model)
         return TurnSetup(
             session=state,
             model=turn_model,
             agent=definition.name,
-            system=self._instructions(definition, turn_model, depth, mode),
-            tools=self._agent_tools(definition, root=depth == 0),
+            system=self._instructions(definition, turn_model, depth, mode) + mcp.system_note(),
+            tools={**self._agent_tools(definition, root=depth == 0), **mcp.tools},
+            notices=self._notices(depth, mode) + tuple(ErrorEvent(kind="mcp", message=p) for p in mcp.problems.values()),
             tool_context=ToolContext(
                 workspace=self.root, kernel=front_end.kernel or self.kernel, session=state.name,
                 variable_values=config.privacy.variables == "full",
@@ -407,10 +439,22 @@ class Workspace:
             on_event=front_end.on_event,
             hooks=self.hooks,
             redactor=self.redactor,
-            notices=self._notices() if depth == 0 and mode is not TurnMode.BTW else (),
             depth=depth,
             subagents=self.subagents,
         )
+
+    async def _mcp_offer(self, definition: AgentDefinition, model: Model) -> Offer:
+        """The MCP tools the agent's list names (every enabled server's for an agent without a
+        list), their servers started first; the servers that could not start are reported."""
+        if not self.config.mcp.servers and not self.mcp.connections:
+            return Offer()
+        return await offer(self.mcp_servers(), definition.tools, vision=supports_vision(model))
+
+    def mcp_servers(self) -> McpManager:
+        """The MCP servers as the configuration says now (a changed server restarts on its
+        next use), for a turn or `%blitz_mcp`."""
+        self.mcp.configure(server_entries(self.config.mcp, self.root, self._home))
+        return self.mcp
 
     def _instructions(self, definition: AgentDefinition, model: Model, depth: int, mode: TurnMode) -> str:
         """ENG-02/03: the root agent's prompt with project memory, language and image note,
@@ -531,6 +575,8 @@ class Workspace:
             names = [n for n in names if n not in workflow]
         chosen: dict[str, Tool] = {}
         for name in names:
+            if is_mcp_name(name):
+                continue  # MCP tools come from their servers at the turn's setup (_mcp_offer)
             tool = self.tools.get(name)
             if tool is None:
                 raise BlitzError(f"agent {definition.name!r} names an unknown tool {name!r}")
@@ -540,7 +586,7 @@ class Workspace:
     def _check_tool_names(self, tools: tuple[str, ...] | None) -> tuple[str, ...] | None:
         if tools is None:
             return None
-        unknown = [name for name in tools if name not in self.tools]
+        unknown = [name for name in tools if name not in self.tools and not is_mcp_name(name)]
         if unknown:
             raise BlitzError(
                 f"unknown tool(s) {', '.join(unknown)} in the allowed tools; known: {', '.join(self.tools.names())}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from . import bridge
+from . import bridge, cell_log
 from .transform import await_blitz_cells, keep_btw_questions
 
 _state: dict[str, Any] = {}
@@ -25,26 +25,38 @@ def load(ipython: Any) -> None:
     _state["magics"] = magics
     _state["safety_magics"] = safety = SafetyMagics(ipython, magics)
     ipython.register_magics(safety)
+    _state["mcp_magics"] = _register_mcp_magics(ipython)
     _state["warm_up"] = _warm_up_in_background()
     bridge.install(ipython)
+    cell_log.install(ipython)
 
 
 def unload(ipython: Any) -> None:
     bridge.uninstall(ipython)
+    cell_log.uninstall(ipython)
     if await_blitz_cells in ipython.input_transformers_post:
         ipython.input_transformers_post.remove(await_blitz_cells)
     if keep_btw_questions in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_btw_questions)
     magics = _state.pop("magics", None)
-    if magics is not None and magics._workspace is not None:
+    workspace = getattr(magics, "_workspace", None)
+    if workspace is not None:
+        workspace.mcp.close_soon()  # MCP servers end with the extension (issue 13)
         # WS-02: let go of the session locks, so a reloaded extension can take them again
-        magics._workspace.sessions.close()
-    for registered in (magics, _state.pop("safety_magics", None)):
-        if registered is None:
-            continue
-        for kind, names in registered.magics.items():
-            for name in names:
-                ipython.magics_manager.magics[kind].pop(name, None)
+        workspace.sessions.close()
+    for registered in (magics, _state.pop("mcp_magics", None), _state.pop("safety_magics", None)):
+        if registered is not None:
+            for kind, names in registered.magics.items():
+                for name in names:
+                    ipython.magics_manager.magics[kind].pop(name, None)
+
+
+def _register_mcp_magics(ipython: Any) -> Any:
+    from .mcp_magic import McpMagics
+
+    magics = McpMagics(ipython)
+    ipython.register_magics(magics)
+    return magics
 
 
 def _warm_up_in_background() -> threading.Thread:

@@ -15,6 +15,7 @@ from ..core.terms import PlanStatus
 from ..core.text import one_line
 
 if TYPE_CHECKING:
+    from ..core.attachments import AttachmentSummary
     from ..engine.events import ModelSwitchEvent
     from .widgets.state import ToolItem, TurnState
 
@@ -50,6 +51,12 @@ def usage_line(state: TurnState) -> str:
     elapsed = f"{state.elapsed_s:.1f} s" if state.elapsed_s is not None else "—"
     unsaved = " · ⚠ session not saved (%blitz_session show says why)" if state.not_saved else ""
     return f"— {state.model} · {state.usage.describe()} · {elapsed} · {state.stop_reason}{unsaved}"
+
+
+def chip_line(chip: AttachmentSummary) -> str:
+    """`📎 variable @df (1,234 chars)`: what a prompt's reference attached (ENG-11)."""
+    unit = "bytes" if chip.kind == "figure" else "chars"
+    return f"📎 {chip.kind} @{chip.name} ({chip.size:,} {unit})"
 
 
 def switch_line(event: ModelSwitchEvent) -> str:

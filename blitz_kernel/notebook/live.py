@@ -40,6 +40,8 @@ from .probe import FrontEndProbe
 from .render import PlainPresenter
 
 if TYPE_CHECKING:
+
+    from ..core.attachments import Attachment
     from ..engine.modes import PlanReviewer
     from ..engine.turn import TurnResult
     from ..engine.workspace import Workspace
@@ -70,10 +72,13 @@ async def run_turn_in_cell(
     options: RunOptions,
     plain: bool = False,
     shell: Any = None,
+    attachments: list[Attachment] | None = None,
 ) -> TurnResult:
     """Run `prompt` and its follow-ups (an approved plan's carry-out, leftover steer messages)
     in the current cell; returns the last turn's result. BlitzErrors raised before a turn
-    starts propagate. A plan-mode `options` makes the first turn a plan turn."""
+    starts propagate. A plan-mode `options` makes the first turn a plan turn. `attachments`
+    (the prompt's `@` references) go with the first turn only: follow-ups find them in the
+    history."""
     widget_capable = not plain and getattr(shell, "kernel", None) is not None
     ticker = asyncio.ensure_future(tick_forever())
     try:
@@ -84,7 +89,8 @@ async def run_turn_in_cell(
             probe = FrontEndProbe() if widget_capable else None
             turn = CellTurn(workspace, session, planned.prompt, probe=probe, label=planned.label)
             mode = TurnMode.PLAN if planned.plan else TurnMode.NORMAL
-            result = await turn.run(dataclasses.replace(options, mode=mode))
+            result = await turn.run(dataclasses.replace(options, mode=mode), attachments)
+            attachments = None
             queue[:0] = follow_ups(planned, result, turn.follow_up)
         assert result is not None
         return result
@@ -148,7 +154,7 @@ class CellTurn:
             # The answer arrives in a comm callback or a timer: show it in the cell's context.
             probe.answer.add_done_callback(self._answered, context=contextvars.copy_context())
 
-    async def run(self, options: RunOptions) -> TurnResult:
+    async def run(self, options: RunOptions, attachments: list[Attachment] | None = None) -> TurnResult:
         try:
             front_end = FrontEnd(on_event=self.on_event)
             if self.controller is not None:
@@ -157,7 +163,9 @@ class CellTurn:
                     approver=self.controller.approver,
                     plan_reviewer=await self._plan_reviewer(options.plan),
                 )
-            result = await self.workspace.run_turn(self.prompt, self.session, options, front_end)
+            result = await self.workspace.run_turn(
+                self.prompt, self.session, options, front_end, attachments=attachments
+            )
         except BaseException:
             self._abandon()
             raise

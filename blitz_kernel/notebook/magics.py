@@ -38,7 +38,8 @@ blitz_kernel — an agent in your kernel. Magics:
       --max-turns N  --max-cost USD  --timeout SECONDS  --tools a,b,c
       --approve ask|allow|deny  -o/--out NAME  --plain
       example:  %%blitz --max-turns 5 --out r
-                What columns does df have? Plot the numeric ones.
+                What columns does @df have? Plot the numeric ones.
+      references: @name  @cell  @cell:N  @cell:-2  @err  @file:path  @fig  (@@ is a literal @)
   %blitz_btw QUESTION        a side question from a read-only copy of the session; nothing
                              is recorded (also %%blitz_btw with the question as the cell body)
   %blitz_compact [--keep N] [-s NAME] [FOCUS ...]
@@ -46,12 +47,16 @@ blitz_kernel — an agent in your kernel. Magics:
   %blitz_model [MODEL]       show or set the model (litellm name or scripted:PATH)
                              e.g. %blitz_model openai/gpt-4.1-mini
   %blitz_config [key=value]  show or set configuration, e.g. %blitz_config limits.max_turns=10
-  %blitz_usage [--session NAME]   tokens and cost of a session, per model
+  %blitz_usage [--session NAME] [--add-budget USD]
+                             tokens and cost of a session, per model; lift a spent budget
   %blitz_agent [NAME]        show or set the active agent; %blitz_agents lists them
   %blitz_session [list | new NAME | use NAME | show | snapshot NAME | load SNAPSHOT |
-                  search TEXT | delete NAME]   this kernel's sessions (in memory)
-  %blitz_trust [--revoke]    show what this workspace's own config asks for and trust it
-  %blitz_audit [-s NAME] [--last N] [--tool NAME]   every tool call, its decision and who made it
+                  search TEXT [--session NAME | --all] | delete NAME]
+                             the workspace's sessions (kept in .blitz/blitz.db)
+  %blitz_trust [--revoke]    review and trust what this workspace's own config asks for
+  %blitz_audit [--session NAME] [--last N] [--tool NAME]
+                             every tool call, its decision and who made it
+  %blitz_mcp [restart NAME]  MCP servers, their tools and approval policies
   %blitz_help                this text
 
 Set a model with BLITZ_MODEL (and BLITZ_API_BASE for an OpenAI-compatible server), with
@@ -222,12 +227,15 @@ class BlitzMagics(Magics):
         self, workspace: Workspace, prompt: str, session: str, options: RunOptions, out: str | None, *, plain: bool
     ) -> None:
         from .live import run_turn_in_cell
+        from .references import PromptReferences
 
         # raised before the turn started (a bad choice, or ■ while the model is looked up):
         # nothing was recorded
         with usage_errors(), interrupt_is_one_line("the turn was cancelled before it started"):
+            prompt, attachments = await PromptReferences(self.shell, workspace.root).resolve(prompt)
             result = await run_turn_in_cell(
-                workspace, prompt, session=session, options=options, plain=plain, shell=self.shell
+                workspace, prompt, session=session, options=options, plain=plain, shell=self.shell,
+                attachments=attachments,
             )
         if out:
             self._user_ns[out] = result
@@ -324,12 +332,18 @@ class BlitzMagics(Magics):
 
     @magic_arguments()
     @argument("-s", "--session", help="session (default: the notebook's)")
+    @argument("--add-budget", metavar="USD", help="add to the session budget (limits.max_cost_usd_session)")
     @line_magic
     def blitz_usage(self, line: str) -> None:
-        """Tokens and cost of a session, per model."""
+        """Tokens and cost of a session, per model; `--add-budget USD` lifts a spent session budget."""
         args = self._parse(self.blitz_usage, line)
         session = _name(args.session, "--session", self.blitz_usage) or self._current_session()
         workspace = self.workspace()
+        if args.add_budget is not None:
+            with usage_errors():
+                left = workspace.add_budget(session, _positive(float, args.add_budget, "--add-budget"))
+            print(f"session {session!r}: budget raised; ${left:.2f} left")
+            return
         if session not in workspace.sessions.names():  # asking must not create it
             print(f"session {session!r}: no model calls yet")
             return
@@ -475,6 +489,16 @@ class BlitzMagics(Magics):
         print(f"session {name!r}: {state.turns} turn(s), {len(kinds)} message(s) in the history"
               f" ({kinds.count('summary')} summary), {len(state.archive)} compacted away; {saved}")
         print(f"usage: {state.ledger.total.describe()}")
+        workspace = self.workspace()
+        context = workspace.context_of(name)
+        if context is not None:
+            print(f"context: {context}")
+        memory = workspace.memory()
+        print("project memory: " + (", ".join(m.label for m in memory) if memory else "none (AGENTS.md, BLITZ.md, ~/.blitz/AGENTS.md)"))
+        limit = workspace.config.limits.max_cost_usd_session
+        if limit is not None:
+            spent = " (spent: %blitz_usage --add-budget USD to go on)" if state.budget_tripped else ""
+            print(f"session budget: ${limit + state.budget_added_usd:.2f}{spent}")
         outcomes = book.outcomes(name)
         if outcomes:
             last = outcomes[-1]

@@ -40,6 +40,7 @@ from .lines import (
     RESULT_CHARS,
     args_line,
     call_line,
+    chip_line,
     compaction_detail,
     plan_heading_with_reason,
     result_text,
@@ -177,6 +178,8 @@ class PlainPresenter:
     def _head(self) -> None:
         if self._header:
             self._output.line(self._header)
+        for chip in self.state.attachments:
+            self._output.line(chip_line(chip))
 
     def _new_items(self, *, with_results: bool = False) -> None:
         """Show the items the state gained since the last call, in order."""

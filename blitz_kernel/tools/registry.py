@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core.history import ImagePart
 from ..core.tools import ToolSpec
@@ -125,8 +125,13 @@ class Tool:
     args_model: type[BaseModel]
     kind: ToolKind
     func: ToolFunction
+    schema: dict[str, Any] | None = field(default=None, compare=False)
+    """The JSON schema the model sees, when it does not come from `args_model`: an MCP
+    server's tool brings its own (with `PassthroughArgs` as the argument model)."""
 
     def spec(self) -> ToolSpec:
+        if self.schema is not None:
+            return ToolSpec(name=self.name, description=self.description, parameters=self.schema)
         return _spec(self.name, self.description, self.args_model)
 
     def parse_arguments(self, raw: str) -> BaseModel:
@@ -144,6 +149,16 @@ class Tool:
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in error.errors()
             )
             raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
+
+
+class PassthroughArgs(BaseModel):
+    """Arguments a tool takes as they come (checked by whoever defined the schema: an MCP
+    server); `as_dict()` hands them on."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
 
 
 @functools.lru_cache(maxsize=512)

@@ -23,6 +23,7 @@ export class PanelBridge {
   private probeAfterRestart = false;
   private disposed = false;
   private readonly document: NotebookDocument;
+  private readonly connectionListeners = new Set<() => void>();
 
   constructor(private readonly panel: NotebookPanel) {
     this.document = new PanelDocument(panel);
@@ -37,8 +38,21 @@ export class PanelBridge {
     return this.comm !== null && !this.comm.isDisposed;
   }
 
+  /** Call `listener` whenever `connected` may have changed; returns the function that stops it. */
+  onConnectionChange(listener: () => void): () => void {
+    this.connectionListeners.add(listener);
+    return () => this.connectionListeners.delete(listener);
+  }
+
+  private connectionChanged(): void {
+    for (const listener of this.connectionListeners) {
+      listener();
+    }
+  }
+
   dispose(): void {
     this.disposed = true;
+    this.connectionListeners.clear();
     this.panel.sessionContext.kernelChanged.disconnect(this.onKernelChanged, this);
     this.panel.sessionContext.statusChanged.disconnect(this.onStatus, this);
     this.detach();
@@ -63,6 +77,7 @@ export class PanelBridge {
       this.kernel.removeCommTarget(COMM_TARGET, this.onPing);
     }
     this.kernel = null;
+    this.connectionChanged();
   }
 
   private onKernelChanged(_: unknown, change: { newValue: Kernel.IKernelConnection | null }): void {
@@ -73,6 +88,7 @@ export class PanelBridge {
     if (status === 'restarting' || status === 'autorestarting') {
       this.comm = null; // the kernel's comms died with it
       this.probeAfterRestart = true;
+      this.connectionChanged();
     } else if (status === 'idle' && this.probeAfterRestart && this.kernel !== null) {
       this.probeAfterRestart = false;
       void this.probe(this.kernel);
@@ -116,9 +132,11 @@ export class PanelBridge {
     comm.onClose = () => {
       if (this.comm === comm) {
         this.comm = null;
+        this.connectionChanged();
       }
     };
     comm.open({ kind: 'hello', protocol: PROTOCOL, client: 'jupyterlab', version: VERSION, path: this.panel.context.path });
+    this.connectionChanged();
   }
 
   private async onMessage(comm: Kernel.IComm, msg: KernelMessage.ICommMsgMsg): Promise<void> {

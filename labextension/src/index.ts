@@ -1,12 +1,14 @@
 /**
  * blitz_kernel's JupyterLab / Notebook 7 extension: the notebook bridge the agent's
- * notebook_read and notebook_edit tools use, and Markdown highlighting for `%%blitz` cells.
+ * notebook_read and notebook_edit tools use, Markdown highlighting for `%%blitz` cells, and
+ * "Ask Blitz to fix" on cells that raised.
  */
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 
 import { PanelBridge } from './bridge';
+import { FixAction } from './fixaction';
 import { PromptCellLook } from './look';
 
 /** The bridge of each open notebook panel, by panel id (tests read `connected`). */
@@ -19,7 +21,9 @@ function setUp(panel: NotebookPanel): void {
   const look = new PromptCellLook(panel);
   const bridge = new PanelBridge(panel);
   bridges.set(panel.id, bridge);
+  const fix = new FixAction(panel, bridge);
   panel.disposed.connect(() => {
+    fix.dispose();
     look.dispose();
     bridge.dispose();
     bridges.delete(panel.id);

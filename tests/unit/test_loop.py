@@ -27,7 +27,7 @@ from blitz_kernel.engine.events import (
 from blitz_kernel.engine.instructions import VISION_NOTE
 from blitz_kernel.engine.options import FrontEnd, RunOptions
 from blitz_kernel.engine.workspace import Workspace
-from blitz_kernel.errors import SessionBusyError, SteerTooLateError, UnknownAgentError
+from blitz_kernel.errors import BlitzError, SessionBusyError, SteerTooLateError, UnknownAgentError
 from blitz_kernel.models.scripted import ScriptedModel
 from blitz_kernel.tools.registry import ToolKind
 
@@ -667,3 +667,20 @@ async def test_ENG10_ENG11_attachments_go_ahead_of_the_prompt_images_first(tmp_p
         started = result.events[0]
         assert started.type == "turn_started"
         assert [(a.kind, a.name) for a in started.attachments] == [("variable", "df"), ("figure", "fig")]
+
+
+async def test_continue_runs_more_steps_of_a_turn_that_stopped_at_max_turns(make_workspace, tmp_path):
+    (tmp_path / "a.txt").write_text("a\n")
+    ws, model = make_workspace([tool_step(call("read_file", path="a.txt")), tool_step(call("list_files")), {"text": "done"}])
+    first = await ws.run("go", session="s", max_turns=1)
+    assert first.stop_reason == "max_turns"
+    turns_before = len(model.requests)
+    result = await ws.continue_turn("s", RunOptions(max_turns=5))
+    assert result.stop_reason == "end_turn" and result.text == "done"
+    assert len(model.requests) == turns_before + 2
+    prompts = [m for m in ws.session("s").history if m.kind == "user"]
+    assert len(prompts) == 1  # no new user message
+    done = result.events[-1]
+    assert done.type == "turn_done" and done.context_window == 128_000
+    with pytest.raises(BlitzError, match="no turn to continue"):
+        await ws.continue_turn("s")

@@ -150,3 +150,41 @@ def test_an_interrupt_outside_a_turn_is_one_line() -> None:
     error = asyncio.run(scenario())
     assert str(error) == "interrupted: nothing was compacted"
     assert error._render_traceback_() == ["\x1b[0;31mBlitz:\x1b[0m interrupted: nothing was compacted"]
+
+
+def test_GR05_add_budget_and_session_show_context_and_memory(tmp_path, monkeypatch):
+    """`%blitz_usage --add-budget` lifts a spent budget; `%blitz_session show` says how full the
+    context is, which memory files count and the budget."""
+    import asyncio
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "AGENTS.md").write_text("Be brief.\n")
+    script = tmp_path / "s.json"
+    script.write_text('[{"text": "a", "usage": {"prompt_tokens": 5000, "completion_tokens": 1}}]')
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "blitz_kernel")
+    try:
+        shell.run_line_magic("blitz_config", f"model=scripted:{script} limits.max_cost_usd_session=2")
+        workspace = shell.magics_manager.registry["BlitzMagics"].workspace()
+        asyncio.run(workspace.run("hi", session="b"))
+        from contextlib import redirect_stdout
+        from io import StringIO
+
+        out = StringIO()
+        with redirect_stdout(out):
+            shell.run_line_magic("blitz_session", "show")  # the current session is the notebook's
+            shell.run_line_magic("blitz_usage", "-s b --add-budget 3")
+        text = out.getvalue()
+        assert "budget raised; $5.00 left" in text
+        assert "project memory: AGENTS.md" in text
+        workspace.sessions.get("b")
+        out = StringIO()
+        with redirect_stdout(out):
+            shell.run_line_magic("blitz_session", "use b")
+            shell.run_line_magic("blitz_session", "show")
+        assert "context: ctx 4 % of 128K (default)" in out.getvalue()
+        assert "session budget: $5.00" in out.getvalue()
+    finally:
+        shell.run_line_magic("unload_ext", "blitz_kernel")

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, assert_never
 
+from ...core.attachments import AttachmentSummary
 from ...core.terms import PlanStatus, ToolOutcome, Verdict
 from ...core.usage import UsageTotals
 from ...engine.events import (
@@ -132,7 +133,7 @@ SYNCED = (
 """The fields the widget mirrors as traits (same names)."""
 
 OPEN_STATUSES = ("queued", "waiting", "running")
-NOTICE_KINDS = ("unpriced", "notice")
+NOTICE_KINDS = ("unpriced", "notice", "mcp")
 """Error events that are warnings to show, not the turn's failure."""
 
 
@@ -173,6 +174,8 @@ class TurnState:
     notice: str = ""
     stop_reason: str = ""
     error: str | None = None
+    attachments: list[AttachmentSummary] = field(default_factory=list)
+    """What the prompt's references attached (ENG-11), shown as chips."""
     not_saved: str | None = None
     """Why the session is not being saved (the store failed), from TurnDone (WS-02)."""
     elapsed_s: float | None = None
@@ -222,6 +225,7 @@ class TurnState:
     def _on_started(self, event: TurnStarted) -> None:
         self.model, self.agent, self.turn_index = event.model, event.agent, event.turn_index
         self.session, self.prompt = event.session, event.prompt
+        self.attachments = list(event.attachments)
         self.dirty.update(("header", "footer"))
 
     def _on_text(self, event: TextEvent) -> None:
@@ -348,6 +352,8 @@ class TurnState:
         if event.kind in NOTICE_KINDS:
             self.notice = event.message
             self.dirty.add("notice")
+        elif event.kind == "mcp":  # an MCP server that could not be used this turn
+            self._add({"kind": "error", "message": event.message})
 
     def _on_done(self, event: TurnDone) -> None:
         self.done_seen = True

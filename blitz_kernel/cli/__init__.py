@@ -1,0 +1,1 @@
+"""Command-line tools beside the kernel: `blitz run` (cli/run.py) and its report."""

@@ -1,0 +1,373 @@
+"""`blitz run NOTEBOOK.ipynb`: run a notebook with agent cells unattended (CI, schedules).
+
+papermill does the work it is good at: parameters (`-p NAME VALUE`, injected after the cell
+tagged `parameters`), executing every cell in order with nbclient, stopping at the first
+failing cell, and saving the output notebook as it goes. This module adds what papermill
+cannot know:
+
+- settings for the kernel, through the environment its config reads (`BLITZ_MODEL`,
+  `BLITZ_APPROVAL_HEADLESS`, `BLITZ_BUDGET_USD`), so `%%blitz` cells need no edits. Every
+  cell without `-s` uses the notebook's own session (`JPY_SESSION_NAME` names the notebook),
+  so `--budget` is one budget for all of them, and the engine refuses a turn before any
+  model call once it is spent.
+- an exit status that says what happened. A failing `%%blitz` cell raises with a first line
+  `Blitz turn stopped (REASON): …` (notebook/magics.py `TurnFailedError`), so papermill stops
+  there too (papermill#501: a magic that fails silently passes a CI run):
+      0  every cell ran
+      1  a cell failed (an exception, a turn that ended in `error`, a bad reference)
+      2  bad usage of `blitz run` (arguments, a missing notebook)
+      3  a turn or budget limit stopped the run (`max_turns`, `max_cost`, `timeout`, `watchdog`)
+      4  a hook or policy blocked a turn (`blocked`)
+- a progress line per cell on stderr, and for `%%blitz` cells the turn's tool calls as they
+  happen (the plain output lines the cell prints, taken from papermill's stdout stream).
+- the report (`--report FILE`, JSON; cli/report.py) read back from the output notebook's
+  turn records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar, TextIO
+
+from .report import EXIT_CODES, FailedCell, Outcome, RunReport, totals, turn_records
+
+LIMIT_STOPS = {"max_turns", "max_cost", "timeout", "watchdog"}
+_STOPPED = re.compile(r"Blitz turn stopped \((\w+)\)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+TURN_LINE_MARKS = ("⚙", "↳", "— ", "📎", "⚠", "⟲")
+"""How the plain renderer's lines start (notebook/render.py): these go to the terminal."""
+SESSION_OPTION = re.compile(r"^%%blitz\b.*(\s-s\s|\s--session[\s=])")
+
+
+class UsageProblem(Exception):
+    """Exit status 2: the command line or its files are wrong."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="blitz run",
+        description="Run a notebook with %%blitz cells unattended (papermill underneath). Exit "
+        "status: 0 all cells ran, 1 a cell failed, 2 bad usage, 3 a turn or budget limit "
+        "stopped the run, 4 a hook or policy blocked a turn.",
+    )
+    parser.add_argument("notebook", type=Path, help="the notebook to run")
+    parser.add_argument("-o", "--output", type=Path, help="where to save the executed notebook (default: not kept)")
+    parser.add_argument(
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+        help="a papermill parameter (numbers, True/False/None are converted, as papermill's -p does)",
+    )
+    parser.add_argument("--model", help="model for the agent cells (BLITZ_MODEL): litellm name or scripted:PATH")
+    parser.add_argument(
+        "--approve", choices=["deny", "allow"], default="deny",
+        help="what mutating tools that would ask get (approval.headless; default deny)",
+    )
+    parser.add_argument("--budget", type=float, metavar="USD", help="session budget in USD for all agent cells")
+    parser.add_argument("--report", type=Path, metavar="FILE", help="write a JSON report of every agent turn")
+    parser.add_argument("--cwd", type=Path, help="the kernel's working directory (default: the notebook's)")
+    parser.add_argument("--kernel", help="kernel name (default: the notebook's)")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="per-cell execution timeout (nbclient)")
+    return parser
+
+
+def parameter_value(text: str) -> Any:
+    """A `-p` value the way papermill's own CLI reads one: bool/None, int, float, else str."""
+    words: dict[str, Any] = {"True": True, "False": False, "None": None}
+    if text in words:
+        return words[text]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+# -- what a failure means ------------------------------------------------------------------
+
+
+def classify(ename: str, evalue: str, traceback_lines: list[str]) -> tuple[Outcome, str]:
+    """The outcome of a failed cell and its headline: the `Blitz …` line a failing `%%blitz`
+    cell shows, else `ENAME: EVALUE`."""
+    text = _ANSI.sub("", "\n".join(traceback_lines))
+    first_line = evalue.strip().split("\n", 1)[0]
+    headline = f"{ename}: {first_line}" if first_line else ename
+    stopped = _STOPPED.search(text)
+    if stopped is not None:
+        line_start = text.rfind("\n", 0, stopped.start()) + 1
+        headline = text[line_start:].split("\n", 1)[0].strip()
+        reason = stopped.group(1)
+        if reason in LIMIT_STOPS:
+            return "limit", headline
+        if reason == "blocked":
+            return "blocked", headline
+    return "cell_failed", headline
+
+
+# -- progress in the terminal ---------------------------------------------------------------
+
+
+class Progress:
+    """One line per code cell as it starts, its agent turn's lines as they come, and how it
+    ended; hooked into papermill's execution manager (`watch`) and stdout stream (`write`)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self._total = 0
+        self._agent_cell = False
+        self._partial = ""
+
+    def watch(self, manager: Any) -> None:
+        self._total = sum(1 for c in manager.nb.cells if c.get("cell_type") == "code")
+        start, complete = manager.cell_start, manager.cell_complete
+
+        def cell_start(cell: Any, cell_index: int | None = None, **kwargs: Any) -> Any:
+            outcome = start(cell, cell_index, **kwargs)
+            self.cell_started(cell, cell_index)
+            return outcome
+
+        def cell_complete(cell: Any, cell_index: int | None = None, **kwargs: Any) -> Any:
+            outcome = complete(cell, cell_index, **kwargs)
+            self.cell_completed(cell)
+            return outcome
+
+        manager.cell_start, manager.cell_complete = cell_start, cell_complete
+
+    def cell_started(self, cell: Any, index: int | None) -> None:
+        if cell.get("cell_type") != "code":
+            self._agent_cell = False
+            return
+        source = str(cell.get("source", ""))
+        self._agent_cell = source.lstrip().startswith("%%blitz")
+        lines = [line.strip() for line in source.splitlines() if line.strip()]
+        if self._agent_cell and len(lines) > 1:
+            first = f"{lines[0]} · {' '.join(lines[1:])}"
+        else:
+            first = lines[0] if lines else "(empty)"
+        self._print(f"[cell {index}] {_shorten(first, 100)}")
+
+    def cell_completed(self, cell: Any) -> None:
+        if cell.get("cell_type") != "code":
+            return
+        self._flush_partial()
+        meta = cell.get("metadata", {}).get("papermill", {})
+        duration = meta.get("duration")
+        took = f" {duration:.1f} s" if isinstance(duration, int | float) else ""
+        if meta.get("exception"):
+            error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+            _, headline = (
+                classify(error.get("ename", ""), error.get("evalue", ""), error.get("traceback", []))
+                if error else ("", "failed")
+            )
+            self._print(f"    ✗{took} {_shorten(headline, 160)}")
+        else:
+            self._print(f"    ✓{took}")
+        self._agent_cell = False
+
+    # papermill writes the cells' stdout here (its `stdout_file`), as the outputs arrive
+    def write(self, text: str) -> int:
+        if not self._agent_cell:
+            return len(text)
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        for line in lines:
+            self._turn_line(line)
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def _flush_partial(self) -> None:
+        if self._partial and self._agent_cell:
+            self._turn_line(self._partial)
+        self._partial = ""
+
+    def _turn_line(self, line: str) -> None:
+        if line.strip().startswith(TURN_LINE_MARKS):
+            self._print(f"    {_shorten(line.rstrip(), 160)}")
+
+    def note(self, line: str) -> None:
+        """A line of the run's own (not a cell's)."""
+        self._print(line)
+
+    def _print(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _progress_engine(progress: Progress) -> str:
+    """Register (once per process) a papermill engine that reports progress; returns its name."""
+    from papermill.engines import NBClientEngine, papermill_engines
+
+    class ProgressEngine(NBClientEngine):
+        watcher: ClassVar[Progress | None] = None
+
+        @classmethod
+        def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, **kwargs: Any) -> Any:
+            if cls.watcher is not None:
+                cls.watcher.watch(nb_man)
+            return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+
+    ProgressEngine.watcher = progress
+    papermill_engines.register("blitz-run", ProgressEngine)
+    return "blitz-run"
+
+
+# -- the run --------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def kernel_environment(values: dict[str, str]) -> Iterator[None]:
+    """The kernel papermill starts inherits this process's environment: set, then restore."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def settings_environment(args: argparse.Namespace, notebook: Path) -> dict[str, str]:
+    env = {"BLITZ_APPROVAL_HEADLESS": args.approve, "JPY_SESSION_NAME": str(notebook)}
+    if args.model:
+        env["BLITZ_MODEL"] = args.model
+    if args.budget is not None:
+        env["BLITZ_BUDGET_USD"] = repr(args.budget)
+    env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "True"))
+    return env
+
+
+def check(args: argparse.Namespace) -> Path:
+    notebook = args.notebook.expanduser().resolve()
+    if not notebook.is_file():
+        raise UsageProblem(f"no notebook at {args.notebook}")
+    if notebook.suffix != ".ipynb":
+        raise UsageProblem(f"{args.notebook} is not a .ipynb notebook")
+    if args.budget is not None and not args.budget > 0:
+        raise UsageProblem(f"--budget must be a positive amount of USD, got {args.budget:g}")
+    if args.cwd is not None and not args.cwd.is_dir():
+        raise UsageProblem(f"--cwd {args.cwd} is not a directory")
+    return notebook
+
+
+def _warn_about_own_sessions(notebook: Path, progress: Progress) -> None:
+    """`--budget` covers the notebook's session; a cell with `-s NAME` spends its own."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    for index, cell in enumerate(nb.cells):
+        first = str(cell.get("source", "")).lstrip().split("\n", 1)[0] + " "
+        if cell.get("cell_type") == "code" and SESSION_OPTION.search(first):
+            progress.note(f"note: cell {index} uses its own session; --budget applies to each session separately")
+
+
+def execute(args: argparse.Namespace, notebook: Path, output: Path, progress: Progress) -> tuple[Outcome, FailedCell | None]:
+    """Run the notebook with papermill; the outcome and, if one failed, the failing cell."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    parameters = {name: parameter_value(value) for name, value in args.parameter}
+    engine = _progress_engine(progress)
+    cwd = args.cwd or notebook.parent
+    extra: dict[str, Any] = {"execution_timeout": args.timeout} if args.timeout else {}
+    from jupyter_client.kernelspec import NoSuchKernel
+    from nbclient.exceptions import CellTimeoutError
+
+    with kernel_environment(settings_environment(args, notebook)):
+        try:
+            papermill.execute_notebook(
+                str(notebook), str(output), parameters=parameters, engine_name=engine,
+                kernel_name=args.kernel, progress_bar=False, stdout_file=progress, cwd=str(cwd), **extra,
+            )
+        except PapermillExecutionError as error:
+            outcome, headline = classify(error.ename, error.evalue, list(error.traceback))
+            failed = FailedCell(cell_index=error.cell_index, execution_count=error.exec_count,
+                                ename=error.ename, evalue=error.evalue, headline=headline)
+            return outcome, failed
+        except NoSuchKernel as error:
+            raise UsageProblem(f"no kernel named {error.args[0]!r} (see `jupyter kernelspec list`)") from None
+        except CellTimeoutError as error:  # `--timeout`: a limit stopped the run
+            first = str(error).strip().split("\n", 1)[0]
+            return "limit", FailedCell(ename="CellTimeoutError", evalue=str(error), headline=first)
+        except Exception as error:  # the kernel died, or nbclient gave up: the run failed
+            headline = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+            return "cell_failed", FailedCell(ename=type(error).__name__, evalue=str(error), headline=headline)
+    return "ok", None
+
+
+class _QuietCommTargets(logging.Filter):
+    """nbclient logs every comm the kernel opens that it has no handler for (our front-end
+    probe and bridge ping, which exist to find out that nobody is there): not news here."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "No handler found for comm target" not in record.getMessage()
+
+
+def run(args: argparse.Namespace, err: TextIO) -> int:
+    """`blitz run` with parsed arguments; returns the exit status."""
+    import nbformat
+
+    started = time.monotonic()
+    try:
+        notebook = check(args)
+    except UsageProblem as problem:
+        print(f"blitz run: {problem}", file=err)
+        return EXIT_CODES["usage"]
+    progress = Progress(err)
+    _warn_about_own_sessions(notebook, progress)
+    logging.getLogger("papermill").addFilter(_QuietCommTargets())
+    with tempfile.TemporaryDirectory(prefix="blitz-run-") as scratch:
+        output = args.output.expanduser().resolve() if args.output else Path(scratch) / notebook.name
+        try:
+            outcome, failed = execute(args, notebook, output, progress)
+        except UsageProblem as problem:
+            print(f"blitz run: {problem}", file=err)
+            return EXIT_CODES["usage"]
+        executed = nbformat.read(output, as_version=4) if output.exists() else {"cells": []}
+    turns = turn_records(executed)
+    report = RunReport(
+        notebook=str(notebook), output=str(output) if args.output else None, outcome=outcome,
+        exit_code=EXIT_CODES[outcome], failed_cell=failed,
+        parameters={name: parameter_value(value) for name, value in args.parameter},
+        model=args.model, approve=args.approve, budget_usd=args.budget,
+        duration_s=round(time.monotonic() - started, 3), turns=turns, totals=totals(turns),
+    )
+    if args.report:
+        args.report.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    summed = report.totals
+    print(
+        f"blitz run: {outcome} (exit {report.exit_code}) · {summed.turns} agent turn(s), "
+        f"{summed.tool_calls} tool call(s), {summed.usage.describe()}"
+        + (f" · stopped{_at(failed)}: {failed.headline}" if failed else ""),
+        file=err,
+    )
+    return report.exit_code
+
+
+def _at(failed: FailedCell) -> str:
+    return f" at cell {failed.cell_index}" if failed.cell_index is not None else ""
+
+
+def main(argv: list[str] | None = None, err: TextIO | None = None) -> int:
+    """Entry point of `blitz run` and `python -m blitz_kernel run`."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse printed the usage; its status is already 2
+        return int(exit_.code or 0)
+    return run(args, err or sys.stderr)

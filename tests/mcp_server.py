@@ -1,0 +1,122 @@
+"""A real MCP server for the tests, written with the SDK's server side.
+
+    python tests/mcp_server.py                      # stdio
+    python tests/mcp_server.py --http               # streamable HTTP on 127.0.0.1, a free port;
+                                                    # prints "PORT <n>" once it listens
+    python tests/mcp_server.py --mute               # never answers (reads stdin, says nothing)
+
+Tools: `echo` (text, read-only hint), `slow` (sleeps), `fail` (raises), `image` (a small PNG),
+`crash` (the process exits mid-call), `structured` (structured content). One resource:
+`notes://readme`. With BLITZ_TEST_MCP_LOG set, `slow` writes there when it starts and when it
+is cancelled. `--pid-file PATH` writes the server's pid there (the kernel test checks that
+it is gone after shutdown).
+"""
+
+import argparse
+import asyncio
+import base64
+import os
+import socket
+import sys
+import time
+
+from mcp.server.mcpserver import Image, MCPServer
+from mcp.types import ToolAnnotations
+
+PNG_1X1 = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+README = "The warehouse holds 3 tables: orders, customers, items."
+
+
+def note(text: str) -> None:
+    """Append a line to the file named by BLITZ_TEST_MCP_LOG (what the tests read)."""
+    path = os.environ.get("BLITZ_TEST_MCP_LOG")
+    if path:
+        with open(path, "a") as file:
+            file.write(text + "\n")
+
+
+def build_server() -> MCPServer:
+    server = MCPServer("blitz-test-server", log_level="WARNING")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def echo(text: str, times: int = 1) -> str:
+        """Echo the text back, `times` times."""
+        return " ".join([text] * times)
+
+    @server.tool()
+    async def slow(seconds: float) -> str:
+        """Sleep for `seconds`, then say so."""
+        note("slow started")
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            note("slow cancelled")  # the client's notifications/cancelled reached the server
+            raise
+        return f"slept {seconds:g} s"
+
+    @server.tool()
+    def fail(reason: str = "boom") -> str:
+        """Always fails."""
+        raise ValueError(f"fail tool failed: {reason}")
+
+    @server.tool()
+    def image() -> Image:
+        """A 1×1 PNG."""
+        return Image(data=PNG_1X1, format="png")
+
+    @server.tool()
+    def crash() -> str:
+        """Exits the server process in the middle of the call."""
+        sys.stderr.write("crashing on purpose\n")
+        sys.stderr.flush()
+        os._exit(3)
+
+    @server.tool()
+    def structured(city: str) -> dict[str, float | str]:
+        """Weather as structured content."""
+        return {"city": city, "celsius": 21.5}
+
+    @server.resource("notes://readme", name="readme", mime_type="text/plain", description="what is in the warehouse")
+    def readme() -> str:
+        return README
+
+    return server
+
+
+def serve_http(server: MCPServer) -> None:
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    app = server.streamable_http_app()
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    uv = uvicorn.Server(config)
+    print(f"PORT {port}", flush=True)
+    uv.run(sockets=[sock])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", action="store_true")
+    parser.add_argument("--mute", action="store_true")
+    parser.add_argument("--pid-file")
+    args = parser.parse_args()
+    if args.pid_file:
+        with open(args.pid_file, "a") as file:
+            file.write(f"{os.getpid()}\n")
+    if args.mute:
+        sys.stdin.read()  # never answers; exits when its stdin closes
+        time.sleep(0.1)
+        return
+    server = build_server()
+    if args.http:
+        serve_http(server)
+    else:
+        server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()

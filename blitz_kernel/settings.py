@@ -177,6 +177,13 @@ class HooksConfig(_Section):
     """Observes a finished call; never delays the turn."""
 
 
+class CheckpointsConfig(_Section):
+    """Per-turn checkpoints for undo (WS-03)."""
+
+    keep_turns: int = Field(default=5, ge=1, le=100)
+    """Turns whose replaced or deleted variables stay referenced (not copied) for undo."""
+
+
 class PrivacyConfig(_Section):
     """What variable descriptions may carry to the model."""
 
@@ -250,6 +257,8 @@ class BlitzConfig(_Section):
     """Hooks around prompts and tool calls (WS-04); from workspace files only once trusted."""
     privacy: PrivacyConfig = PrivacyConfig()
     """What variable descriptions send."""
+    checkpoints: CheckpointsConfig = CheckpointsConfig()
+    """Per-turn checkpoints for undo (WS-03)."""
     language: str | None = Field(default=None, min_length=1, max_length=40)
     """Reply language, added to the root agent's instructions (ENG-02)."""
 

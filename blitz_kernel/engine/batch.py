@@ -188,7 +188,10 @@ class ToolBatch:
         gate = self.setup.gate
         request = gate.new_request(
             [
-                PendingCall(id=s.call.id, name=s.call.name, args=s.call.parsed_arguments(), reason=s.ask_reason)
+                PendingCall(
+                    id=s.call.id, name=s.call.name, args=s.call.parsed_arguments(), reason=s.ask_reason,
+                    preview=await self._preview(s),
+                )
                 for s in asking
             ]
         )
@@ -208,6 +211,17 @@ class ToolBatch:
                 self.setup.session.always_allowed.add(call.name)
             allowed.append(screened)
         return allowed
+
+    async def _preview(self, screened: Screened) -> str | None:
+        """What the call would change, for the approval card; a failing preview shows none."""
+        preview = screened.tool.preview
+        if preview is None:
+            return None
+        try:
+            text = await preview(screened.args, self.setup.tool_context)
+        except Exception:  # a preview bug must not cost the user the question
+            return None
+        return self.setup.redactor.redact(text) if text is not None else None
 
     # -- running ------------------------------------------------------------------------------
 

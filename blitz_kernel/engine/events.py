@@ -54,6 +54,11 @@ class PendingCall(BaseModel):
     reason: str | None = None
     """Why this call asks when its policy would often let it run (`ask-if-risky`: what in
     the code was flagged)."""
+    preview: str | None = None
+    """What the call would change, as plain text (never HTML): a unified diff for
+    write_file/edit_file (`--- a/PATH`, `+++ b/PATH`; a long one folded with a closing
+    "[... N more diff lines]"), the cell's old and new source for notebook_edit, the code for
+    run_python. None when the tool has no preview or it could not be made."""
 
 
 class PermissionRequest(BaseModel):
@@ -172,6 +177,8 @@ class TurnDone(BaseModel):
     not_saved: str | None = None
     """Why the session is not being saved (WS-02: its store could not be opened, or failed);
     front ends say so on the usage line."""
+    undoable: bool = False
+    """The turn changed files, cells or variables (WS-03): the front end offers "Undo this turn"."""
     context_used: int | None = None
     """Tokens of the turn's last prompt (how full the context is now); None: no model call."""
     context_window: int | None = None

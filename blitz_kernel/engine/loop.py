@@ -39,6 +39,7 @@ from ..errors import (
 from ..models.base import ModelRequest, ModelResponse, ModelSwitch, TextDelta, supports_vision
 from .batch import ToolBatch
 from .budget import Budget
+from .checkpoints import TurnRecorder
 from .compaction import Compactor, automatic_window, estimate_tokens
 from .events import (
     CompactionEvent,
@@ -97,6 +98,8 @@ class TurnRunner:
         self.plan_status: PlanStatus | None = None
         self._end_with: str | None = None
         """Set when the turn must end after the current batch, with this text as its answer."""
+        self.recorder: TurnRecorder | None = None
+        """What the turn changed, for undo (WS-03); a user's turn only, once it started."""
         setup.tool_context.turn = self
 
     async def run(self, prompt: str | None, attachments: list[Attachment] | None = None) -> TurnResult:
@@ -138,6 +141,8 @@ class TurnRunner:
             return await self._refused_result(blocked, turn_index, "blocked")
         if prompt is not None:
             self._commit(prompt_with_attachments(prompt, attachments, vision=supports_vision(setup.model)))
+        if setup.depth == 0 and setup.span_name == TURN_SPAN:
+            self.recorder = TurnRecorder(setup.session, turn_index, setup.tool_context.workspace, setup.keep_turns)
         text, error = "", None
         stop: StopReason = "end_turn"
         deadline = asyncio.timeout(setup.limits.timeout_s)
@@ -206,9 +211,11 @@ class TurnRunner:
         leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
         if error is not None:
             self.events.append(ErrorEvent(kind=stop, message=error))
+        undoable = self.recorder is not None and self.recorder.checkpoint.changed
         done = TurnDone(
             stop_reason=stop, usage=self.usage, error=error, leftovers=leftovers, not_saved=session.not_saved,
             context_used=self._last_prompt_tokens, context_window=self.setup.context.tokens,
+            undoable=undoable,
         )
         self.events.append(done)
         handler = self.setup.on_event
@@ -222,7 +229,7 @@ class TurnRunner:
         return TurnResult(
             text=text, stop_reason=stop, error=error, usage=self.usage, events=self.events,
             leftovers=leftovers, dropped=dropped, session=session.name, turn_index=turn_index,
-            plan=self.proposed_plan, plan_status=self.plan_status,
+            plan=self.proposed_plan, plan_status=self.plan_status, undoable=undoable,
         )
 
     # -- the step loop --------------------------------------------------------------------
@@ -406,6 +413,12 @@ class TurnRunner:
         if subagents is None:
             raise BlitzError("sub-agents are not available in this turn")
         return await subagents.run(self, agent, prompt, call_id)
+
+    def checkpoint(self) -> TurnRecorder | None:
+        """WS-03: where changing tools report; a sub-agent's changes are its caller's turn's."""
+        if self.parent is not None:
+            return self.parent.checkpoint()
+        return self.recorder
 
     def set_todos(self, items: list[dict[str, str]]) -> None:
         self.setup.session.todos = items

@@ -8,6 +8,7 @@ a valid one; the turn's outcome is written when it ends (`end_turn`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 from ..core.history import Message, SummaryMessage, TextPart, UserMessage
 from ..core.usage import UsageLedger
 from .audit import AuditRecord
+from .checkpoints import CellChange, CheckpointBook, CodeRun, FileChange
 from .resume import resume_note, variable_names
 from .steering import TurnControl
 from .store import SpanLink, Store, StoredSession, StoreLink, TurnOutcome
@@ -66,6 +68,15 @@ class Session:
     """The turn found still open when the session was loaded: its process died during it."""
     unsaved_reason: str | None = None
     """Why this session lives in memory only, when the workspace's store could not be used."""
+    checkpoints: CheckpointBook = field(default_factory=CheckpointBook)
+    """What each turn changed (files, cells, variables), for undo (WS-03)."""
+    rewound: list[Message] = field(default_factory=list)
+    """Messages an undo took out of the history; search still finds them (WS-03)."""
+    committed: int = 0
+    """Messages committed to the history and not rewound (a summary does not count)."""
+    turn_starts: dict[int, int] = field(default_factory=dict)
+    """Turn → `committed` before its first message: where a rewind cuts. By turn, not by
+    prompt, since a continued turn (`continue_turn`) has no prompt of its own."""
     _span: Any = field(default=None, repr=False)
     _note: str | None = field(default=None, repr=False)
 
@@ -78,6 +89,9 @@ class Session:
             ledger=stored.ledger, todos=stored.todos, log=log, interrupted=stored.interrupted,
             audit=stored.audit, budget_added_usd=stored.budget_added_usd, budget_tripped=stored.budget_tripped,
         )
+        session.committed, session.turn_starts = stored.committed, dict(stored.turn_starts)
+        for turn, record in stored.checkpoints:
+            session.checkpoints.load(turn, record)
         if stored.last_span is not None:
             session._span = SpanContext(
                 trace_id=int(stored.last_span.trace_id, 16), span_id=int(stored.last_span.span_id, 16),
@@ -131,6 +145,8 @@ class Session:
             unit[0] = UserMessage(parts=[*prompt.parts[:-1], TextPart(text=self._note), *prompt.parts[-1:]])
             self._note = None
         self.history.extend(unit)
+        self.turn_starts.setdefault(turn_index, self.committed)
+        self.committed += len(unit)
         if self.log is not None:
             names = variable_names(unit)
             self.log.write(
@@ -146,6 +162,47 @@ class Session:
                     session_id, turn_index, stop_reason, error, ledger=self.ledger, todos=self.todos
                 )
             )
+
+    def record_change(self, turn: int, change: FileChange | CellChange | CodeRun) -> None:
+        """WS-03: keep a checkpoint record in the store as it happens (memory has it already)."""
+        if self.log is not None:
+            kind, record = change.kind, change.model_dump_json()
+            self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, kind, record))
+
+    def mark_undone(self, turn: int, part: str) -> None:
+        """WS-03: `part` ("files_undone" or "conversation_undone") of `turn` was undone."""
+        checkpoint = self.checkpoints.get(turn)
+        setattr(checkpoint, part, True)
+        if self.log is not None:
+            self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, "undone", f'"{part}"'))
+
+    def mark_item_undone(self, turn: int, key: str) -> None:
+        """WS-03: one item of `turn` ("file:PATH", "cell:N", "variable:NAME") was put back."""
+        self.checkpoints.get(turn).done_items.add(key)
+        if self.log is not None:
+            record = json.dumps(f"item:{key}")
+            self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, "undone", record))
+
+    def rewind_history(self, turns: list[int]) -> int | None:
+        """Take `turns` (the newest ones still in the history) out of it (an undo, WS-03):
+        everything from the first message of the oldest of them on. Returns how many messages
+        went; None when compaction already summarised part of them (nothing is removed). The
+        store gets a `rewind` row; its log keeps every row."""
+        starts = [self.turn_starts[t] for t in turns if t in self.turn_starts]
+        if not starts:
+            return 0
+        count = self.committed - min(starts)
+        summarised = 1 if self.history and isinstance(self.history[0], SummaryMessage) else 0
+        if count > len(self.history) - summarised:
+            return None
+        removed = self.history[len(self.history) - count :]
+        del self.history[len(self.history) - count :]
+        self.rewound.extend(removed)
+        self.committed -= count
+        if self.log is not None and removed:
+            turn = self.turns
+            self.log.write(lambda store, session_id: store.append_rewind(session_id, count, turn))
+        return count
 
     def add_budget(self, usd: float) -> None:
         """GR-05: lift a tripped session budget by `usd`."""

@@ -11,12 +11,14 @@ memory, and `store_problem` says why sessions are not being saved.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from ..core.usage import UsageTotals
 from ..errors import BlitzError, SessionBusyError
+from .checkpoints import session_folder
 from .locks import Holder, SessionLocks, check_session_name
 from .session import Session, SessionLog
 from .store import HIGHLIGHT, StoreError, StoreLink, TurnOutcome, open_store, role_and_text
@@ -41,6 +43,8 @@ class SearchHit(BaseModel):
     time: float | None = None
     compacted: bool = False
     """Compaction replaced it with a summary: the model no longer sees it."""
+    rewound: bool = False
+    """An undo took its turn out of the history (WS-03): the model no longer sees it."""
 
 
 class SessionListing(BaseModel):
@@ -57,9 +61,11 @@ class SessionListing(BaseModel):
 class SessionBook:
     """Sessions by name, plus snapshots."""
 
-    def __init__(self, link: StoreLink | None = None, locks: SessionLocks | None = None) -> None:
+    def __init__(self, link: StoreLink | None = None, locks: SessionLocks | None = None, root: Path | None = None) -> None:
         self.link = link or StoreLink(None)
         self.locks = locks
+        self.root = root
+        """The workspace, where the sessions' checkpoint copies live (WS-03)."""
         self._sessions: dict[str, Session] = {}
         self._snapshots: dict[str, Session] = {}
 
@@ -67,7 +73,7 @@ class SessionBook:
     def for_workspace(cls, root: Path) -> SessionBook:
         """The durable book of `<root>/.blitz/`; in memory, with `store_problem` set, when the
         database cannot be opened."""
-        return cls(open_store(root), SessionLocks(root / ".blitz" / "locks"))
+        return cls(open_store(root), SessionLocks(root / ".blitz" / "locks"), root)
 
     @property
     def store_problem(self) -> str | None:
@@ -144,6 +150,8 @@ class SessionBook:
             finally:
                 self.locks.release(name)
         self._sessions.pop(name, None)
+        if self.root is not None:  # its undo records went with its rows; the copies go too
+            shutil.rmtree(session_folder(self.root, name), ignore_errors=True)
 
     def release(self, name: str) -> None:
         """Let another kernel have the session (its state stays on disk)."""
@@ -209,7 +217,7 @@ class SessionBook:
             return [
                 SearchHit(
                     session=hit.session, index=hit.message, role=hit.role, excerpt=hit.excerpt,
-                    turn=hit.turn, time=hit.time, compacted=hit.compacted,
+                    turn=hit.turn, time=hit.time, compacted=hit.compacted, rewound=hit.rewound,
                 )
                 for hit in self.link.store.search(text, session)
             ]
@@ -220,13 +228,14 @@ class SessionBook:
         hits: list[SearchHit] = []
         for name in [session] if session else sorted(self._sessions):
             state = self._sessions[name]
-            for index, message in enumerate([*state.archive, *state.history]):
+            kept = len(state.archive) + len(state.history)
+            for index, message in enumerate([*state.archive, *state.history, *state.rewound]):
                 role, body = role_and_text(message)
                 position = body.lower().find(needle)
                 if needle and position >= 0:
                     hits.append(SearchHit(
                         session=name, index=index, role=role, excerpt=_excerpt(body, position, len(text)),
-                        compacted=index < len(state.archive),
+                        compacted=index < len(state.archive), rewound=index >= kept,
                     ))
         return hits
 

@@ -39,9 +39,11 @@ from .store_records import (
     StoredSession,
     TurnOutcome,
     cut,
+    cut_tail,
     fts_query,
     replay,
     role_and_text,
+    turn_starts,
 )
 from .store_schema import SCHEMA_VERSION, SchemaTooNewError, StoreError, connect
 
@@ -154,6 +156,12 @@ class Store:
             ).fetchone()
             audit = db.execute("SELECT record FROM audit WHERE session_id = ? ORDER BY id", (session_id,)).fetchall()
             (budget,) = db.execute("SELECT budget FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            checkpoints = db.execute(
+                "SELECT turn, record FROM checkpoints WHERE session_id = ? ORDER BY id", (session_id,)
+            ).fetchall()
+            committed, starts = turn_starts(db.execute(
+                "SELECT turn, kind, messages, covered FROM events WHERE session_id = ? ORDER BY id", (session_id,)
+            ).fetchall())
         # One parse for the whole log: each body is a JSON array, so their insides join into one.
         joined = "[" + ",".join(body[1:-1] for *_, body in rows if len(body) > 2) + "]"
         messages = HISTORY_ADAPTER.validate_json(joined)
@@ -170,6 +178,7 @@ class Store:
             todos=_json_list(todos), last_span=SpanLink(trace_id=span[0], span_id=span[1], trace_flags=span[2]) if span else None,
             variables=sorted({name for *_, names, _body in rows if names for name in names.split()}),
             audit=[AuditRecord.model_validate_json(record) for (record,) in audit],
+            checkpoints=[(turn, record) for turn, record in checkpoints], committed=committed, turn_starts=starts,
             **_budget_fields(budget),
         )
 
@@ -207,7 +216,7 @@ class Store:
                     "SELECT 'delete', id, text FROM transcript WHERE session_id = ?",
                     (session_id,),
                 )
-            for table in ("transcript", "events", "turns", "usage", "trace_links"):
+            for table in ("transcript", "events", "turns", "usage", "trace_links", "checkpoints"):
                 db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))  # noqa: S608 - fixed names
             db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         self._live.pop(session_id, None)
@@ -334,6 +343,31 @@ class Store:
                 (session_id, record.turn, record.time.timestamp(), record.tool, record.model_dump_json()),
             )
 
+    def append_checkpoint(self, session_id: int, turn: int, kind: str, record: str) -> None:
+        """WS-03: one change a turn made (or an `undone` marker), as it happens."""
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO checkpoints (session_id, turn, time, kind, record) VALUES (?, ?, ?, ?, ?)",
+                (session_id, turn, time.time(), kind, record),
+            )
+
+    def append_rewind(self, session_id: int, covered: int, turn: int) -> int:
+        """An undo took the last `covered` live messages out of the history: a row saying so
+        (replay honours it). Nothing is deleted; the transcript keeps them, marked rewound by
+        the range of rows this one names."""
+        live = self._live[session_id]
+        rows, removed = cut_tail(live.rows, covered)
+        now = time.time()
+        with self._write() as db:
+            event_id = _insert(
+                db, "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
+                "covers_to, covered) VALUES (?, ?, ?, 'rewind', 0, ?, '[]', ?, ?, ?)",
+                (session_id, turn, now, live.next_message, min(removed, default=None), max(removed, default=None), covered),
+            )
+            db.execute("UPDATE sessions SET last_used = ? WHERE id = ?", (now, session_id))
+        live.rows = rows
+        return event_id
+
     def save_budget(self, session_id: int, added_usd: float, tripped: bool) -> None:
         """GR-05: the session budget's state, so a trip outlives the kernel."""
         with self._write() as db:
@@ -429,7 +463,8 @@ class Store:
             rows = self._db.execute(
                 "SELECT s.name, t.message, t.turn, t.role, t.time, "
                 f"snippet(transcript_fts, 0, '{HIGHLIGHT[0]}', '{HIGHLIGHT[1]}', '…', {SNIPPET_TOKENS}), "
-                "s.first_live, s.live_summary FROM transcript_fts JOIN transcript t ON t.id = transcript_fts.rowid "
+                "s.first_live, s.live_summary, EXISTS (SELECT 1 FROM events r WHERE r.session_id = t.session_id "
+                "AND r.kind = 'rewind' AND t.event_id BETWEEN r.covers_from AND r.covers_to) FROM transcript_fts JOIN transcript t ON t.id = transcript_fts.rowid "
                 f"JOIN sessions s ON s.id = t.session_id WHERE {where} ORDER BY rank LIMIT ?",  # noqa: S608
                 (*parameters, limit),
             ).fetchall()
@@ -437,8 +472,9 @@ class Store:
             StoredHit(
                 session=name, message=message, turn=turn, role=role, time=when, excerpt=excerpt,
                 compacted=message != live_summary if role == "summary" else message < first_live,
+                rewound=bool(rewound),
             )
-            for name, message, turn, role, when, excerpt, first_live, live_summary in rows
+            for name, message, turn, role, when, excerpt, first_live, live_summary, rewound in rows
         ]
 
 

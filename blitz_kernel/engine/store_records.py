@@ -50,6 +50,12 @@ class StoredSession(BaseModel):
     audit: list[AuditRecord] = Field(default_factory=list)
     budget_added_usd: float = 0.0
     budget_tripped: bool = False
+    checkpoints: list[tuple[int, str]] = Field(default_factory=list)
+    """(turn, record JSON) of every checkpoint row, oldest first (WS-03)."""
+    committed: int = 0
+    """Messages the units hold, less those rewound (Session.committed)."""
+    turn_starts: dict[int, int] = Field(default_factory=dict)
+    """Turn → `committed` before its first unit (Session.turn_starts)."""
 
 
 class SessionInfo(BaseModel):
@@ -75,6 +81,8 @@ class StoredHit(BaseModel):
     """The passage with the matches between « and »."""
     compacted: bool
     """Compaction replaced it with a summary: the model no longer sees it."""
+    rewound: bool = False
+    """An undo removed its turn from the history (WS-03): the model no longer sees it."""
 
 
 def role_and_text(message: Message) -> tuple[str, str]:
@@ -114,6 +122,9 @@ def replay(rows: list[Any], messages: list[Message]) -> tuple[list[Message], lis
             history[:covered] = chunk
             remaining, _ = cut(live, covered)
             live = [[event_id, first, 1], *remaining]
+        elif kind == "rewind":  # an undo took the last `covered` messages out of the history
+            del history[len(history) - covered :]
+            live, _ = cut_tail(live, covered)
         else:
             history.extend(chunk)
             live.append([event_id, first, count])
@@ -136,3 +147,35 @@ def cut(rows: list[list[int]], covered: int) -> tuple[list[list[int]], list[int]
             tail = [[event_id, first + covered, count - covered]]
             covered = 0
     return [*tail, *rows[index:]], touched
+
+
+def cut_tail(rows: list[list[int]], covered: int) -> tuple[list[list[int]], list[int]]:
+    """The live rows left after the last `covered` messages go (a rewind), and the ids of the
+    rows removed. Turns start at a unit, so a rewind never splits a row; if one would, the
+    row keeps its head."""
+    kept = [list(row) for row in rows]
+    removed: list[int] = []
+    while covered > 0 and kept:
+        event_id, first, count = kept[-1]
+        removed.append(event_id)
+        if count <= covered:
+            covered -= count
+            kept.pop()
+        else:
+            kept[-1] = [event_id, first, count - covered]
+            covered = 0
+    return kept, removed
+
+
+def turn_starts(rows: list[Any]) -> tuple[int, dict[int, int]]:
+    """From (turn, kind, messages, covered) rows in log order: the messages committed and not
+    rewound, and where each turn's messages start among them (a rewind cuts there)."""
+    committed = 0
+    starts: dict[int, int] = {}
+    for turn, kind, count, covered in rows:
+        if kind == "unit":
+            starts.setdefault(turn, committed)
+            committed += count
+        elif kind == "rewind":
+            committed -= covered
+    return committed, starts

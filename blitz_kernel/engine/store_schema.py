@@ -43,7 +43,7 @@ MIGRATIONS: list[str] = [
         session_id INTEGER NOT NULL,
         turn INTEGER NOT NULL,
         time REAL NOT NULL,
-        kind TEXT NOT NULL,                         -- 'unit' or 'summary'
+        kind TEXT NOT NULL,                         -- 'unit' or 'summary' ('rewind': schema 3)
         messages INTEGER NOT NULL,                  -- how many messages `body` holds
         first_message INTEGER NOT NULL,             -- the number of the first of them
         covers_from INTEGER,                        -- summary: the first event it stands for
@@ -102,6 +102,20 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX audit_by_session ON audit (session_id, id);
     ALTER TABLE sessions ADD COLUMN budget TEXT NOT NULL DEFAULT '{}';
+    """,
+    # 2 → 3: per-turn checkpoints (WS-03): what each turn changed (files, cells, code runs) and
+    # which turns were undone, appended as they happen. A conversation rewind is an `events`
+    # row of kind 'rewind' (the log stays append-only; replay honours it).
+    """
+    CREATE TABLE checkpoints (
+        id INTEGER PRIMARY KEY,
+        session_id INTEGER NOT NULL,
+        turn INTEGER NOT NULL,
+        time REAL NOT NULL,
+        kind TEXT NOT NULL,                         -- 'file', 'cell', 'code' or 'undone'
+        record TEXT NOT NULL                        -- the Change as JSON, or the undone part
+    );
+    CREATE INDEX checkpoints_by_session ON checkpoints (session_id, id);
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -49,6 +49,8 @@ class TurnResult(BaseModel):
     """The plan proposed with exit_plan_mode, if any."""
     plan_status: PlanStatus | None = None
     """"approved": the front end starts the carry-out turn (`go_ahead_prompt`)."""
+    undoable: bool = False
+    """The turn changed files, cells or variables: `Workspace.undo` has something to undo."""
 
 
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -127,6 +129,8 @@ class TurnSetup:
     """0 for a turn the user started; 1.. for sub-agents (ENG-70)."""
     subagents: Subagents | None = None
     """Starts sub-agents for `invoke_agent`; None where there are none to start."""
+    keep_turns: int = 5
+    """Turns whose replaced variables stay referenced for undo (`checkpoints.keep_turns`)."""
     notices: tuple[Event, ...] = ()
     """Problems found while setting the turn up (an MCP server that did not start), sent to
     the front end right after `turn_started`."""

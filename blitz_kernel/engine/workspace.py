@@ -27,6 +27,7 @@ from ..models.base import Model, supports_vision
 from ..models.factory import build_model, model_problem
 from ..models.placeholder import PlaceholderModel
 from ..tools import builtin_tools
+from ..tools.notebook import NotebookAccess
 from ..tools.registry import KernelContext, Tool, ToolContext, ToolKind, ToolRegistry
 from ..tools.session_search import SEARCHER
 from ..trust import TrustState, TrustStore
@@ -55,6 +56,7 @@ from .turn import (
     TurnResult,
     TurnSetup,
 )
+from .undo import Undoer, UndoReport
 
 
 class Workspace:
@@ -441,6 +443,7 @@ class Workspace:
             redactor=self.redactor,
             depth=depth,
             subagents=self.subagents,
+            keep_turns=config.checkpoints.keep_turns,
         )
 
     async def _mcp_offer(self, definition: AgentDefinition, model: Model) -> Offer:
@@ -535,6 +538,36 @@ class Workspace:
         price = PriceBook(dict(self.config.prices), model.price).lookup(result.model)
         state.ledger.record(result.model, result.usage, price.cost(result.usage) if price else None)
         return result
+
+    async def undo(
+        self, session: str = "default", turns: int = 1, files: bool = True, conversation: bool = True,
+        force: bool = False, through_turn: int | None = None,
+    ) -> UndoReport:
+        """WS-03: undo the last `turns` turns of `session`, newest first: files, notebook cells
+        and variables as they were before (`files`), and those turns' part of the history
+        (`conversation`). Something changed again since the agent changed it is skipped and
+        named unless `force`. Refused while a turn or a compaction runs (SessionBusyError).
+        `through_turn` (a 0-based turn index, e.g. a widget's "Undo this turn" on an older
+        turn's card) undoes every turn from the newest down to that one instead of `turns`."""
+        check_number("turns", turns, upper=10_000, integer=True)
+        if not (files or conversation):
+            raise BlitzError("undo needs files, conversation or both")
+        if through_turn is not None and (isinstance(through_turn, bool) or not isinstance(through_turn, int) or through_turn < 0):
+            raise BlitzError(f"through_turn must be a turn index (0 or more), got {through_turn!r}")
+        if session not in self.sessions.names():  # undoing must not create it
+            return UndoReport(session=session, nothing_to_undo=True)
+        state = self.session(session)
+        if state.running is not None:
+            raise SessionBusyError(
+                f"session {session!r} has a running turn; undo it after the turn ends (stop it first with ■)"
+            )
+        if state.compacting:
+            raise SessionBusyError(f"session {session!r} is being compacted; undo after it finishes")
+        bridge = getattr(self.kernel, "notebook", None) if self.kernel is not None else None
+        undoer = Undoer(self.root, state, bridge if isinstance(bridge, NotebookAccess) else None, force=force)
+        if through_turn is not None:
+            turns = max(state.turns - through_turn, 1)  # the newest turns down to that one
+        return await undoer.run(int(turns), files=files, conversation=conversation, through_turn=through_turn)
 
     def reload_agents(self) -> AgentRegistry:
         """Read `.blitz/agents/*.md` again: an agent file written while the kernel runs counts

@@ -57,6 +57,9 @@ blitz_kernel — an agent in your kernel. Magics:
   %blitz_audit [--session NAME] [--last N] [--tool NAME]
                              every tool call, its decision and who made it
   %blitz_mcp [restart NAME]  MCP servers, their tools and approval policies
+  %blitz_undo [--files-only | --conversation-only] [--force] [-s NAME]
+                             undo the last turn: files, cells, variables and its conversation
+  %blitz_rewind N [same options]   undo the last N turns, newest first
   %blitz_help                this text
 
 Set a model with BLITZ_MODEL (and BLITZ_API_BASE for an OpenAI-compatible server), with
@@ -471,7 +474,7 @@ class BlitzMagics(Magics):
             for hit in hits:
                 when = time.strftime("%Y-%m-%d %H:%M", time.localtime(hit.time)) if hit.time else ""
                 turn = f"turn {hit.turn + 1}, " if hit.turn is not None else ""
-                gone = ", compacted" if hit.compacted else ""
+                gone = (", compacted" if hit.compacted else "") + (", rewound" if hit.rewound else "")
                 print(f"{hit.session} [{turn}message {hit.index}, {hit.role}, {when}{gone}]\n    {hit.excerpt}")
         elif action == "delete":
             book.delete(name)

@@ -11,6 +11,7 @@ def builtin_tools() -> list[Tool]:
     from .files import edit_file, list_files, read_file, write_file
     from .images import IMAGE_TOOLS
     from .notebook import NOTEBOOK_TOOLS
+    from .previews import with_previews
     from .run_python import RUN_PYTHON_TOOLS
     from .search import glob_files, grep
     from .session_search import SESSION_TOOLS
@@ -18,7 +19,7 @@ def builtin_tools() -> list[Tool]:
     from .workflow import WORKFLOW_TOOLS
 
     file_tools = [read_file, list_files, glob_files, grep, write_file, edit_file]
-    return [
+    return with_previews([  # approval previews: a diff, the cell, the code
         *file_tools, *RUN_PYTHON_TOOLS, *VARIABLE_TOOLS, *IMAGE_TOOLS, *NOTEBOOK_TOOLS, *SESSION_TOOLS,
         *AGENT_TOOLS, *WORKFLOW_TOOLS,
-    ]
+    ])

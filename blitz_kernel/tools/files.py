@@ -31,7 +31,7 @@ from .paths import (
     resolve_in_workspace,
     special_kind,
 )
-from .registry import Tool, ToolContext, ToolError, ToolKind, tool
+from .registry import ChangeRecorder, Tool, ToolContext, ToolError, ToolKind, change_recorder, tool
 
 __all__ = [
     "FILE_TOOLS",
@@ -319,15 +319,20 @@ class WriteFileArgs(BaseModel):
     content: str = Field(description="The complete new content of the file (UTF-8 text).")
 
 
-def _write_file_sync(workspace: Path, args: WriteFileArgs) -> str:
+def _write_file_sync(workspace: Path, args: WriteFileArgs, recorder: ChangeRecorder | None = None) -> str:
     root = workspace.resolve()
     data = args.content.encode("utf-8")
-    existed = resolve_in_workspace(root, args.path).exists()  # for the message only
-    fd, path = open_in_workspace(root, args.path, os.O_WRONLY, create=True)
+    existed = resolve_in_workspace(root, args.path).exists()
+    # read access too: the checkpoint copies the old content from the descriptor that was checked
+    fd, path = open_in_workspace(root, args.path, os.O_RDWR if recorder else os.O_WRONLY, create=True)
     with os.fdopen(fd, "wb") as handle:
         old_size = os.fstat(fd).st_size
+        if recorder is not None:
+            recorder.before_file_change(path, fd if existed else None)
         handle.truncate(0)
         handle.write(data)
+    if recorder is not None:
+        recorder.after_file_change(path, data)
     name = relative_name(path, root)
     if existed:
         return f"overwrote {name} ({len(data):,} bytes written; it had {old_size:,} bytes)"
@@ -338,7 +343,7 @@ def _write_file_sync(workspace: Path, args: WriteFileArgs) -> str:
 async def write_file(args: WriteFileArgs, ctx: ToolContext) -> str:
     """Create a file or replace its whole content; missing parent folders are created. To
     change part of an existing file, prefer edit_file."""
-    return _write_file_sync(ctx.workspace, args)
+    return _write_file_sync(ctx.workspace, args, change_recorder(ctx))
 
 
 class EditFileArgs(BaseModel):
@@ -403,7 +408,7 @@ def _snippet(text: str, line: int, count: int) -> str:
     return "\n".join(f"{n:>6}\t{_cap_line(lines[n - 1])}" for n in range(first, last + 1))
 
 
-def _edit_file_sync(workspace: Path, args: EditFileArgs) -> str:
+def _edit_file_sync(workspace: Path, args: EditFileArgs, recorder: ChangeRecorder | None = None) -> str:
     root = workspace.resolve()
     if not args.old:
         raise ToolError("old is empty; use write_file to create or replace a whole file")
@@ -419,9 +424,15 @@ def _edit_file_sync(workspace: Path, args: EditFileArgs) -> str:
             raise _count_error(text, old, count, args.path)
         first_line = _line_of(text, text.index(old))
         edited = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+        data = edited.encode("utf-8")
+        if recorder is not None:
+            handle.flush()
+            recorder.before_file_change(path, handle.fileno())
         handle.seek(0)
         handle.truncate(0)
-        handle.write(edited.encode("utf-8"))
+        handle.write(data)
+    if recorder is not None:
+        recorder.after_file_change(path, data)
     replaced = f"{count} occurrences" if count > 1 else "1 occurrence"
     return (
         f"edited {relative_name(path, root)}: replaced {replaced} (first at line {first_line})\n"
@@ -434,7 +445,7 @@ async def edit_file(args: EditFileArgs, ctx: ToolContext) -> str:
     """Replace exact text in a file: `old` must occur exactly once (or set replace_all=true).
     Read the file first and copy `old` from it character for character. Answers with the
     edited lines."""
-    return _edit_file_sync(ctx.workspace, args)
+    return _edit_file_sync(ctx.workspace, args, change_recorder(ctx))
 
 
 FILE_TOOLS: list[Tool] = [read_file, list_files, write_file, edit_file]

@@ -4,9 +4,10 @@ The live notebook lives in the browser, not in the kernel: the kernel only ever 
 sent to it. So the tools talk to the JupyterLab / Notebook 7 extension over the comm
 `blitz.notebook` (notebook/bridge.py is the kernel side; the message shapes are documented
 there). Without the extension (VS Code, classic front ends, nbclient), `notebook_read`
-falls back to the `.ipynb` on disk, which lacks unsaved edits, and says so;
-`notebook_edit` refuses, because writing the file under an open editor would be overwritten
-by its next save (or overwrite the user's unsaved work).
+falls back to the `.ipynb` on disk, which lacks unsaved edits, and says so; `notebook_edit`
+edits that file when the kernel knows it (notebook_file.py: atomically, and the result warns
+that an editor holding the notebook open must reload it), and refuses when it does not.
+Every edit reports what reverses it to the turn's checkpoint (WS-03).
 
 Tools reach the bridge through the kernel context's optional `notebook` attribute (a
 `NotebookAccess`); both the bridge and the disk reader produce the same cell shape, so one
@@ -28,7 +29,8 @@ from pydantic import BaseModel, Field
 
 from ..core.text import shorten
 from .media import image_dimensions
-from .registry import Tool, ToolContext, ToolError, ToolKind, tool
+from .notebook_file import cell_source, load_notebook, new_cell, retyped, save_notebook
+from .registry import ChangeRecorder, Tool, ToolContext, ToolError, ToolKind, change_recorder, tool
 
 __all__ = [
     "NOTEBOOK_TOOLS",
@@ -359,33 +361,104 @@ async def notebook_edit(args: NotebookEditArgs, ctx: ToolContext) -> str:
     user sees the change at once (the cell is scrolled into view and highlighted); cells are
     not run. Read the notebook first (notebook_read): indices shift after inserts and
     deletes. The running %%blitz cell cannot be replaced or deleted."""
-    bridge = notebook_access(ctx)
-    if bridge is None:
-        raise NotebookUnavailableError(NEEDS_EXTENSION)
     if args.action != "delete" and args.source is None:
         raise ToolError(f"{args.action} needs `source`, the cell's text")
-    try:
-        if args.action == "insert":
-            result = await bridge.request(
-                "insert_cell", {"index": args.index, "cell_type": args.cell_type, "source": args.source}
-            )
-            return (
-                f"inserted a {args.cell_type} cell at index {result['index']}; the notebook now has "
-                f"{result['cell_count']} cells (cells after it moved down by one). It has not been run."
-            )
-        if args.action == "replace":
-            params: dict[str, Any] = {"index": args.index, "source": args.source}
-            if "cell_type" in args.model_fields_set:
-                params["cell_type"] = args.cell_type
-            result = await bridge.request("replace_cell", params)
-            return _replaced_text(args.index, result, args.source or "")
-        result = await bridge.request("delete_cell", {"index": args.index})
-    except NotebookUnavailableError:
-        raise NotebookUnavailableError(NEEDS_EXTENSION) from None
+    bridge = notebook_access(ctx)
+    if bridge is not None:
+        try:
+            return await _edit_through_bridge(bridge, args, change_recorder(ctx))
+        except NotebookUnavailableError:
+            pass
+    user_ns = ctx.kernel.user_ns if ctx.kernel is not None else {}
+    path = find_notebook_file(user_ns, os.environ, Path.cwd())
+    if path is None:
+        raise NotebookUnavailableError(NEEDS_EXTENSION)
+    return edit_notebook_file(path, args, change_recorder(ctx))
+
+
+async def _edit_through_bridge(bridge: NotebookAccess, args: NotebookEditArgs, recorder: ChangeRecorder | None) -> str:
+    if args.action == "insert":
+        result = await bridge.request(
+            "insert_cell", {"index": args.index, "cell_type": args.cell_type, "source": args.source}
+        )
+        _record(recorder, action="insert", via="bridge", index=result["index"], cell_id=result.get("id"),
+                cell_type_after=args.cell_type, source_after=args.source)
+        return (
+            f"inserted a {args.cell_type} cell at index {result['index']}; the notebook now has "
+            f"{result['cell_count']} cells (cells after it moved down by one). It has not been run."
+        )
+    if args.action == "replace":
+        params: dict[str, Any] = {"index": args.index, "source": args.source}
+        before_type = before_id = None
+        if "cell_type" in args.model_fields_set:
+            params["cell_type"] = args.cell_type
+            if recorder is not None:  # a new type makes a new cell: learn the old type first
+                read = await bridge.request("read_cells", {"indices": [args.index], "include_outputs": False,
+                                                           "include_images": False, "max_output_chars": 0})
+                before = (read.get("cells") or [{}])[0]
+                before_type, before_id = before.get("cell_type"), before.get("id")
+        result = await bridge.request("replace_cell", params)
+        _record(recorder, action="replace", via="bridge", index=args.index, cell_id=result.get("id"),
+                cell_id_before=before_id or result.get("id"), cell_type_before=before_type or result.get("cell_type"), source_before=result.get("previous_source", ""),
+                cell_type_after=result.get("cell_type"), source_after=args.source)
+        return _replaced_text(args.index, result, args.source or "")
+    result = await bridge.request("delete_cell", {"index": args.index})
     deleted = result.get("deleted", {})
+    _record(recorder, action="delete", via="bridge", index=args.index, cell_id=deleted.get("id"),
+            cell_type_before=deleted.get("cell_type"), source_before=deleted.get("source", ""))
     return (
         f"deleted cell {args.index} ({deleted.get('cell_type', 'cell')}: {_first_line(deleted)}); the "
         f"notebook now has {result['cell_count']} cells (cells after it moved up by one)"
+    )
+
+
+def _record(recorder: ChangeRecorder | None, **change: Any) -> None:
+    if recorder is not None:
+        recorder.cell_changed(change)
+
+
+ON_DISK_NOTE = (
+    "(edited the .ipynb file on disk: no front end with the blitz_kernel extension is connected; "
+    "a copy of this notebook open in an editor must be reloaded from disk, or its next save "
+    "overwrites this change)"
+)
+
+
+def edit_notebook_file(path: Path, args: NotebookEditArgs, recorder: ChangeRecorder | None) -> str:
+    """notebook_edit on the .ipynb itself (notebook_file.py says when and why)."""
+    document = load_notebook(path)
+    cells: list[dict[str, Any]] = document["cells"]
+    count = len(cells)
+    limit = count if args.action == "insert" else count - 1
+    if not 0 <= args.index <= limit:
+        raise ToolError(f"no cell {args.index}: the notebook has {count} cells (0..{limit} allowed for {args.action})")
+    base = {"action": args.action, "via": "file", "notebook": str(path), "index": args.index}
+    if args.action == "insert":
+        cell = new_cell(document, args.cell_type, args.source or "")
+        cells.insert(args.index, cell)
+        save_notebook(path, document)
+        _record(recorder, **base, cell_id=cell.get("id"), cell_type_after=args.cell_type, source_after=args.source)
+        return f"inserted a {args.cell_type} cell at index {args.index}; the notebook now has {count + 1} cells. {ON_DISK_NOTE}"
+    before = cells[args.index]
+    if _is_blitz({"source": cell_source(before)}):
+        raise ToolError(f"cell {args.index} is a %%blitz cell; it cannot be {args.action}d")
+    if args.action == "replace":
+        cell_type = args.cell_type if "cell_type" in args.model_fields_set else before.get("cell_type", "code")
+        cells[args.index] = retyped(document, before, cell_type, args.source or "")
+        save_notebook(path, document)
+        _record(recorder, **base, cell_id=before.get("id"), cell_type_before=before.get("cell_type"),
+                source_before=cell_source(before), cell_type_after=cell_type, source_after=args.source,
+                cell_before=before)
+        result = {"cell_type": cell_type, "previous_source": cell_source(before)}
+        return f"{_replaced_text(args.index, result, args.source or '')}\n{ON_DISK_NOTE}"
+    del cells[args.index]
+    save_notebook(path, document)
+    _record(recorder, **base, cell_id=before.get("id"), cell_type_before=before.get("cell_type"),
+            source_before=cell_source(before), cell_before=before)
+    shown = {"source": cell_source(before)}
+    return (
+        f"deleted cell {args.index} ({before.get('cell_type', 'cell')}: {_first_line(shown)}); the notebook "
+        f"now has {count - 1} cells. {ON_DISK_NOTE}"
     )
 
 

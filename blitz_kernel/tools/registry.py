@@ -6,6 +6,7 @@ the model become an error result the model can correct (`ToolError`), never a cr
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import json
@@ -77,6 +78,43 @@ class TurnAccess(Protocol):
         """Run `agent` as a sub-agent for call `call_id`; its final answer (ENG-70)."""
         ...
 
+    def checkpoint(self) -> ChangeRecorder | None:
+        """The turn's change recorder (WS-03): what changing tools report before and after a
+        change, so the turn can be undone."""
+        ...
+
+
+class ChangeRecorder(Protocol):
+    """What changing tools tell the running turn's checkpoint (engine/checkpoints.py): tools
+    never import the engine, so they talk to it through this."""
+
+    def before_file_change(self, path: Path, fd: int | None) -> None:
+        """`path` (a real path in the workspace) is about to change; `fd` reads its content
+        now (None: it does not exist yet). Only the first change in a turn keeps a copy."""
+        ...
+
+    def after_file_change(self, path: Path, content: bytes) -> None:
+        """`path` now holds `content` (its fingerprint detects a later change by someone else)."""
+        ...
+
+    def cell_changed(self, change: Mapping[str, Any]) -> None:
+        """A notebook cell was inserted, replaced or deleted: what reverses it."""
+        ...
+
+    def namespace_before(self, namespace: dict[str, Any]) -> object:
+        """Taken before code runs in `namespace`: the names and their objects (no copies)."""
+        ...
+
+    def namespace_after(self, before: object, call_id: str | None, code: str) -> str:
+        """What the code created, rebound and deleted, as one line for the model ("" if nothing)."""
+        ...
+
+
+def change_recorder(ctx: ToolContext) -> ChangeRecorder | None:
+    """The running turn's change recorder, if there is a turn that keeps checkpoints."""
+    checkpoint = getattr(ctx.turn, "checkpoint", None)
+    return checkpoint() if checkpoint is not None else None
+
 
 @dataclass
 class ToolContext:
@@ -113,6 +151,8 @@ class ToolOutput:
 
 
 ToolFunction = Callable[[Any, ToolContext], Awaitable[str | ToolOutput]]
+PreviewFunction = Callable[[Any, ToolContext], Awaitable[str | None]]
+"""What a call would change, as plain text for the approval card (a diff, the code)."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +165,8 @@ class Tool:
     args_model: type[BaseModel]
     kind: ToolKind
     func: ToolFunction
+    preview: PreviewFunction | None = None
+    """Optional: shows what a call would change before it is approved."""
     schema: dict[str, Any] | None = field(default=None, compare=False)
     """The JSON schema the model sees, when it does not come from `args_model`: an MCP
     server's tool brings its own (with `PassthroughArgs` as the argument model)."""
@@ -190,6 +232,11 @@ class ToolRegistry:
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
+
+
+def with_preview(base: Tool, preview: PreviewFunction) -> Tool:
+    """`base` with a preview for its approval card."""
+    return dataclasses.replace(base, preview=preview)
 
 
 def tool(

@@ -23,13 +23,15 @@ import math
 import time
 import traceback
 import types
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from . import signals
 from .images import FigureCapture, display_of, keep_figures, png_part
-from .registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput, tool
+from .registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput, change_recorder, tool
 from .signals import MAX_TIMEOUT_S, RunState, UserCodeTimeout, interruptible
 
 __all__ = ["RUN_PYTHON_TOOLS", "cap_text", "run_python", "user_namespace"]
@@ -142,6 +144,9 @@ class _Outcome:
     value: Any = _NO_VALUE
     error: str | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
+    namespace: str = ""
+    """What the code did to the user namespace, by name (WS-03); first, so the tool card's
+    short preview shows it however long the output."""
 
     def render(self) -> str:
         sections = [
@@ -150,7 +155,8 @@ class _Outcome:
             ("result", _result_text(self.value)),
             ("error", self.error or ""),
         ]
-        parts = [f"{title}:\n{text.rstrip()}" for title, text in sections if text.strip()]
+        parts = [f"namespace: {self.namespace}"] if self.namespace else []
+        parts += [f"{title}:\n{text.rstrip()}" for title, text in sections if text.strip()]
         parts.extend(self.notes)
         return "\n".join(parts) if parts else "(no output)"
 
@@ -204,7 +210,9 @@ def _execute(compiled: _Compiled, ns: dict[str, Any], state: RunState, outcome: 
         state.in_user_code = False
 
 
-async def _run(source: str, ns: dict[str, Any], timeout_s: float | None) -> tuple[_Outcome, RunState]:
+async def _run(
+    source: str, ns: dict[str, Any], timeout_s: float | None, before_exec: Callable[[], None] | None = None
+) -> tuple[_Outcome, RunState]:
     filename = f"<run_python-{next(_run_numbers)}>"
     outcome = _Outcome()
     state = RunState()
@@ -216,6 +224,8 @@ async def _run(source: str, ns: dict[str, Any], timeout_s: float | None) -> tupl
     stdout, stderr = _CappedStream(), _CappedStream()
     with interruptible(state, timeout_s) as has_signals:
         await _deliver_pending_interrupts()
+        if before_exec is not None:  # after the last await: another call's code cannot run between
+            before_exec()
         try:
             with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
                 _execute(compiled, ns, state, outcome)
@@ -264,6 +274,20 @@ def _effective_timeout(timeout_s: float | None, ctx: ToolContext) -> float | Non
     return remaining if timeout_s is None else min(timeout_s, remaining)
 
 
+_RUNNING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _one_at_a_time() -> asyncio.Lock:
+    """Calls of one batch run concurrently, but code runs one piece at a time anyway (exec
+    blocks the loop); without this, two calls interleave at their few awaits, and one's
+    figure capture restores the other's stand-in `plt.show` for good, its figures go to the
+    other, and its namespace diff names the other's variables. One lock per event loop."""
+    loop = asyncio.get_running_loop()
+    if loop not in _RUNNING:
+        _RUNNING[loop] = asyncio.Lock()
+    return _RUNNING[loop]
+
+
 @tool("run_python", ToolKind.MUTATING, RunPythonArgs)
 async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str | ToolOutput:
     """Run Python code in the notebook kernel's namespace: variables you create stay there for
@@ -274,8 +298,21 @@ async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str | ToolOutput:
     listed under "figures:" as fig-1, fig-2…; look at one with view_image(output="fig-1")."""
     ns = user_namespace(ctx, "run_python")
     capture = FigureCapture(display_of(ctx))
-    with capture.running():
-        outcome, state = await _run(args.code, ns, _effective_timeout(args.timeout_s, ctx))
+    recorder = change_recorder(ctx)
+    taken: list[object] = []
+
+    def snapshot() -> None:
+        if recorder is not None:
+            taken.append(recorder.namespace_before(ns))
+
+    try:
+        async with _one_at_a_time():
+            with capture.running():
+                outcome, state = await _run(args.code, ns, _effective_timeout(args.timeout_s, ctx), snapshot)
+    finally:
+        # WS-03: by name only; an object changed in place keeps its name and identity
+        changes = recorder.namespace_after(taken[0], ctx.call_id, args.code) if recorder and taken else ""
+    outcome.namespace = changes
     if state.interrupted:
         # The user pressed interrupt: end the turn as cancelled, even if the code caught the
         # KeyboardInterrupt and finished normally.

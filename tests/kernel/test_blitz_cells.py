@@ -53,7 +53,7 @@ def test_run_python_variables_are_visible_in_the_next_cell(kernel: KernelDriver,
     assert "⚙ run_python(" in cell.stdout and "result: 42" in cell.stdout
     assert kernel.run("print(answer_from_agent + 1)").stdout == "43\n"
     [result] = tool_messages(server.requests[1].body)
-    assert json.loads(result["content"]) == {"result": "result:\n42"}
+    assert json.loads(result["content"]) == {"result": "namespace: created answer_from_agent\nresult:\n42"}
 
 
 def test_headless_approval_denies_and_nothing_is_written(kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path):

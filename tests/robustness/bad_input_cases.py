@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from blitz_kernel.settings import BlitzConfig
+
+KNOWN_KEYS = ", ".join(BlitzConfig.model_fields)
+"""The top-level keys an unknown-key error lists (the settings model's own order)."""
+
 
 @dataclass(frozen=True)
 class ShellCase:
@@ -161,7 +166,7 @@ SHELL_CASES: list[ShellCase] = [
     ShellCase('config-tools.max_parallel=0', '%blitz_config tools.max_parallel=0', "bad configuration 'tools.max_parallel' in %blitz_config: Input should be greater than or equal to 1"),
     ShellCase('config-context.token_threshold=-1', '%blitz_config context.token_threshold=-1', "bad configuration 'context.token_threshold' in %blitz_config: Input should be greater than or equal to 1"),
     ShellCase('config-context.retain_events=-1', '%blitz_config context.retain_events=-1', "bad configuration 'context.retain_events' in %blitz_config: Input should be greater than or equal to 0"),
-    ShellCase('config-nosuch.key=1', '%blitz_config nosuch.key=1', "bad configuration 'nosuch' in %blitz_config: unknown key; known keys: model, api_base, api_key_env, fallback_models, temperature, max_tokens, model_retries, stall, breaker, agent, tools, approval, context, limits, prices, telemetry, models, notebook, mcp, hooks, privacy, language"),
+    ShellCase('config-nosuch.key=1', '%blitz_config nosuch.key=1', "bad configuration 'nosuch' in %blitz_config: unknown key; known keys: " + KNOWN_KEYS),
     ShellCase('config-limits.nosuch=1', '%blitz_config limits.nosuch=1', "bad configuration 'limits.nosuch' in %blitz_config: unknown key; known keys: max_turns, max_cost_usd, timeout_s, max_cost_usd_session, repeat_warn, repeat_stop"),
     ShellCase('config-telemetry.exporter=bogus', '%blitz_config telemetry.exporter=bogus', "bad configuration 'telemetry.exporter' in %blitz_config: Input should be 'console', 'otlp' or 'memory'"),
     ShellCase('config-privacy.variables=everything', '%blitz_config privacy.variables=everything', "bad configuration 'privacy.variables' in %blitz_config: Input should be 'full' or 'schema'"),
@@ -181,7 +186,7 @@ SHELL_CASES: list[ShellCase] = [
     ShellCase("config-language=''", "%blitz_config language=''", "bad configuration 'language' in %blitz_config: String should have at least 1 character"),
     ShellCase('file-not-toml', '%blitz_config', "bad configuration '(file)' in {root}/work/blitz.toml: Invalid value (at end of document)", files={'blitz.toml': 'limits = ['}),
     ShellCase('file-bad-value', '%blitz_config', "bad configuration 'limits.max_turns' in {root}/work/blitz.toml: Input should be a valid integer, unable to parse string as an integer", files={'blitz.toml': '[limits]\nmax_turns = "x"\n'}),
-    ShellCase('file-unknown-key', '%blitz_config', "bad configuration 'colour' in {root}/work/blitz.toml: unknown key; known keys: model, api_base, api_key_env, fallback_models, temperature, max_tokens, model_retries, stall, breaker, agent, tools, approval, context, limits, prices, telemetry, models, notebook, mcp, hooks, privacy, language", files={'blitz.toml': 'colour = 1\n'}),
+    ShellCase('file-unknown-key', '%blitz_config', "bad configuration 'colour' in {root}/work/blitz.toml: unknown key; known keys: " + KNOWN_KEYS, files={'blitz.toml': 'colour = 1\n'}),
     ShellCase('file-not-utf8', '%blitz_config', "bad configuration '(file)' in {root}/work/blitz.toml: not UTF-8 text: invalid continuation byte", files={'blitz.toml': b'model = "caf\xe9"\n'}),
     ShellCase('pyproject-bad-key', '%blitz_config', "bad configuration 'limits.max_turns' in {root}/work/pyproject.toml: Input should be greater than or equal to 1", files={'pyproject.toml': '[tool.blitz]\nlimits.max_turns = -3\n'}),
     ShellCase('home-config-bad', '%blitz_config', "bad configuration 'limits.max_cost_usd' in {root}/home/.blitz/config.toml: Input should be a valid number, unable to parse string as a number", home='[limits]\nmax_cost_usd = "lots"\n'),

@@ -30,7 +30,7 @@ class UnknownAgentError(BlitzError):
 
     def __init__(self, name: str, known: list[str]) -> None:
         self.name = name
-        super().__init__(f"unknown agent {name!r} (known: {', '.join(sorted(known))})")
+        super().__init__(f"unknown agent {name!r} (known: {', '.join(sorted(known)) or 'none'})")
 
 
 class SubagentDepthError(BlitzError):

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from ..errors import ConfigError, UnknownAgentError
+from ..errors import BlitzError, ConfigError, UnknownAgentError
+
+AGENTS_FOLDER = (".blitz", "agents")
 
 BLITZ_INSTRUCTIONS = """\
 You are Blitz, a data and coding assistant working inside a live Jupyter (IPython) kernel.
@@ -43,19 +46,68 @@ BUILTIN_AGENT = AgentDefinition(
 )
 
 
-class AgentRegistry:
-    """Agents by name; the built-in `blitz` is always there unless a file overrides it."""
+FolderState = tuple[tuple[str, int, int, int], ...]
+"""(name, mode, size, mtime_ns) of every `*.md` entry: a changed file changes it (ENG-06)."""
 
-    def __init__(self, agents: list[AgentDefinition]) -> None:
+
+def folder_state(workspace: Path) -> FolderState:
+    """What `.blitz/agents` holds now, cheaply (one stat per entry, nothing read)."""
+    folder = workspace.joinpath(*AGENTS_FOLDER)
+    entries: list[tuple[str, int, int, int]] = []
+    try:
+        paths = sorted(folder.glob("*.md"))
+    except OSError:
+        return ()
+    for path in paths:
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        entries.append((path.name, info.st_mode, info.st_size, info.st_mtime_ns))
+    return tuple(entries)
+
+
+class AgentRegistry:
+    """Agents by name; the built-in `blitz` is always there unless a file overrides it.
+
+    A file that cannot be read as an agent (not UTF-8, a directory or pipe named `*.md`, bad
+    front matter) is skipped with one line in `skipped`, so one broken file never stops the
+    others or the built-in agent."""
+
+    def __init__(self, agents: list[AgentDefinition], skipped: dict[str, str] | None = None, state: FolderState = ()) -> None:
         self._agents = {agent.name: agent for agent in agents}
+        self.skipped: dict[str, str] = dict(skipped or {})
+        """Agent name (the file's stem) → why its file was skipped."""
+        self.state = state
+        """The folder as it was when these were read (see `changed`)."""
 
     @classmethod
     def load(cls, workspace: Path) -> AgentRegistry:
+        state = folder_state(workspace)
         agents = [BUILTIN_AGENT]
-        folder = workspace / ".blitz" / "agents"
-        if folder.is_dir():
-            agents += [parse_agent_file(path) for path in sorted(folder.glob("*.md"))]
-        return cls(agents)
+        skipped: dict[str, str] = {}
+        folder = workspace.joinpath(*AGENTS_FOLDER)
+        for name, mode, _size, _mtime in state:
+            path = folder / name
+            shown = "/".join((*AGENTS_FOLDER, name))
+            if not stat.S_ISREG(mode) and not (stat.S_ISLNK(mode) and path.is_file()):
+                skipped[path.stem] = f"skipped agent file {shown}: not a regular file"
+                continue
+            try:
+                agents.append(parse_agent_file(path))
+            except UnicodeDecodeError:
+                skipped[path.stem] = f"skipped agent file {shown}: not UTF-8 text"
+            except ConfigError as exc:
+                reason = exc.problem if exc.key.startswith("(") else f"{exc.key}: {exc.problem}"
+                skipped[path.stem] = f"skipped agent file {shown}: {reason}"
+            except (ValidationError, OSError) as exc:
+                reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+                skipped[path.stem] = f"skipped agent file {shown}: {reason}"
+        return cls(agents, skipped, state)
+
+    def changed(self, workspace: Path) -> bool:
+        """True when `.blitz/agents` no longer looks as it did when this was read."""
+        return folder_state(workspace) != self.state
 
     def names(self) -> list[str]:
         return sorted(self._agents)
@@ -65,6 +117,8 @@ class AgentRegistry:
         try:
             return self._agents[name]
         except KeyError:
+            if name in self.skipped:
+                raise BlitzError(f"agent {name!r} is not available: {self.skipped[name]}") from None
             raise UnknownAgentError(name, list(self._agents)) from None
 
 
@@ -72,6 +126,8 @@ def parse_agent_file(path: Path) -> AgentDefinition:
     """`---` front matter with `key: value` lines (name, description, model, tools: a, b), then
     the instructions. A small parser on purpose: no YAML dependency for five keys."""
     text = path.read_text(encoding="utf-8")
+    if "\x00" in text:
+        raise ConfigError("(file)", str(path), "the file holds NUL bytes; it is not an agent file")
     fields: dict[str, str] = {}
     body = text
     if text.startswith("---"):

@@ -29,6 +29,7 @@ from ..core.terms import PlanStatus, StopReason
 from ..core.usage import TokenUsage, UsageTotals
 from ..errors import (
     BlitzError,
+    CompactionError,
     ContextWindowError,
     MaxTurnsError,
     ModelError,
@@ -282,7 +283,10 @@ class TurnRunner:
         if not setup.compaction:
             return
         if self._prompt_estimate() > setup.context.threshold:
-            await self._compact(required=False)
+            try:
+                await self._compact(required=False)
+            except CompactionError as exc:  # the threshold is below the window: try the call as is
+                await self._emit(ErrorEvent(kind="notice", message=f"automatic compaction failed, going on without it: {exc}"))
 
     def _prompt_estimate(self) -> int:
         """Tokens the next request will carry: system prompt, history and the tool schemas

@@ -9,6 +9,7 @@ TurnSetup and hands it to the TurnRunner.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,13 +18,13 @@ from typing import Any
 from ..config import OVERRIDE_SOURCE, BlitzConfig, check_policy_names, load_config, workspace_trust
 from ..core.attachments import Attachment
 from ..core.redact import Redactor
-from ..core.usage import PriceBook, UsageLedger
+from ..core.usage import PriceBook, UsageLedger, UsageTotals
 from ..errors import BlitzError, ConfigError, SessionBusyError, SteerTooLateError, UnknownAgentError
 from ..mcp import is_mcp_name
 from ..mcp.manager import McpManager, server_entries
 from ..mcp.toolset import Offer, offer
 from ..models.base import Model, supports_vision
-from ..models.factory import build_model
+from ..models.factory import build_model, model_problem
 from ..models.placeholder import PlaceholderModel
 from ..tools import builtin_tools
 from ..tools.notebook import NotebookAccess
@@ -34,7 +35,7 @@ from .agents import AgentDefinition, AgentRegistry
 from .approval import ApprovalGate, Approver, HeadlessApprover, PendingApprovals, Policy
 from .audit import AuditRecord
 from .compaction import CompactionResult, Compactor, manual_window
-from .events import ErrorEvent
+from .events import ErrorEvent, Event, TurnDone
 from .hooks import HookRunner
 from .instructions import MemoryFile, memory_files, root_instructions
 from .loop import TurnRunner
@@ -82,12 +83,14 @@ class Workspace:
         self._trust_notice_due = self.trust.holding_back
         self.config: BlitzConfig = self._load(self._overrides)
         self.agents = AgentRegistry.load(self.root)
+        self._agent_warnings_shown: set[str] = set()
         self._explicit_model = model
         self.model: Model = model or self._build(self.config.model)
         self.telemetry = self._telemetry(self.config)
         self.hooks = HookRunner(self.config.hooks, self.root, self.telemetry)
         self.redactor = self._redactor(self.config)
         self._contexts: dict[tuple[str, int | None, int | None], ContextWindow] = {}
+        self._usable: dict[tuple[str, str, str | None], str | None] = {}
         # WS-02: sessions live in <root>/.blitz/blitz.db; `durable=False` keeps them in memory.
         self.sessions = SessionBook.for_workspace(self.root) if durable else SessionBook()
         self.subagents = Subagents(self._setup, self._agent_summaries)
@@ -182,6 +185,10 @@ class Workspace:
         if rebuild and config.model and isinstance(model, PlaceholderModel) and must_build:
             key = "model" if "model" in dotted else changed[0]
             raise ConfigError(key, OVERRIDE_SOURCE, model.reason)
+        if "model" in dotted and rebuild and not isinstance(model, PlaceholderModel):
+            problem = model_problem(model)  # a name no provider serves: refused now, not at the turn
+            if problem is not None:
+                raise ConfigError("model", OVERRIDE_SOURCE, problem)
         self.trust = workspace_trust(self.root, self._environ, self._home)
         telemetry = self._telemetry(config) if config.telemetry != self.config.telemetry else self.telemetry
         self._overrides, self.config, self.telemetry = candidate, config, telemetry
@@ -289,9 +296,14 @@ class Workspace:
         attachments: list[Attachment] | None = None,
     ) -> TurnResult:
         """`run` for callers that hold typed options already (the notebook front end)."""
+        front_end = front_end or FrontEnd()
+        # a model that can never answer (or an unknown agent): the turn ends in error before
+        # anything is recorded: no session created, no prompt in the history, no turn counted
+        problem = await self._model_problem(self._turn_model(options.model, self._agent(options.agent)))
+        if problem is not None:
+            return await self._refused_before_start(problem, session, front_end)
         state = self.session(session)
         self._claim(state)
-        front_end = front_end or FrontEnd()
         context = front_end.kernel or self.kernel
         state.prepare_resume_note(context.user_ns if context is not None else None)  # WS-02 restart note
         control = TurnControl()
@@ -361,11 +373,19 @@ class Workspace:
 
     def _notices(self, depth: int, mode: TurnMode) -> tuple[ErrorEvent, ...]:
         """One-time notices for the next turn the user started: the first turn in an
-        untrusted workspace that holds settings back says so, once per kernel (WS-06)."""
-        if depth == 0 and mode is not TurnMode.BTW and self._trust_notice_due and self.trust.holding_back:
+        untrusted workspace that holds settings back says so, once per kernel (WS-06), and a
+        broken agent file is named once (it was skipped)."""
+        if depth > 0 or mode is TurnMode.BTW:
+            return ()
+        notices: list[str] = []
+        if self._trust_notice_due and self.trust.holding_back:
             self._trust_notice_due = False
-            return (ErrorEvent(kind="notice", message=self.trust.notice()),)
-        return ()
+            notices.append(self.trust.notice())
+        for problem in self.agents.skipped.values():  # a broken agent file: one warning each
+            if problem not in self._agent_warnings_shown:
+                self._agent_warnings_shown.add(problem)
+                notices.append(problem)
+        return tuple(ErrorEvent(kind="notice", message=notice) for notice in notices)
 
     def _agent_summaries(self) -> list[tuple[str, str]]:
         """(name, description) of every agent, for list_agents and invoke_agent (ENG-70)."""
@@ -391,6 +411,7 @@ class Workspace:
             notices=self._notices(depth, mode) + tuple(ErrorEvent(kind="mcp", message=p) for p in mcp.problems.values()),
             tool_context=ToolContext(
                 workspace=self.root, kernel=front_end.kernel or self.kernel, session=state.name,
+                variable_values=config.privacy.variables == "full",
                 extras={SEARCHER: self.sessions},  # search_session reads the transcript (WS-02)
             ),
             gate=ApprovalGate(
@@ -451,6 +472,29 @@ class Workspace:
     def memory(self) -> list[MemoryFile]:
         """The project-memory files the next turn's instructions include (ENG-02)."""
         return memory_files(self.root, self._home)
+
+    async def _model_problem(self, model: Model) -> str | None:
+        """Why `model` can never answer (see model_problem), looked up once per model name."""
+        if isinstance(model, PlaceholderModel):
+            return model.reason
+        key = (type(model).__name__, model.name, getattr(model, "api_base", None))
+        if key not in self._usable:  # litellm's provider table: loaded off the event loop
+            self._usable[key] = await asyncio.to_thread(model_problem, model)
+        return self._usable[key]
+
+    async def _refused_before_start(self, reason: str, session: str, front_end: FrontEnd) -> TurnResult:
+        """A turn that could not start: the front end shows why, nothing is recorded."""
+        usage = UsageTotals()
+        events: list[Event] = [ErrorEvent(kind="error", message=reason), TurnDone(stop_reason="error", usage=usage, error=reason)]
+        if front_end.on_event is not None:
+            for event in events:
+                outcome = front_end.on_event(event)
+                if inspect.isawaitable(outcome):
+                    await outcome
+        turns = self.sessions.get(session).turns if session in self.sessions.names() else 0
+        return TurnResult(
+            text="", stop_reason="error", error=reason, usage=usage, events=events, session=session, turn_index=turns
+        )
 
     async def _context_for(self, model: Model) -> ContextWindow:
         """The model's context window, looked up once per model and configuration (a thread
@@ -527,12 +571,14 @@ class Workspace:
 
     def reload_agents(self) -> AgentRegistry:
         """Read `.blitz/agents/*.md` again: an agent file written while the kernel runs counts
-        from the next turn (ENG-06); a broken file raises ConfigError and changes nothing."""
+        from the next turn (ENG-06); a broken file is skipped and named in `agents.skipped`."""
         self.agents = AgentRegistry.load(self.root)
         return self.agents
 
     def _agent(self, name: str | None) -> AgentDefinition:
         """A per-run agent must exist (ENG-16); the active one falls back to `blitz` (ENG-01)."""
+        if self.agents.changed(self.root):  # an agent file edited since the last turn counts (ENG-06)
+            self.reload_agents()
         if name is not None:
             if name not in self.agents.names():
                 self.reload_agents()  # it may have been written since the workspace opened

@@ -55,6 +55,20 @@ def build_model(
     )
 
 
+def model_problem(model: Model) -> str | None:
+    """Why `model` cannot answer any call (it could not be built, or no provider serves its
+    name), or None. Checked before a turn records anything, so such a turn records nothing.
+    May load litellm: call it off the event loop. A fallback chain is never unusable here:
+    another of its models may answer."""
+    if isinstance(model, PlaceholderModel):
+        return model.reason
+    from .litellm_model import LiteLLMModel
+
+    if isinstance(model, LiteLLMModel):
+        return model.problem()
+    return None
+
+
 def _build_one(
     name: str,
     *,

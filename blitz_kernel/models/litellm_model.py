@@ -230,6 +230,19 @@ class LiteLLMModel:
     def __repr__(self) -> str:  # never shows the key
         return f"LiteLLMModel({self.name!r}, api_base={self.api_base!r})"
 
+    def problem(self) -> str | None:
+        """Why no call can ever succeed (litellm knows no provider for the name), or None.
+        Loads litellm: call it off the event loop."""
+        litellm = load_litellm()
+        try:
+            litellm.get_llm_provider(model=self.name, api_base=self.api_base)
+        except Exception:
+            return (
+                f"model {self.name!r}: litellm knows no provider for this name; write it as "
+                "provider/model, e.g. openai/gpt-4.1-mini"
+            )
+        return None
+
     # -- streaming
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:

@@ -76,12 +76,26 @@ class ScriptedModel:
         """Load steps from a JSON file: a list of steps, or {"steps": [...], "vision": bool}
         ("vision": false plays a model that cannot see images)."""
         source = Path(path)
-        data = json.loads(source.read_text(encoding="utf-8"))
-        steps = data["steps"] if isinstance(data, dict) else data
-        if isinstance(data, dict) and "vision" in data:
-            kwargs.setdefault("vision", bool(data["vision"]))
+        try:
+            data = json.loads(source.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            raise ValueError(f"{source.name} is not UTF-8 text") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{source.name} is not JSON ({exc.msg} at line {exc.lineno})") from None
+        if isinstance(data, dict):
+            if "steps" not in data:
+                raise ValueError(f'{source.name}: an object needs a "steps" list')
+            steps = data["steps"]
+            if "vision" in data:
+                kwargs.setdefault("vision", bool(data["vision"]))
+        else:
+            steps = data
         if not isinstance(steps, list):
-            raise ValueError(f"{source}: a scripted model file holds a list of steps")
+            raise ValueError(f"{source.name}: a scripted model file holds a list of steps")
+        for index, step in enumerate(steps, start=1):
+            problem = step_problem(step)
+            if problem:
+                raise ValueError(f"{source.name}: step {index}: {problem}")
         kwargs.setdefault("name", f"scripted:{path}")
         return cls(steps, **kwargs)
 
@@ -138,6 +152,38 @@ class ScriptedModel:
         arguments = call.get("arguments", {})
         raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
         return ToolCall(id=call.get("id") or f"call_{self._call_ids}", name=call["name"], arguments=raw)
+
+
+STEP_KEYS = frozenset({"text", "thought", "tool_calls", "usage", "error", "message"})
+USAGE_KEYS = frozenset({"prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens"})
+
+
+def step_problem(step: Any) -> str | None:
+    """What is wrong with one step read from a file (None: it plays), in a few words."""
+    if not isinstance(step, dict):
+        return f"expected an object, got {type(step).__name__}"
+    unknown = sorted(set(step) - STEP_KEYS)
+    if unknown:
+        return f"unknown key {unknown[0]!r} (known: {', '.join(sorted(STEP_KEYS))})"
+    for key in ("text", "thought", "error", "message"):
+        if key in step and not isinstance(step[key], str):
+            return f"{key!r} must be a string"
+    if "error" in step and step["error"] not in _ERRORS:
+        return f"unknown error {step['error']!r} (known: {', '.join(_ERRORS)})"
+    calls = step.get("tool_calls", [])
+    if not isinstance(calls, list):
+        return "'tool_calls' must be a list"
+    for number, call in enumerate(calls, start=1):
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not call["name"]:
+            return f"tool call {number} needs a \"name\" string"
+        if not isinstance(call.get("arguments", {}), dict | str) or not isinstance(call.get("id", ""), str):
+            return f"tool call {number}: \"arguments\" must be an object (or JSON text) and \"id\" a string"
+    usage = step.get("usage", {})
+    if not isinstance(usage, dict) or any(
+        key not in USAGE_KEYS or type(value) is not int or value < 0 for key, value in usage.items()
+    ):
+        return f"'usage' must map {', '.join(sorted(USAGE_KEYS))} to whole numbers >= 0"
+    return None
 
 
 def _pieces(text: str) -> list[str]:

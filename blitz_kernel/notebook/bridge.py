@@ -46,6 +46,13 @@ Message shapes (protocol 1). Every message is the `data` of a comm message:
     Error codes: bad_request, bad_index, running_cell, unknown_op, internal.
 
 Replies that come after their request timed out (or from a stale comm) are ignored.
+
+Whose notebook. Any client of the kernel can open a comm and say hello, so a hello alone does
+not make a front end "the notebook": the bridge serves the client (jupyter session id, the
+`session` of its message headers) that ran the current cell, else the one that loaded the
+extension. Hellos from other clients are kept, unused, until their client runs a cell (a
+reloaded page gets a new session id and takes over with its next cell); a second front end
+on the same kernel never receives requests meant for the first.
 """
 
 from __future__ import annotations
@@ -93,6 +100,7 @@ class NotebookBridge:
         self.handshake_grace_s = handshake_grace_s
         self.client: dict[str, Any] = {}
         """The connected front end's hello (client, version, notebook path)."""
+        self._shell: Any = None
         self._open_comm = open_comm
         self._comm: Any = None
         self._pending: dict[str, tuple[asyncio.Future[dict[str, Any]], Any, str]] = {}
@@ -101,6 +109,12 @@ class NotebookBridge:
         self._ping: Any = None
         self._ping_sent_at = 0.0
         self._hello_waiters: list[asyncio.Future[None]] = []
+        self._hellos: dict[str | None, tuple[Any, dict[str, Any]]] = {}
+        """Every live front-end comm with its hello, by the client's session id."""
+        self.loader_session: str | None = None
+        """The client that loaded the extension (see the module docstring)."""
+        self.cell_session: str | None = None
+        """The client that ran the current (or last) cell."""
 
     @property
     def connected(self) -> bool:
@@ -109,22 +123,43 @@ class NotebookBridge:
     # -- comm wiring: ipykernel calls these on the kernel's main thread -----------------------
 
     def on_comm_open(self, comm: Any, msg: dict[str, Any]) -> None:
-        """A front end said hello: its comm carries the requests from now on (the newest
-        hello wins: after a page reload, the old page's comm is dead)."""
+        """A front end said hello. It carries the requests when its client ran the current
+        cell or loaded the extension (the newest hello of that client wins: its old comm may
+        be dead); other clients' hellos wait unused."""
         data = msg.get("content", {}).get("data") or {}
         if data.get("kind") != "hello" or data.get("protocol") != PROTOCOL:
             comm.close(data={"kind": "error", "message": f"expected a hello for protocol {PROTOCOL}"})
             return
-        self._comm, self.client = comm, dict(data)
+        session = _session_of(msg)
+        self._hellos[session] = (comm, dict(data))
         comm.on_msg(self._on_msg)
         comm.on_close(lambda close_msg: self._on_close(comm))
         comm.send({"kind": "welcome", "protocol": PROTOCOL})
-        waiters, self._hello_waiters = self._hello_waiters, []
-        for waiter in waiters:
-            _resolve(waiter, None)
+        self._choose()
+
+    def _owners(self) -> list[str]:
+        return [s for s in dict.fromkeys((self.cell_session, self.loader_session)) if s is not None]
+
+    def _choose(self) -> None:
+        """Serve the comm of the client that ran the cell, else of the one that loaded the
+        extension; with neither known (no kernel parent: tests, plain IPython), the newest."""
+        owners = self._owners()
+        chosen = next((self._hellos[s] for s in owners if s in self._hellos), None)
+        if chosen is None and not owners and self._hellos:
+            chosen = list(self._hellos.values())[-1]
+        self._comm, self.client = chosen if chosen is not None else (None, {})
+        if self._comm is not None:
+            waiters, self._hello_waiters = self._hello_waiters, []
+            for waiter in waiters:
+                _resolve(waiter, None)
 
     def on_pre_run_cell(self, info: Any = None) -> None:
-        """Before each cell: ask front ends to connect, while none is."""
+        """Before each cell: bind to the client running it; ask front ends to connect while
+        none of the owners' is."""
+        session = _parent_session(self._shell)
+        if session is not None:
+            self.cell_session = session
+        self._choose()
         self.ping()
 
     def ping(self) -> None:
@@ -144,8 +179,11 @@ class NotebookBridge:
             self._ping = None
 
     def _on_close(self, comm: Any) -> None:
+        for session, (held, _) in list(self._hellos.items()):
+            if held is comm:
+                del self._hellos[session]
         if comm is self._comm:
-            self._comm, self.client = None, {}
+            self._choose()
         for request_id, (future, sent_on, op) in list(self._pending.items()):
             if sent_on is comm:
                 del self._pending[request_id]
@@ -214,7 +252,7 @@ class NotebookBridge:
 
     def close(self) -> None:
         """Close the comms (the extension is unloading); pending requests fail."""
-        for comm in (self._comm, self._ping):
+        for comm in dict.fromkeys((*(held for held, _ in self._hellos.values()), self._comm, self._ping)):
             if comm is not None:
                 with contextlib.suppress(Exception):  # best effort: the kernel may be going away
                     comm.close()
@@ -243,6 +281,25 @@ def _resolve(future: asyncio.Future[Any], outcome: Any) -> None:
     future.get_loop().call_soon_threadsafe(settle)
 
 
+def _session_of(msg: dict[str, Any]) -> str | None:
+    """The jupyter session id of the client that sent `msg` (None when it carries none)."""
+    header = msg.get("header") if isinstance(msg, dict) else None
+    session = header.get("session") if isinstance(header, dict) else None
+    return session if isinstance(session, str) and session else None
+
+
+def _parent_session(ipython: Any) -> str | None:
+    """The session id of the client whose request the kernel is handling now."""
+    get_parent = getattr(getattr(ipython, "kernel", None), "get_parent", None)
+    if get_parent is None:
+        return None
+    try:
+        parent = get_parent()
+    except Exception:
+        return None
+    return _session_of(parent) if isinstance(parent, dict) else None
+
+
 def install(ipython: Any) -> NotebookBridge | None:
     """Register the comm target and the ping; None outside ipykernel (no comms there)."""
     global _current
@@ -250,6 +307,8 @@ def install(ipython: Any) -> NotebookBridge | None:
     if manager is None:
         return None
     bridge = NotebookBridge()
+    bridge._shell = ipython
+    bridge.loader_session = bridge.cell_session = _parent_session(ipython)
     manager.register_target(COMM_TARGET, bridge.on_comm_open)
     ipython.events.register("pre_run_cell", bridge.on_pre_run_cell)
     _current = bridge

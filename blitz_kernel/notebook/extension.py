@@ -14,6 +14,8 @@ _state: dict[str, Any] = {}
 
 def load(ipython: Any) -> None:
     from .magics import BlitzMagics
+    from .mcp_magic import McpMagics
+    from .safety_magics import SafetyMagics
     from .undo_magics import UndoMagics
 
     if await_blitz_cells not in ipython.input_transformers_post:
@@ -21,11 +23,11 @@ def load(ipython: Any) -> None:
     if keep_btw_questions not in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.append(keep_btw_questions)
     magics = BlitzMagics(ipython)
-    ipython.register_magics(magics)
-    _state["magics"] = magics
-    _state["mcp_magics"] = _register_mcp_magics(ipython)
-    _state["undo_magics"] = undo_magics = UndoMagics(ipython, magics)
-    ipython.register_magics(undo_magics)
+    # the other magic families share the main one's workspace (created on first use)
+    registered = [magics, McpMagics(ipython), SafetyMagics(ipython, magics), UndoMagics(ipython, magics)]
+    for family in registered:
+        ipython.register_magics(family)
+    _state["magics"], _state["registered"] = magics, registered
     _state["warm_up"] = _warm_up_in_background()
     bridge.install(ipython)
     cell_log.install(ipython)
@@ -44,19 +46,10 @@ def unload(ipython: Any) -> None:
         workspace.mcp.close_soon()  # MCP servers end with the extension (issue 13)
         # WS-02: let go of the session locks, so a reloaded extension can take them again
         workspace.sessions.close()
-    for registered in (magics, _state.pop("mcp_magics", None), _state.pop("undo_magics", None)):
-        if registered is not None:
-            for kind, names in registered.magics.items():
-                for name in names:
-                    ipython.magics_manager.magics[kind].pop(name, None)
-
-
-def _register_mcp_magics(ipython: Any) -> Any:
-    from .mcp_magic import McpMagics
-
-    magics = McpMagics(ipython)
-    ipython.register_magics(magics)
-    return magics
+    for family in _state.pop("registered", []):
+        for kind, names in family.magics.items():
+            for name in names:
+                ipython.magics_manager.magics[kind].pop(name, None)
 
 
 def _warm_up_in_background() -> threading.Thread:

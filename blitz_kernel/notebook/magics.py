@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import keyword
+import math
 import os
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
@@ -100,6 +101,8 @@ def _positive(kind: type, value: str, option: str) -> Any:
         number = kind(value)
     except ValueError:
         raise UsageError(f"{option} expects a number, got {value!r}") from None
+    if not math.isfinite(number):  # nan would pass every comparison below (GR-07)
+        raise UsageError(f"{option} must be a finite number, got {value}")
     if number <= 0:
         raise UsageError(f"{option} must be positive, got {value}")
     return number
@@ -256,8 +259,10 @@ class BlitzMagics(Magics):
         if model is not None:
             with usage_errors():
                 workspace.set_model(model)
+        from ..config import redact_url
+
         api_base = workspace.config.api_base
-        print(f"model: {workspace.model.name}" + (f" (api_base {api_base})" if api_base else ""))
+        print(f"model: {workspace.model.name}" + (f" (api_base {redact_url(api_base)})" if api_base else ""))
         pin = self._active_agent_pin(workspace)
         if pin is not None:
             agent, pinned = pin
@@ -280,7 +285,7 @@ class BlitzMagics(Magics):
     @line_magic
     def blitz_config(self, line: str) -> None:
         """Show the configuration, or set keys for this kernel: `%blitz_config limits.max_turns=10`."""
-        from ..config import config_sources, describe_config, parse_assignment
+        from ..config import config_sources, describe_config, parse_assignment, redact_url
 
         args = self._parse(self.blitz_config, line)
         workspace = self.workspace()
@@ -291,11 +296,12 @@ class BlitzMagics(Magics):
                     workspace.reload_agents().get(str(values["agent"]))
                 workspace.configure(**values)
             for key, value in values.items():
-                print(f"set {key} = {value!r}")
+                shown = redact_url(value) if key == "api_base" and isinstance(value, str) else value
+                print(f"set {key} = {shown!r}")
             return
         sources = config_sources(workspace.root) or ["(defaults only)"]
         print("sources: " + ", ".join(sources))
-        print(describe_config(workspace.config))
+        print(describe_config(workspace.config, workspace.trust.held if workspace.trust.holding_back else None))
 
     @magic_arguments()
     @argument("agent", nargs="?", help="agent name (built-in `blitz`, or .blitz/agents/NAME.md)")
@@ -319,6 +325,8 @@ class BlitzMagics(Magics):
         with usage_errors():
             workspace.reload_agents()
         active = workspace.config.agent
+        for problem in workspace.agents.skipped.values():
+            print(f"⚠ {problem}")
         for name in workspace.agents.names():
             agent = workspace.agents.get(name)
             pin = f" (model {agent.model})" if agent.model else ""

@@ -131,6 +131,9 @@ class ToolContext:
     """`time.monotonic()` by which the turn must end (its --timeout), for tools that block."""
     call_id: str | None = None
     """The id of the call this context was handed to (each call gets its own copy)."""
+    variable_values: bool = True
+    """False (`privacy.variables = "schema"`): variable tools send names, types, shapes,
+    column names and dtypes, but no values (no head, describe or reprs)."""
     extras: dict[str, Any] = field(default_factory=dict)
 
 

@@ -128,9 +128,12 @@ def _visible_names(ns: dict[str, Any], hidden: Mapping[str, Any] | None = None) 
     )
 
 
-def _variable_line(name: str, obj: object, limit_s: float) -> str:
+def _variable_line(name: str, obj: object, limit_s: float, *, values: bool = True) -> str:
     def line() -> str:
         details = ", ".join(part for part in (_type_label(obj), _size_label(obj)) if part)
+        if not values:  # privacy.variables = "schema"
+            columns = _schema_columns(obj)
+            return f"{name} ({details})" + (f": columns: {columns}" if columns else "")
         return f"{name} ({details}): {_short_repr(obj)}"
 
     try:
@@ -179,7 +182,7 @@ async def list_variables(args: ListVariablesArgs, ctx: ToolContext) -> str:
         if limit_s is None:
             lines.append(f"[... stopped at the turn's time limit; {len(names) - len(lines)} not shown]")
             break
-        lines.append(_variable_line(name, ns[name], limit_s))
+        lines.append(_variable_line(name, ns[name], limit_s, values=ctx.variable_values))
     if len(names) > MAX_LISTED_VARIABLES:
         lines.append(
             f"[... {len(names) - MAX_LISTED_VARIABLES} more variables not shown; "
@@ -379,6 +382,48 @@ def _describe(obj: object) -> str:
     return _describe_other(obj)
 
 
+# -- privacy.variables = "schema": the shape of the data, none of its values -----------------
+
+
+def _schema_columns(obj: object) -> str:
+    """`name: dtype, …` of a DataFrame's columns ("" for anything else)."""
+    if not _is_instance(obj, "pandas", "DataFrame"):
+        return ""
+    dtypes = obj.dtypes  # type: ignore[attr-defined]
+    pairs = [f"{column}: {dtype}" for column, dtype in itertools.islice(dtypes.items(), 60)]
+    more = f", … {len(dtypes) - 60} more" if len(dtypes) > 60 else ""
+    return ", ".join(pairs) + more
+
+
+def _describe_schema(obj: object) -> str:
+    """Type, shape, dtypes and column names; no head, describe, repr or element values."""
+    note = "(privacy.variables = schema: values are not shown)"
+    if inspect.isclass(obj) or inspect.isroutine(obj):
+        return f"{_type_label(obj)} {getattr(obj, '__qualname__', type(obj).__name__)}\n{note}"
+    cls = type(obj)
+    lines = [f"type: {cls.__module__}.{cls.__qualname__}"]
+    if _is_instance(obj, "pandas", "DataFrame"):
+        lines += [
+            f"DataFrame: {obj.shape[0]} rows × {obj.shape[1]} columns",  # type: ignore[attr-defined]
+            f"index: {type(obj.index).__name__} (dtype {obj.index.dtype})",  # type: ignore[attr-defined]
+            f"columns (name: dtype): {_schema_columns(obj)}",
+        ]
+    elif _is_instance(obj, "pandas", "Series"):
+        lines.append(f"Series {obj.name!r}: {len(obj)} values, dtype {obj.dtype}")  # type: ignore[attr-defined, arg-type]
+    elif _is_instance(obj, "numpy", "ndarray"):
+        lines.append(f"ndarray: shape {obj.shape}, dtype {obj.dtype}")  # type: ignore[attr-defined]
+    elif is_trusted(obj):
+        size = _size_label(obj)
+        if size:
+            lines.append(size)
+        if isinstance(obj, dict | list | tuple | set | frozenset):
+            items = obj.values() if isinstance(obj, dict) else obj
+            kinds = Counter(type(item).__name__ for item in itertools.islice(items, 10_000))
+            lines.append("item types: " + (", ".join(f"{k} × {n}" for k, n in kinds.most_common(5)) or "—"))
+    lines.append(note)
+    return "\n".join(lines)
+
+
 class DescribeVariableArgs(BaseModel):
     name: str = Field(
         description=(
@@ -401,7 +446,7 @@ async def describe_variable(args: DescribeVariableArgs, ctx: ToolContext) -> str
         raise ToolError("the turn's time limit has passed; describe_variable did not run")
     hidden = getattr(ctx.kernel, "hidden_names", None)
     try:
-        text = _limited(lambda: _describe_found(ns, args.name, hidden), limit_s)
+        text = _limited(lambda: _describe_found(ns, args.name, hidden, values=ctx.variable_values), limit_s)
     except UserCodeTimeout:
         raise ToolError(
             f"describing {args.name} ran past {limit_s:.3g} s (its repr or a property is slow) "
@@ -410,10 +455,10 @@ async def describe_variable(args: DescribeVariableArgs, ctx: ToolContext) -> str
     return f"{args.name}: {cap_text(text, MAX_DESCRIPTION_CHARS)}"
 
 
-def _describe_found(ns: dict[str, Any], name: str, hidden: Mapping[str, Any] | None) -> str:
+def _describe_found(ns: dict[str, Any], name: str, hidden: Mapping[str, Any] | None, *, values: bool = True) -> str:
     obj = _lookup(ns, name, hidden)  # a property on the path is user code too: inside the limit
     try:
-        return _describe(obj)
+        return _describe(obj) if values else _describe_schema(obj)
     except Exception as error:
         return f"type: {type(obj).__name__}\n(description failed: {type(error).__name__}: {error})"
 

@@ -23,6 +23,18 @@ RECORD_VERSION = 1
 ARG_CHARS = 2000
 """Longest argument value kept in the record (a whole written file would bloat the notebook)."""
 RECORD_RESULT_CHARS = 200
+RECORD_TEXT_CHARS = 20_000
+"""Longest prompt or answer kept in the record: a 1 MB prompt would make 1 MB of notebook per
+cell. What was cut is said in the record (`<field>_chars`: the full length) and in the text."""
+
+
+def _capped(record: dict[str, Any], key: str, text: str) -> None:
+    if len(text) <= RECORD_TEXT_CHARS:
+        record[key] = text
+        return
+    cut = len(text) - RECORD_TEXT_CHARS
+    record[key] = text[:RECORD_TEXT_CHARS] + f"\n[… {cut:,} more characters not kept in the notebook]"
+    record[f"{key}_chars"] = len(text)
 
 STATUS_MARK: dict[ToolStatus, str] = {
     "done": "✓", "error": "✗", "denied": "⊘ denied", "cancelled": "⊘ cancelled", "blocked": "⊘ blocked",
@@ -61,15 +73,18 @@ def _call_records(tools: list[ToolItem]) -> list[dict[str, Any]]:
 
 
 def turn_record(state: TurnState, final_text: str) -> dict[str, Any]:
-    """The `blitz` metadata of the static output (JSON-able)."""
-    return {
+    """The `blitz` metadata of the static output (JSON-able); a long prompt or answer is
+    capped at RECORD_TEXT_CHARS and says so."""
+    record: dict[str, Any] = {
         "version": RECORD_VERSION,
         "session": state.session,
         "turn_index": state.turn_index,
         "agent": state.agent,
         "model": state.model,
-        "prompt": state.prompt,
-        "text": final_text,
+    }
+    _capped(record, "prompt", state.prompt)
+    _capped(record, "text", final_text)
+    return record | {
         "stop_reason": state.stop_reason,
         "error": state.error,
         "tool_calls": _call_records(state.tool_items()),

@@ -9,6 +9,8 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from ..errors import BlitzError, ConfigError, UnknownAgentError
+from ..mcp import is_mcp_name
+from ..tools.registry import Tool, ToolKind, ToolRegistry
 
 AGENTS_FOLDER = (".blitz", "agents")
 
@@ -151,3 +153,36 @@ def parse_agent_file(path: Path) -> AgentDefinition:
         model=fields.get("model") or None,
         tools=[t.strip() for t in tools.strip("[]").split(",") if t.strip()] if tools else None,
     )
+
+
+def agent_tools(registry: ToolRegistry, definition: AgentDefinition, *, root: bool = True) -> dict[str, Tool]:
+    """ENG-04: exactly the tools the agent names, plus the workflow tools for the root (a
+    sub-agent gets none: plans and todo lists belong to the turn the user started). MCP tools
+    come from their servers at the turn's setup, not from here."""
+    names = registry.names()
+    workflow = [n for n in names if registry.get(n).kind is ToolKind.WORKFLOW]  # type: ignore[union-attr]
+    if definition.tools is not None:
+        names = [*definition.tools, *(n for n in workflow if n not in definition.tools)]
+    if not root:
+        names = [n for n in names if n not in workflow]
+    chosen: dict[str, Tool] = {}
+    for name in names:
+        if is_mcp_name(name):
+            continue
+        tool = registry.get(name)
+        if tool is None:
+            raise BlitzError(f"agent {definition.name!r} names an unknown tool {name!r}")
+        chosen[name] = tool
+    return chosen
+
+
+def check_tool_names(registry: ToolRegistry, tools: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """ENG-17: a run's allowed tools must exist (MCP names are checked when servers answer)."""
+    if tools is None:
+        return None
+    unknown = [name for name in tools if name not in registry and not is_mcp_name(name)]
+    if unknown:
+        raise BlitzError(
+            f"unknown tool(s) {', '.join(unknown)} in the allowed tools; known: {', '.join(registry.names())}"
+        )
+    return tools

@@ -20,7 +20,6 @@ from ..core.attachments import Attachment
 from ..core.redact import Redactor
 from ..core.usage import PriceBook, UsageLedger, UsageTotals
 from ..errors import BlitzError, ConfigError, SessionBusyError, SteerTooLateError, UnknownAgentError
-from ..mcp import is_mcp_name
 from ..mcp.manager import McpManager, server_entries
 from ..mcp.toolset import Offer, offer
 from ..models.base import Model, supports_vision
@@ -28,13 +27,14 @@ from ..models.factory import build_model, model_problem
 from ..models.placeholder import PlaceholderModel
 from ..tools import builtin_tools
 from ..tools.notebook import NotebookAccess
-from ..tools.registry import KernelContext, Tool, ToolContext, ToolKind, ToolRegistry
+from ..tools.registry import KernelContext, Tool, ToolContext, ToolRegistry
 from ..tools.session_search import SEARCHER
 from ..trust import TrustState, TrustStore
-from .agents import AgentDefinition, AgentRegistry
+from .agents import AgentDefinition, AgentRegistry, agent_tools, check_tool_names
 from .approval import ApprovalGate, Approver, HeadlessApprover, PendingApprovals, Policy
 from .audit import AuditRecord
 from .compaction import CompactionResult, Compactor, manual_window
+from .context import ContextWindows
 from .events import ErrorEvent, Event, TurnDone
 from .hooks import HookRunner
 from .instructions import MemoryFile, memory_files, root_instructions
@@ -48,8 +48,6 @@ from .subagents import Subagents
 from .tracing import Telemetry
 from .turn import (
     ASIDE_SPAN,
-    DEFAULT_CONTEXT_WINDOW,
-    THRESHOLD_SHARE,
     TURN_SPAN,
     ContextWindow,
     TurnLimits,
@@ -89,7 +87,7 @@ class Workspace:
         self.telemetry = self._telemetry(self.config)
         self.hooks = HookRunner(self.config.hooks, self.root, self.telemetry)
         self.redactor = self._redactor(self.config)
-        self._contexts: dict[tuple[str, int | None, int | None], ContextWindow] = {}
+        self.contexts = ContextWindows()
         self._usable: dict[tuple[str, str, str | None], str | None] = {}
         # WS-02: sessions live in <root>/.blitz/blitz.db; `durable=False` keeps them in memory.
         self.sessions = SessionBook.for_workspace(self.root) if durable else SessionBook()
@@ -238,8 +236,7 @@ class Workspace:
         used = self.session(session).ledger.last_prompt_tokens
         if not used:
             return None
-        cached = [known for key, known in self._contexts.items() if key[0] == self.model.name]
-        context = cached[-1] if cached else self._context_window(self.model)
+        context = self.contexts.known(self.model, self.config)
         return f"{context.fill(used)} ({context.source})"
 
     def audit(self, session: str = "default") -> list[AuditRecord]:
@@ -497,27 +494,7 @@ class Workspace:
         )
 
     async def _context_for(self, model: Model) -> ContextWindow:
-        """The model's context window, looked up once per model and configuration (a thread
-        hop per turn is measurable in bench/overhead.py)."""
-        key = (model.name, self.config.context.token_threshold, self.config.model_settings(model.name).context_window)
-        if key not in self._contexts:
-            self._contexts[key] = await asyncio.to_thread(self._context_window, model)
-        return self._contexts[key]
-
-    def _context_window(self, model: Model) -> ContextWindow:
-        """ENG-60: the window from `models."<prefix>".context_window`, else from the model's
-        adapter (litellm's map), else DEFAULT_CONTEXT_WINDOW, so auto-compaction works for
-        models litellm does not know; the threshold is configured or 80 % of it."""
-        configured = self.config.model_settings(model.name).context_window
-        known = None if configured else model.context_window()
-        if configured:
-            tokens, source = configured, "models setting"
-        elif known:
-            tokens, source = known, "litellm"
-        else:
-            tokens, source = DEFAULT_CONTEXT_WINDOW, "default"
-        threshold = self.config.context.token_threshold or int(tokens * THRESHOLD_SHARE)
-        return ContextWindow(tokens=tokens, source=source, threshold=threshold)
+        return await self.contexts.lookup(model, self.config)
 
     async def compact(self, session: str, focus: str | None = None, keep_turns: int = 1) -> CompactionResult:
         """ENG-61..64: summarise everything before the keep_turns-th most recent user turn with
@@ -598,30 +575,7 @@ class Workspace:
         return self.model
 
     def _agent_tools(self, definition: AgentDefinition, *, root: bool = True) -> dict[str, Tool]:
-        """ENG-04: exactly the tools the agent names, plus the workflow tools for the root
-        (a sub-agent gets none: plans and todo lists belong to the turn the user started)."""
-        names = self.tools.names()
-        workflow = [n for n in names if self.tools.get(n).kind is ToolKind.WORKFLOW]  # type: ignore[union-attr]
-        if definition.tools is not None:
-            names = [*definition.tools, *(n for n in workflow if n not in definition.tools)]
-        if not root:
-            names = [n for n in names if n not in workflow]
-        chosen: dict[str, Tool] = {}
-        for name in names:
-            if is_mcp_name(name):
-                continue  # MCP tools come from their servers at the turn's setup (_mcp_offer)
-            tool = self.tools.get(name)
-            if tool is None:
-                raise BlitzError(f"agent {definition.name!r} names an unknown tool {name!r}")
-            chosen[name] = tool
-        return chosen
+        return agent_tools(self.tools, definition, root=root)
 
     def _check_tool_names(self, tools: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        if tools is None:
-            return None
-        unknown = [name for name in tools if name not in self.tools and not is_mcp_name(name)]
-        if unknown:
-            raise BlitzError(
-                f"unknown tool(s) {', '.join(unknown)} in the allowed tools; known: {', '.join(self.tools.names())}"
-            )
-        return tools
+        return check_tool_names(self.tools, tools)

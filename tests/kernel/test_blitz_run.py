@@ -58,7 +58,8 @@ def test_the_quickstart_demo_runs_clean_with_a_report_and_turn_records(tmp_path:
     # a progress line per cell, the agent's tool calls as they ran, and the summary
     assert "[cell 4] %%blitz --approve allow · What is in `sales`?" in done.stderr
     assert '    ⚙ describe_variable(name="sales")' in done.stderr
-    assert "      ↳ run_python: result: region south 84.0" in done.stderr
+    [result_line] = [line for line in done.stderr.splitlines() if "↳ run_python:" in line and "region" in line]
+    assert "result: region south 84.0" in result_line
     assert "blitz run: ok (exit 0) · 2 agent turn(s), 4 tool call(s)" in done.stderr
     report = RunReport.model_validate_json(report_path.read_text())
     assert (report.outcome, report.exit_code, report.failed_cell) == ("ok", 0, None)

@@ -119,7 +119,7 @@ def test_workspace_settings_are_held_back_until_trusted_and_again_after_a_change
         cell = kernel.run("%%blitz -s t4\nsum and save")
         assert cell.status == "ok", cell.reply
         clean = tool_contents(hostile, 1)
-        assert json.loads(clean[0]) == {"result": "result:\n3"}
+        assert json.loads(clean[0]) == {"result": "namespace: created pd, sales\nresult:\n3"}
         risky = tool_contents(hostile, 2)[-1]
         assert "run_python was denied" in risky and "headless" in risky
         assert not (workspace / "out.csv").exists()
@@ -199,7 +199,7 @@ def test_a_secret_printed_by_run_python_reaches_the_model_redacted(hooked: Kerne
     cell = hooked.run("%%blitz -s secret --approve allow\nprint the token")
     assert cell.status == "ok", cell.reply
     [printed] = [json.loads(c) for c in tool_contents(server, 1)]
-    assert printed == {"result": "stdout:\n[redacted]"}
+    assert printed == {"result": "namespace: created os\nstdout:\n[redacted]"}
     sent = json.dumps([request.body for request in server.requests])
     assert SECRET_VALUE not in sent
     assert "token=[redacted]" in sent

@@ -209,8 +209,7 @@ def _telemetry_from_env(value: str, source: str) -> dict[str, Any]:
     raise ConfigError(
         "telemetry.enabled",
         source,
-        f"expected 1/true/yes/on, 0/false/no/off or an exporter name "
-        f"({', '.join(_EXPORTERS)}), got {value!r}",
+        f"expected 1/true/yes/on, 0/false/no/off or an exporter name ({', '.join(_EXPORTERS)}), got {value!r}",
     )
 
 
@@ -344,8 +343,11 @@ def workspace_trust(workspace: Path, environ: Mapping[str, str] | None = None, h
     path = _workspace_file(Path(workspace))
     layer = _file_layer(path) if path is not None else None
     return trust_state(
-        Path(workspace), layer.source if layer else None, layer.values if layer else {},
-        os.environ if environ is None else environ, home,
+        Path(workspace),
+        layer.source if layer else None,
+        layer.values if layer else {},
+        os.environ if environ is None else environ,
+        home,
     )
 
 
@@ -359,7 +361,11 @@ def check_policy_names(config: BlitzConfig, tools: list[str], overrides: Mapping
         key = f"approval.tools.{name}"
         close = difflib.get_close_matches(name.lower(), tools, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; known tools: {', '.join(tools)}"
-        source = OVERRIDE_SOURCE if any(k.startswith(key) or k == "approval.tools" or k == "approval" for k in overrides) else "configuration"
+        source = (
+            OVERRIDE_SOURCE
+            if any(k.startswith(key) or k == "approval.tools" or k == "approval" for k in overrides)
+            else "configuration"
+        )
         raise ConfigError(key, source, f"unknown tool {name!r}{hint}")
 
 

@@ -181,9 +181,7 @@ class WatchdogError(TurnLimitError):
     stop_reason = "watchdog"
 
     def __init__(self, tool: str, times: int) -> None:
-        super().__init__(
-            f"stopped by the watchdog: {tool} was called {times} times in a row with the same arguments"
-        )
+        super().__init__(f"stopped by the watchdog: {tool} was called {times} times in a row with the same arguments")
 
 
 class SessionBudgetError(TurnLimitError):

@@ -51,6 +51,7 @@ class ApprovalConfig(_Section):
             if policy == "ask-if-risky" and name != "run_python":
                 raise ValueError(f"ask-if-risky is for run_python only, not {name!r}")
         return value
+
     max_pending: int = Field(default=4, ge=1)
     """Permission requests that may wait at once before the turn stops (ENG-26)."""
     timeout_s: float | None = Field(default=None, gt=0)
@@ -278,8 +279,5 @@ class BlitzConfig(_Section):
     def _names_a_variable(cls, value: str | None) -> str | None:
         # A pasted key (`sk-...`) is not a variable name; refuse it without echoing it back.
         if value is not None and not _ENV_VAR_NAME.fullmatch(value):
-            raise ValueError(
-                "must be the name of an environment variable (e.g. OPENAI_API_KEY), "
-                "not the key itself"
-            )
+            raise ValueError("must be the name of an environment variable (e.g. OPENAI_API_KEY), not the key itself")
         return value

@@ -62,12 +62,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("notebook", type=Path, help="the notebook to run")
     parser.add_argument("-o", "--output", type=Path, help="where to save the executed notebook (default: not kept)")
     parser.add_argument(
-        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
         help="a papermill parameter (numbers, True/False/None are converted, as papermill's -p does)",
     )
     parser.add_argument("--model", help="model for the agent cells (BLITZ_MODEL): litellm name or scripted:PATH")
     parser.add_argument(
-        "--approve", choices=["deny", "allow"], default="deny",
+        "--approve",
+        choices=["deny", "allow"],
+        default="deny",
         help="what mutating tools that would ask get (approval.headless; default deny)",
     )
     parser.add_argument("--budget", type=float, metavar="USD", help="session budget in USD for all agent cells")
@@ -165,7 +172,8 @@ class Progress:
             error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
             _, headline = (
                 classify(error.get("ename", ""), error.get("evalue", ""), error.get("traceback", []))
-                if error else ("", "failed")
+                if error
+                else ("", "failed")
             )
             self._print(f"    ✗{took} {_shorten(headline, 160)}")
         else:
@@ -276,7 +284,9 @@ def _warn_about_own_sessions(notebook: Path, progress: Progress) -> None:
             progress.note(f"note: cell {index} uses its own session; --budget applies to each session separately")
 
 
-def execute(args: argparse.Namespace, notebook: Path, output: Path, progress: Progress) -> tuple[Outcome, FailedCell | None]:
+def execute(
+    args: argparse.Namespace, notebook: Path, output: Path, progress: Progress
+) -> tuple[Outcome, FailedCell | None]:
     """Run the notebook with papermill; the outcome and, if one failed, the failing cell."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -291,13 +301,25 @@ def execute(args: argparse.Namespace, notebook: Path, output: Path, progress: Pr
     with kernel_environment(settings_environment(args, notebook)):
         try:
             papermill.execute_notebook(
-                str(notebook), str(output), parameters=parameters, engine_name=engine,
-                kernel_name=args.kernel, progress_bar=False, stdout_file=progress, cwd=str(cwd), **extra,
+                str(notebook),
+                str(output),
+                parameters=parameters,
+                engine_name=engine,
+                kernel_name=args.kernel,
+                progress_bar=False,
+                stdout_file=progress,
+                cwd=str(cwd),
+                **extra,
             )
         except PapermillExecutionError as error:
             outcome, headline = classify(error.ename, error.evalue, list(error.traceback))
-            failed = FailedCell(cell_index=error.cell_index, execution_count=error.exec_count,
-                                ename=error.ename, evalue=error.evalue, headline=headline)
+            failed = FailedCell(
+                cell_index=error.cell_index,
+                execution_count=error.exec_count,
+                ename=error.ename,
+                evalue=error.evalue,
+                headline=headline,
+            )
             return outcome, failed
         except NoSuchKernel as error:
             raise UsageProblem(f"no kernel named {error.args[0]!r} (see `jupyter kernelspec list`)") from None
@@ -341,11 +363,18 @@ def run(args: argparse.Namespace, err: TextIO) -> int:
         executed = nbformat.read(output, as_version=4) if output.exists() else {"cells": []}
     turns = turn_records(executed)
     report = RunReport(
-        notebook=str(notebook), output=str(output) if args.output else None, outcome=outcome,
-        exit_code=EXIT_CODES[outcome], failed_cell=failed,
+        notebook=str(notebook),
+        output=str(output) if args.output else None,
+        outcome=outcome,
+        exit_code=EXIT_CODES[outcome],
+        failed_cell=failed,
         parameters={name: parameter_value(value) for name, value in args.parameter},
-        model=args.model, approve=args.approve, budget_usd=args.budget,
-        duration_s=round(time.monotonic() - started, 3), turns=turns, totals=totals(turns),
+        model=args.model,
+        approve=args.approve,
+        budget_usd=args.budget,
+        duration_s=round(time.monotonic() - started, 3),
+        turns=turns,
+        totals=totals(turns),
     )
     if args.report:
         args.report.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")

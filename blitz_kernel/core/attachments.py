@@ -51,7 +51,9 @@ def prompt_with_attachments(prompt: str, attachments: list[Attachment], *, visio
     blocks = []
     for item in attachments:
         if item.image is not None and not vision:
-            blocks.append(f"[Attachment {item.kind} @{item.name}: an image, left out because this model cannot see images]")
+            blocks.append(
+                f"[Attachment {item.kind} @{item.name}: an image, left out because this model cannot see images]"
+            )
         elif item.text:
             blocks.append(f"[Attachment {item.kind} @{item.name}]\n{item.text}\n[End of @{item.name}]")
     text = "\n\n".join([*blocks, prompt]) if blocks else prompt

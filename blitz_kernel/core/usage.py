@@ -107,7 +107,7 @@ class UsageTotals(BaseModel):
         self.priced = self.priced and other.priced
 
     def describe_cost(self) -> str:
-        """"$0.0123", or "unpriced" (with the priced part) when any call had no price."""
+        """ "$0.0123", or "unpriced" (with the priced part) when any call had no price."""
         if self.priced:
             return f"${self.cost_usd:.4f}"
         if self.cost_usd:

@@ -76,7 +76,9 @@ class AgentRegistry:
     front matter) is skipped with one line in `skipped`, so one broken file never stops the
     others or the built-in agent."""
 
-    def __init__(self, agents: list[AgentDefinition], skipped: dict[str, str] | None = None, state: FolderState = ()) -> None:
+    def __init__(
+        self, agents: list[AgentDefinition], skipped: dict[str, str] | None = None, state: FolderState = ()
+    ) -> None:
         self._agents = {agent.name: agent for agent in agents}
         self.skipped: dict[str, str] = dict(skipped or {})
         """Agent name (the file's stem) → why its file was skipped."""

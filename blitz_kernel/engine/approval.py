@@ -103,7 +103,9 @@ class ApprovalGate:
     def new_request(self, calls: list[PendingCall]) -> PermissionRequest:
         return PermissionRequest(request_id=f"perm-{next(self._request_ids)}", calls=calls)
 
-    async def decide(self, request: PermissionRequest, control: StopSignal | None = None) -> dict[str, PermissionDecision]:
+    async def decide(
+        self, request: PermissionRequest, control: StopSignal | None = None
+    ) -> dict[str, PermissionDecision]:
         """A decision for every call of the request, keyed by call id. `control` ends the wait
         when the turn is stopped; at most `max_pending` requests wait at once (ENG-26)."""
         if not self.approver.interactive:

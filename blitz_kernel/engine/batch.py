@@ -109,7 +109,13 @@ class ToolBatch:
             if call.name == "enter_plan_mode":
                 mode = TurnMode.PLAN  # ENG-34: from the next call on, this batch's later ones included
             if isinstance(screened, Refused):
-                decision = "blocked" if screened.status == "blocked" else "denied" if screened.status == "denied" else "refused"
+                decision = (
+                    "blocked"
+                    if screened.status == "blocked"
+                    else "denied"
+                    if screened.status == "denied"
+                    else "refused"
+                )
                 self._decisions[call.id] = Decision(decision, screened.decided_by, screened.result.error)
                 await self._record(screened.result, screened.status)
             elif screened.policy == "ask":
@@ -171,7 +177,10 @@ class ToolBatch:
         except ToolError as exc:
             return _refused(call, str(exc))
         policy, decided_by = resolve_policy(
-            call.name, tool.kind is ToolKind.MUTATING, setup.policies, setup.approve_override,
+            call.name,
+            tool.kind is ToolKind.MUTATING,
+            setup.policies,
+            setup.approve_override,
             setup.session.always_allowed,
         )
         if policy == "deny":
@@ -189,7 +198,10 @@ class ToolBatch:
         request = gate.new_request(
             [
                 PendingCall(
-                    id=s.call.id, name=s.call.name, args=s.call.parsed_arguments(), reason=s.ask_reason,
+                    id=s.call.id,
+                    name=s.call.name,
+                    args=s.call.parsed_arguments(),
+                    reason=s.ask_reason,
                     preview=await self._preview(s),
                 )
                 for s in asking
@@ -266,17 +278,30 @@ class ToolBatch:
         hooks = self.setup.hooks
         if hooks:
             preview = shorten((result.output if result.ok else result.error) or "", PREVIEW_CHARS)
-            payload = {**self._hook_payload(screened.call), "status": "ok" if result.ok else "error", "preview": preview}
+            payload = {
+                **self._hook_payload(screened.call),
+                "status": "ok" if result.ok else "error",
+                "preview": preview,
+            }
             hooks.post_tool(screened.call.name, payload)
 
     def _hook_payload(self, call: ToolCall) -> dict[str, object]:
         setup = self.setup
-        return {"session": setup.session.name, "turn": setup.session.turns, "tool": call.name, "arguments": call.parsed_arguments()}
+        return {
+            "session": setup.session.name,
+            "turn": setup.session.turns,
+            "tool": call.name,
+            "arguments": call.parsed_arguments(),
+        }
 
     async def _invoke(self, screened: Screened) -> ToolResultMessage:
         call = screened.call
         telemetry = self.setup.telemetry
-        attributes = {"blitz.tool": call.name, "blitz.call_id": call.id, "blitz.arguments": telemetry.content(call.arguments)}
+        attributes = {
+            "blitz.tool": call.name,
+            "blitz.call_id": call.id,
+            "blitz.arguments": telemetry.content(call.arguments),
+        }
         with telemetry.child_span("blitz.tool_call", attributes) as span:
             result = await self._invoke_tool(screened)
             span.set_attribute("blitz.ok", result.ok)
@@ -319,9 +344,15 @@ class ToolBatch:
         session = self.setup.session
         session.record_audit(
             AuditRecord(
-                session=session.name, turn=session.turns, call_id=call.id, tool=call.name,
-                arguments=shorten(call.arguments, ARGUMENT_CHARS), decision=decision.decision,
-                decided_by=decision.decided_by, reason=decision.reason, status=status,
+                session=session.name,
+                turn=session.turns,
+                call_id=call.id,
+                tool=call.name,
+                arguments=shorten(call.arguments, ARGUMENT_CHARS),
+                decision=decision.decision,
+                decided_by=decision.decided_by,
+                reason=decision.reason,
+                status=status,
             )
         )
 
@@ -330,8 +361,14 @@ class ToolBatch:
         images, omitted = shown_images(self._shown_images.pop(result.call_id, []))
         await self.emit(
             ToolResultEvent(
-                id=result.call_id, name=result.name, ok=result.ok, status=status, error=result.error,
-                preview=shorten(preview, PREVIEW_CHARS), images=images, images_omitted=omitted,
+                id=result.call_id,
+                name=result.name,
+                ok=result.ok,
+                status=status,
+                error=result.error,
+                preview=shorten(preview, PREVIEW_CHARS),
+                images=images,
+                images_omitted=omitted,
             )
         )
 
@@ -340,9 +377,7 @@ def error_result(call: ToolCall, message: str) -> ToolResultMessage:
     return ToolResultMessage(call_id=call.id, name=call.name, error=message)
 
 
-def _refused(
-    call: ToolCall, message: str, status: ToolOutcome = "error", decided_by: DecidedBy = "policy"
-) -> Refused:
+def _refused(call: ToolCall, message: str, status: ToolOutcome = "error", decided_by: DecidedBy = "policy") -> Refused:
     return Refused(error_result(call, message), status, decided_by)
 
 

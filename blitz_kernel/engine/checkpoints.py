@@ -238,7 +238,7 @@ def _rebinding(old: Any, new: Any) -> str:
     before, after = describe(old), describe(new)
     kind = type(new).__name__ + " "
     if type(old) is type(new) and before.startswith(kind) and after.startswith(kind):
-        return f"{before} → {after[len(kind):]}"
+        return f"{before} → {after[len(kind) :]}"
     return f"{before} → {after}"
 
 
@@ -318,7 +318,9 @@ class TurnRecorder:
         for name in (*created, *deleted, *rebound):
             checkpoint.before_values.setdefault(name, old.get(name, MISSING))
             checkpoint.after_values[name] = new.get(name, MISSING)
-        run = CodeRun(call_id=call_id, code=shorten(code, CODE_CHARS), created=created, rebound=rebound, deleted=deleted)
+        run = CodeRun(
+            call_id=call_id, code=shorten(code, CODE_CHARS), created=created, rebound=rebound, deleted=deleted
+        )
         checkpoint.runs.append(run)
         self.session.record_change(checkpoint.turn, run)
         parts = []

@@ -186,7 +186,9 @@ class Compactor:
                     if isinstance(item, ModelResponse):
                         response = item
         except TimeoutError:
-            raise CompactionError(f"summarising timed out after {SUMMARY_TIMEOUT_S:g} s; the history is unchanged") from None
+            raise CompactionError(
+                f"summarising timed out after {SUMMARY_TIMEOUT_S:g} s; the history is unchanged"
+            ) from None
         except ModelError as exc:
             raise CompactionError(f"summarising failed: {exc}; the history is unchanged") from None
         if response is None:

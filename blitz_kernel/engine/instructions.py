@@ -21,9 +21,7 @@ MEMORY_FILES = ("AGENTS.md", "BLITZ.md")
 MAX_MEMORY_CHARS = 20_000
 """Per file: a memory file is guidance, not a data dump; a longer one is cut with a note."""
 
-VISION_NOTE = (
-    "## Images\nYou can see images: `view_image` shows you an image file or a figure a tool produced."
-)
+VISION_NOTE = "## Images\nYou can see images: `view_image` shows you an image file or a figure a tool produced."
 
 
 @dataclass(frozen=True)
@@ -53,9 +51,7 @@ def memory_files(workspace: Path, home: Path | None) -> list[MemoryFile]:
     return found
 
 
-def root_instructions(
-    agent_prompt: str, memory: list[MemoryFile], *, language: str | None, vision: bool
-) -> str:
+def root_instructions(agent_prompt: str, memory: list[MemoryFile], *, language: str | None, vision: bool) -> str:
     """ENG-02/03: the agent's prompt + project memory + reply language + the image note."""
     parts = [agent_prompt.rstrip()]
     for item in memory:

@@ -47,7 +47,7 @@ class Holder(BaseModel):
         return cls(pid=os.getpid(), notebook=Path(notebook).name if notebook else None, since=time.time())
 
     def describe(self) -> str:
-        """"pid 4242, notebook analysis.ipynb, since 10:42" (the date too when not today)."""
+        """ "pid 4242, notebook analysis.ipynb, since 10:42" (the date too when not today)."""
         opened = datetime.fromtimestamp(self.since)
         when = opened.strftime("%H:%M" if opened.date() == datetime.now().date() else "%Y-%m-%d %H:%M")
         notebook = f", notebook {self.notebook}" if self.notebook else ""

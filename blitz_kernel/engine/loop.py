@@ -108,20 +108,32 @@ class TurnRunner:
         setup = self.setup
         telemetry = setup.telemetry
         attributes = {
-            "blitz.agent": setup.agent, "blitz.model": setup.model.name, "blitz.session": setup.session.name,
-            "blitz.turn_index": setup.session.turns, "blitz.prompt_length": len(prompt or ""), "blitz.attachments": len(attachments or []),
-            "blitz.max_turns": setup.limits.max_turns, "blitz.max_cost_usd": setup.limits.max_cost_usd,
-            "blitz.timeout_s": setup.limits.timeout_s, "blitz.plan": setup.mode is TurnMode.PLAN,
-            "blitz.mode": setup.mode.value, "blitz.prompt": telemetry.content(prompt or ""),
+            "blitz.agent": setup.agent,
+            "blitz.model": setup.model.name,
+            "blitz.session": setup.session.name,
+            "blitz.turn_index": setup.session.turns,
+            "blitz.prompt_length": len(prompt or ""),
+            "blitz.attachments": len(attachments or []),
+            "blitz.max_turns": setup.limits.max_turns,
+            "blitz.max_cost_usd": setup.limits.max_cost_usd,
+            "blitz.timeout_s": setup.limits.timeout_s,
+            "blitz.plan": setup.mode is TurnMode.PLAN,
+            "blitz.mode": setup.mode.value,
+            "blitz.prompt": telemetry.content(prompt or ""),
         }
         previous = None if setup.span_name != TURN_SPAN else setup.session.last_turn_span
         with telemetry.root_span(setup.span_name, attributes, previous) as span:
             result = await self._run(prompt, attachments or [])
-            span.set_attributes({
-                "blitz.model_calls": self.model_calls, "blitz.input_tokens": result.usage.input_tokens,
-                "blitz.output_tokens": result.usage.output_tokens, "blitz.cost_usd": result.usage.cost_usd,
-                "blitz.priced": result.usage.priced, "blitz.stop_reason": result.stop_reason,
-            })
+            span.set_attributes(
+                {
+                    "blitz.model_calls": self.model_calls,
+                    "blitz.input_tokens": result.usage.input_tokens,
+                    "blitz.output_tokens": result.usage.output_tokens,
+                    "blitz.cost_usd": result.usage.cost_usd,
+                    "blitz.priced": result.usage.priced,
+                    "blitz.stop_reason": result.stop_reason,
+                }
+            )
             if result.error is not None:
                 mark_error(span, result.error)
             if setup.span_name == TURN_SPAN:
@@ -153,8 +165,11 @@ class TurnRunner:
         try:
             await self._emit(
                 TurnStarted(
-                    session=setup.session.name, turn_index=turn_index, prompt=prompt if prompt is not None else CONTINUE_LABEL,
-                    agent=setup.agent, model=setup.model.name,
+                    session=setup.session.name,
+                    turn_index=turn_index,
+                    prompt=prompt if prompt is not None else CONTINUE_LABEL,
+                    agent=setup.agent,
+                    model=setup.model.name,
                     attachments=[a.summary() for a in attachments],
                 )
             )
@@ -194,8 +209,13 @@ class TurnRunner:
         await self._emit(ErrorEvent(kind=stop, message=reason))
         await self._emit(TurnDone(stop_reason=stop, usage=self.usage, error=reason))
         return TurnResult(
-            text="", stop_reason=stop, error=reason, usage=self.usage, events=self.events,
-            session=self.setup.session.name, turn_index=turn_index,
+            text="",
+            stop_reason=stop,
+            error=reason,
+            usage=self.usage,
+            events=self.events,
+            session=self.setup.session.name,
+            turn_index=turn_index,
         )
 
     def _timeout_reason(self, deadline: asyncio.Timeout, exc: TimeoutError) -> tuple[StopReason, str]:
@@ -213,8 +233,13 @@ class TurnRunner:
             self.events.append(ErrorEvent(kind=stop, message=error))
         undoable = self.recorder is not None and self.recorder.checkpoint.changed
         done = TurnDone(
-            stop_reason=stop, usage=self.usage, error=error, leftovers=leftovers, not_saved=session.not_saved,
-            context_used=self._last_prompt_tokens, context_window=self.setup.context.tokens,
+            stop_reason=stop,
+            usage=self.usage,
+            error=error,
+            leftovers=leftovers,
+            not_saved=session.not_saved,
+            context_used=self._last_prompt_tokens,
+            context_window=self.setup.context.tokens,
             undoable=undoable,
         )
         self.events.append(done)
@@ -227,9 +252,18 @@ class TurnRunner:
                     if inspect.isawaitable(outcome):
                         await outcome
         return TurnResult(
-            text=text, stop_reason=stop, error=error, usage=self.usage, events=self.events,
-            leftovers=leftovers, dropped=dropped, session=session.name, turn_index=turn_index,
-            plan=self.proposed_plan, plan_status=self.plan_status, undoable=undoable,
+            text=text,
+            stop_reason=stop,
+            error=error,
+            usage=self.usage,
+            events=self.events,
+            leftovers=leftovers,
+            dropped=dropped,
+            session=session.name,
+            turn_index=turn_index,
+            plan=self.proposed_plan,
+            plan_status=self.plan_status,
+            undoable=undoable,
         )
 
     # -- the step loop --------------------------------------------------------------------
@@ -286,7 +320,9 @@ class TurnRunner:
             try:
                 await self._compact(required=False)
             except CompactionError as exc:  # the threshold is below the window: try the call as is
-                await self._emit(ErrorEvent(kind="notice", message=f"automatic compaction failed, going on without it: {exc}"))
+                await self._emit(
+                    ErrorEvent(kind="notice", message=f"automatic compaction failed, going on without it: {exc}")
+                )
 
     def _prompt_estimate(self) -> int:
         """Tokens the next request will carry: system prompt, history and the tool schemas
@@ -310,8 +346,10 @@ class TurnRunner:
         await self._record_usage(result.model, result.usage)
         await self._emit(
             CompactionEvent(
-                covered_events=result.covered_events, tokens_before=result.tokens_before,
-                tokens_after=result.tokens_after, automatic=True,
+                covered_events=result.covered_events,
+                tokens_before=result.tokens_before,
+                tokens_after=result.tokens_after,
+                automatic=True,
             )
         )
         return True
@@ -336,10 +374,14 @@ class TurnRunner:
                     response = item
             if response is None:
                 raise ModelError(setup.model.name, "the response stream ended without a final message")
-            span.set_attributes({
-                "blitz.answered_by": response.model, "blitz.input_tokens": response.usage.input_tokens,
-                "blitz.output_tokens": response.usage.output_tokens, "blitz.tool_calls": len(response.tool_calls),
-            })
+            span.set_attributes(
+                {
+                    "blitz.answered_by": response.model,
+                    "blitz.input_tokens": response.usage.input_tokens,
+                    "blitz.output_tokens": response.usage.output_tokens,
+                    "blitz.tool_calls": len(response.tool_calls),
+                }
+            )
         if response.text:
             await self._emit(TextEvent(text=response.text, repeat=True))
         return response
@@ -360,7 +402,7 @@ class TurnRunner:
                 ErrorEvent(
                     kind="unpriced",
                     message=f"model {model!r} has no price, so --max-cost cannot count it; "
-                    f"set prices.\"{model}\" in the configuration",
+                    f'set prices."{model}" in the configuration',
                 )
             )
         self.budget.check_after_usage(self.usage.cost_usd)

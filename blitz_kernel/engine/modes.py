@@ -63,7 +63,6 @@ exit_plan_mode with a plan in Markdown that has:
 """
 
 
-
 class PlanReview(BaseModel):
     """A person's answer to a proposed plan."""
 

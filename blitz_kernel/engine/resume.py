@@ -88,7 +88,9 @@ def resume_note(recorded: Iterable[str], namespace: Container[str] | None) -> st
         "another kernel) since the last turn of this conversation."
     )
     if missing:
-        shown = ", ".join(missing[:MAX_LISTED]) + (f" and {len(missing) - MAX_LISTED} more" if len(missing) > MAX_LISTED else "")
+        shown = ", ".join(missing[:MAX_LISTED]) + (
+            f" and {len(missing) - MAX_LISTED} more" if len(missing) > MAX_LISTED else ""
+        )
         note += (
             f" These variables that earlier turns created or read no longer exist: {shown}. "
             "Do not refer to them as if they were still defined; re-create them if you need them."

@@ -26,9 +26,27 @@ PATH_WRITERS = frozenset(
 )
 FRAME_WRITERS = frozenset(
     {
-        "to_csv", "to_parquet", "to_sql", "to_excel", "to_json", "to_pickle", "to_feather", "to_hdf",
-        "to_html", "to_stata", "to_orc", "to_xml", "to_latex", "to_markdown", "write_csv", "write_parquet",
-        "savefig", "save", "savez", "tofile", "dump",
+        "to_csv",
+        "to_parquet",
+        "to_sql",
+        "to_excel",
+        "to_json",
+        "to_pickle",
+        "to_feather",
+        "to_hdf",
+        "to_html",
+        "to_stata",
+        "to_orc",
+        "to_xml",
+        "to_latex",
+        "to_markdown",
+        "write_csv",
+        "write_parquet",
+        "savefig",
+        "save",
+        "savez",
+        "tofile",
+        "dump",
     }
 )
 MAX_REASON_CHARS = 80

@@ -21,7 +21,8 @@ from .audit import AuditRecord
 from .checkpoints import CellChange, CheckpointBook, CodeRun, FileChange
 from .resume import resume_note, variable_names
 from .steering import TurnControl
-from .store import SpanLink, Store, StoredSession, StoreLink, TurnOutcome
+from .store import SpanLink, Store, StoredSession, TurnOutcome
+from .store_link import StoreLink
 
 
 @dataclass
@@ -85,17 +86,27 @@ class Session:
         """The session as its rows describe it; `resumed`: loaded by a new kernel, so the
         first prompt says the kernel's variables are gone."""
         session = cls(
-            name=stored.name, history=stored.history, archive=stored.archive, turns=stored.turns,
-            ledger=stored.ledger, todos=stored.todos, log=log, interrupted=stored.interrupted,
-            audit=stored.audit, budget_added_usd=stored.budget_added_usd, budget_tripped=stored.budget_tripped,
+            name=stored.name,
+            history=stored.history,
+            archive=stored.archive,
+            turns=stored.turns,
+            ledger=stored.ledger,
+            todos=stored.todos,
+            log=log,
+            interrupted=stored.interrupted,
+            audit=stored.audit,
+            budget_added_usd=stored.budget_added_usd,
+            budget_tripped=stored.budget_tripped,
         )
         session.committed, session.turn_starts = stored.committed, dict(stored.turn_starts)
         for turn, record in stored.checkpoints:
             session.checkpoints.load(turn, record)
         if stored.last_span is not None:
             session._span = SpanContext(
-                trace_id=int(stored.last_span.trace_id, 16), span_id=int(stored.last_span.span_id, 16),
-                is_remote=True, trace_flags=TraceFlags(stored.last_span.trace_flags),
+                trace_id=int(stored.last_span.trace_id, 16),
+                span_id=int(stored.last_span.span_id, 16),
+                is_remote=True,
+                trace_flags=TraceFlags(stored.last_span.trace_flags),
             )
         if resumed and stored.turns:
             session.resumed_variables = stored.variables
@@ -125,7 +136,9 @@ class Session:
         self._span = context
         if self.log is not None and isinstance(context, SpanContext) and context.is_valid:
             link = SpanLink(
-                trace_id=f"{context.trace_id:032x}", span_id=f"{context.span_id:016x}", trace_flags=int(context.trace_flags)
+                trace_id=f"{context.trace_id:032x}",
+                span_id=f"{context.span_id:016x}",
+                trace_flags=int(context.trace_flags),
             )
             self.log.write(lambda store, session_id: store.save_span(session_id, link))
 
@@ -150,7 +163,9 @@ class Session:
         if self.log is not None:
             names = variable_names(unit)
             self.log.write(
-                lambda store, session_id: store.append(session_id, unit, turn_index, variables=names, ledger=self.ledger)
+                lambda store, session_id: store.append(
+                    session_id, unit, turn_index, variables=names, ledger=self.ledger
+                )
             )
 
     def end_turn(self, turn_index: int, stop_reason: str, error: str | None) -> None:

@@ -21,7 +21,8 @@ from ..errors import BlitzError, SessionBusyError
 from .checkpoints import session_folder
 from .locks import Holder, SessionLocks, check_session_name
 from .session import Session, SessionLog
-from .store import HIGHLIGHT, StoreError, StoreLink, TurnOutcome, open_store, role_and_text
+from .store import HIGHLIGHT, StoreError, TurnOutcome, role_and_text
+from .store_link import StoreLink, open_store
 
 SEARCH_CONTEXT_CHARS = 80
 
@@ -61,7 +62,9 @@ class SessionListing(BaseModel):
 class SessionBook:
     """Sessions by name, plus snapshots."""
 
-    def __init__(self, link: StoreLink | None = None, locks: SessionLocks | None = None, root: Path | None = None) -> None:
+    def __init__(
+        self, link: StoreLink | None = None, locks: SessionLocks | None = None, root: Path | None = None
+    ) -> None:
         self.link = link or StoreLink(None)
         self.locks = locks
         self.root = root
@@ -112,7 +115,11 @@ class SessionBook:
             for info in self.link.store.sessions():
                 held = self.locks.holder(info.name) if self.locks is not None else None
                 rows[info.name] = SessionListing(
-                    name=info.name, turns=info.turns, last_used=info.last_used, usage=info.usage, held_by=held,
+                    name=info.name,
+                    turns=info.turns,
+                    last_used=info.last_used,
+                    usage=info.usage,
+                    held_by=held,
                 )
         for name, session in self._sessions.items():
             last = rows[name].last_used if name in rows else None
@@ -216,8 +223,14 @@ class SessionBook:
         if self.link.store is not None:
             return [
                 SearchHit(
-                    session=hit.session, index=hit.message, role=hit.role, excerpt=hit.excerpt,
-                    turn=hit.turn, time=hit.time, compacted=hit.compacted, rewound=hit.rewound,
+                    session=hit.session,
+                    index=hit.message,
+                    role=hit.role,
+                    excerpt=hit.excerpt,
+                    turn=hit.turn,
+                    time=hit.time,
+                    compacted=hit.compacted,
+                    rewound=hit.rewound,
                 )
                 for hit in self.link.store.search(text, session)
             ]
@@ -233,10 +246,16 @@ class SessionBook:
                 role, body = role_and_text(message)
                 position = body.lower().find(needle)
                 if needle and position >= 0:
-                    hits.append(SearchHit(
-                        session=name, index=index, role=role, excerpt=_excerpt(body, position, len(text)),
-                        compacted=index < len(state.archive), rewound=index >= kept,
-                    ))
+                    hits.append(
+                        SearchHit(
+                            session=name,
+                            index=index,
+                            role=role,
+                            excerpt=_excerpt(body, position, len(text)),
+                            compacted=index < len(state.archive),
+                            rewound=index >= kept,
+                        )
+                    )
         return hits
 
     def outcomes(self, name: str) -> list[TurnOutcome]:
@@ -268,6 +287,12 @@ def _copy(session: Session, name: str) -> Session:
 def _excerpt(body: str, position: int, length: int) -> str:
     start = max(0, position - SEARCH_CONTEXT_CHARS)
     end = min(len(body), position + length + SEARCH_CONTEXT_CHARS)
-    marked = body[start:position] + HIGHLIGHT[0] + body[position : position + length] + HIGHLIGHT[1] + body[position + length : end]
+    marked = (
+        body[start:position]
+        + HIGHLIGHT[0]
+        + body[position : position + length]
+        + HIGHLIGHT[1]
+        + body[position + length : end]
+    )
     text = " ".join(marked.split())
     return ("…" if start else "") + text + ("…" if end < len(body) else "")

@@ -48,8 +48,16 @@ from .store_records import (
 from .store_schema import SCHEMA_VERSION, SchemaTooNewError, StoreError, connect
 
 __all__ = [
-    "SCHEMA_VERSION", "SchemaTooNewError", "SessionInfo", "SpanLink", "Store", "StoreError", "StoreLink",
-    "StoredHit", "StoredSession", "TurnOutcome", "open_store", "role_and_text",
+    "SCHEMA_VERSION",
+    "SchemaTooNewError",
+    "SessionInfo",
+    "SpanLink",
+    "Store",
+    "StoreError",
+    "StoredHit",
+    "StoredSession",
+    "TurnOutcome",
+    "role_and_text",
 ]
 
 DB_NAME = "blitz.db"
@@ -129,10 +137,16 @@ class Store:
                 )
                 db.execute(
                     "UPDATE turns SET ended = ?, stop_reason = 'interrupted', error = ? WHERE session_id = ? AND turn = ?",
-                    (now, "the kernel stopped during this turn; its committed messages were kept", session_id, open_turn),
+                    (
+                        now,
+                        "the kernel stopped during this turn; its committed messages were kept",
+                        session_id,
+                        open_turn,
+                    ),
                 )
                 db.execute(
-                    "UPDATE sessions SET open_turn = NULL, turns = ? WHERE id = ?", (max(turns, open_turn + 1), session_id)
+                    "UPDATE sessions SET open_turn = NULL, turns = ? WHERE id = ?",
+                    (max(turns, open_turn + 1), session_id),
                 )
                 interrupted = self._outcome(db, session_id, open_turn)
             db.execute("UPDATE sessions SET holder = ? WHERE id = ?", (holder, session_id))
@@ -159,9 +173,11 @@ class Store:
             checkpoints = db.execute(
                 "SELECT turn, record FROM checkpoints WHERE session_id = ? ORDER BY id", (session_id,)
             ).fetchall()
-            committed, starts = turn_starts(db.execute(
-                "SELECT turn, kind, messages, covered FROM events WHERE session_id = ? ORDER BY id", (session_id,)
-            ).fetchall())
+            committed, starts = turn_starts(
+                db.execute(
+                    "SELECT turn, kind, messages, covered FROM events WHERE session_id = ? ORDER BY id", (session_id,)
+                ).fetchall()
+            )
         # One parse for the whole log: each body is a JSON array, so their insides join into one.
         joined = "[" + ",".join(body[1:-1] for *_, body in rows if len(body) > 2) + "]"
         messages = HISTORY_ADAPTER.validate_json(joined)
@@ -174,11 +190,19 @@ class Store:
                 ledger.total = UsageTotals.model_validate_json(totals)
         self._live[session_id] = _Live(next_message=next_message, rows=live, usage_json=_usage_json(ledger))
         return StoredSession(
-            id=session_id, name=name, history=history, archive=archive, turns=turns, ledger=ledger,
-            todos=_json_list(todos), last_span=SpanLink(trace_id=span[0], span_id=span[1], trace_flags=span[2]) if span else None,
+            id=session_id,
+            name=name,
+            history=history,
+            archive=archive,
+            turns=turns,
+            ledger=ledger,
+            todos=_json_list(todos),
+            last_span=SpanLink(trace_id=span[0], span_id=span[1], trace_flags=span[2]) if span else None,
             variables=sorted({name for *_, names, _body in rows if names for name in names.split()}),
             audit=[AuditRecord.model_validate_json(record) for (record,) in audit],
-            checkpoints=[(turn, record) for turn, record in checkpoints], committed=committed, turn_starts=starts,
+            checkpoints=[(turn, record) for turn, record in checkpoints],
+            committed=committed,
+            turn_starts=starts,
             **_budget_fields(budget),
         )
 
@@ -190,7 +214,10 @@ class Store:
             ).fetchall()
         return [
             SessionInfo(
-                name=name, created=created, last_used=last_used, turns=turns,
+                name=name,
+                created=created,
+                last_used=last_used,
+                turns=turns,
                 usage=UsageTotals.model_validate_json(totals) if totals else UsageTotals(),
             )
             for name, created, last_used, turns, totals in rows
@@ -231,8 +258,13 @@ class Store:
     # -- appends ----------------------------------------------------------------------------
 
     def append(
-        self, session_id: int, messages: Sequence[Message], turn: int, *,
-        variables: Sequence[str] = (), ledger: UsageLedger | None = None,
+        self,
+        session_id: int,
+        messages: Sequence[Message],
+        turn: int,
+        *,
+        variables: Sequence[str] = (),
+        ledger: UsageLedger | None = None,
     ) -> int:
         """One committed unit, in one transaction; marks the turn open. Returns the row id."""
         live = self._live[session_id]
@@ -241,12 +273,15 @@ class Store:
         first = live.next_message
         with self._write() as db:
             event_id = _insert(
-                db, "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, variables) "
+                db,
+                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, variables) "
                 "VALUES (?, ?, ?, 'unit', ?, ?, ?, ?)",
                 (session_id, turn, now, len(messages), first, body, " ".join(variables) or None),
             )
             self._transcribe(db, session_id, event_id, first, turn, now, messages)
-            db.execute("INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)", (session_id, turn, now))
+            db.execute(
+                "INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)", (session_id, turn, now)
+            )
             db.execute(
                 "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ? WHERE id = ?",
                 (now, first + len(messages), turn, session_id),
@@ -267,11 +302,18 @@ class Store:
         first_live = rows[0][1] if rows else number + 1
         with self._write() as db:
             event_id = _insert(
-                db, "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
+                db,
+                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
                 "covers_to, covered) VALUES (?, ?, ?, 'summary', 1, ?, ?, ?, ?, ?)",
                 (
-                    session_id, turn, now, number, HISTORY_ADAPTER.dump_json([summary]).decode(),
-                    covered_ids[0] if covered_ids else None, covered_ids[-1] if covered_ids else None, covered,
+                    session_id,
+                    turn,
+                    now,
+                    number,
+                    HISTORY_ADAPTER.dump_json([summary]).decode(),
+                    covered_ids[0] if covered_ids else None,
+                    covered_ids[-1] if covered_ids else None,
+                    covered,
                 ),
             )
             self._transcribe(db, session_id, event_id, number, turn, now, [summary])
@@ -285,20 +327,32 @@ class Store:
 
     @staticmethod
     def _transcribe(
-        db: sqlite3.Connection, session_id: int, event_id: int, first: int, turn: int, now: float,
+        db: sqlite3.Connection,
+        session_id: int,
+        event_id: int,
+        first: int,
+        turn: int,
+        now: float,
         messages: Sequence[Message],
     ) -> None:
         for offset, message in enumerate(messages):
             role, text = role_and_text(message)
             row_id = _insert(
-                db, "INSERT INTO transcript (session_id, event_id, message, turn, time, role, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                db,
+                "INSERT INTO transcript (session_id, event_id, message, turn, time, role, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (session_id, event_id, first + offset, turn, now, role, text),
             )
             db.execute("INSERT INTO transcript_fts (rowid, text) VALUES (?, ?)", (row_id, text))
 
     def end_turn(
-        self, session_id: int, turn: int, stop_reason: str, error: str | None, *,
-        ledger: UsageLedger, todos: list[dict[str, str]],
+        self,
+        session_id: int,
+        turn: int,
+        stop_reason: str,
+        error: str | None,
+        *,
+        ledger: UsageLedger,
+        todos: list[dict[str, str]],
     ) -> None:
         """The turn's outcome; the turn is no longer open."""
         now = time.time()
@@ -360,9 +414,18 @@ class Store:
         now = time.time()
         with self._write() as db:
             event_id = _insert(
-                db, "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
+                db,
+                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
                 "covers_to, covered) VALUES (?, ?, ?, 'rewind', 0, ?, '[]', ?, ?, ?)",
-                (session_id, turn, now, live.next_message, min(removed, default=None), max(removed, default=None), covered),
+                (
+                    session_id,
+                    turn,
+                    now,
+                    live.next_message,
+                    min(removed, default=None),
+                    max(removed, default=None),
+                    covered,
+                ),
             )
             db.execute("UPDATE sessions SET last_used = ? WHERE id = ?", (now, session_id))
         live.rows = rows
@@ -416,7 +479,8 @@ class Store:
                 raise StoreError(f"no {source_kind} {source!r}")
             now = time.time()
             target_id = _insert(
-                db, "INSERT INTO sessions (name, kind, created, last_used, turns, messages, first_live, live_summary, "
+                db,
+                "INSERT INTO sessions (name, kind, created, last_used, turns, messages, first_live, live_summary, "
                 "last_prompt_tokens, todos, source) SELECT ?, ?, ?, ?, turns, messages, first_live, live_summary, "
                 "last_prompt_tokens, todos, name FROM sessions WHERE id = ?",
                 (target, target_kind, now, now, source_id),
@@ -440,8 +504,11 @@ class Store:
                     "INSERT INTO transcript_fts (rowid, text) SELECT id, text FROM transcript WHERE session_id = ?",
                     (target_id,),
                 )
-            for table, columns in (("turns", "turn, started, ended, stop_reason, error"), ("usage", "model, totals"),
-                                   ("trace_links", "trace_id, span_id, trace_flags")):
+            for table, columns in (
+                ("turns", "turn, started, ended, stop_reason, error"),
+                ("usage", "model, totals"),
+                ("trace_links", "trace_id, span_id, trace_flags"),
+            ):
                 db.execute(
                     f"INSERT INTO {table} (session_id, {columns}) SELECT ?, {columns} FROM {table} WHERE session_id = ?",  # noqa: S608
                     (target_id, source_id),
@@ -470,58 +537,17 @@ class Store:
             ).fetchall()
         return [
             StoredHit(
-                session=name, message=message, turn=turn, role=role, time=when, excerpt=excerpt,
+                session=name,
+                message=message,
+                turn=turn,
+                role=role,
+                time=when,
+                excerpt=excerpt,
                 compacted=message != live_summary if role == "summary" else message < first_live,
                 rewound=bool(rewound),
             )
             for name, message, turn, role, when, excerpt, first_live, live_summary, rewound in rows
         ]
-
-
-class StoreLink:
-    """The book's store, shared by its sessions, or the reason there is none. A write that
-    fails (disk full, the file gone bad) drops the store for the rest of the process: sessions
-    go on in memory, and `problem` says, once, that they are no longer saved."""
-
-    def __init__(self, store: Store | None, problem: str | None = None) -> None:
-        self.store = store
-        self.problem = problem
-
-    def write(self, action: Any) -> bool:
-        """Run `action(store)`; False (and the store dropped) when it failed."""
-        if self.store is None:
-            return False
-        try:
-            action(self.store)
-        except (StoreError, sqlite3.Error, OSError) as exc:
-            self.fail(exc)
-            return False
-        return True
-
-    def fail(self, exc: BaseException) -> None:
-        detail = str(exc)
-        self.problem = (
-            detail if detail.startswith("cannot") else f"the session store failed: {detail}"
-        ) + "; sessions are kept in memory only and will not survive a kernel restart"
-        store, self.store = self.store, None
-        if store is not None:
-            with contextlib.suppress(sqlite3.Error):
-                store.close()
-
-
-def open_store(root: Path) -> StoreLink:
-    """The workspace's store, or a link that explains in one line why there is none (corrupt
-    file, read-only directory, full disk, a newer schema)."""
-    try:
-        return StoreLink(Store.for_workspace(root))
-    except SchemaTooNewError as exc:
-        link = StoreLink(None)
-        link.problem = f"{exc} Sessions are kept in memory only."
-        return link
-    except (StoreError, sqlite3.Error, OSError) as exc:
-        link = StoreLink(None)
-        link.fail(exc if isinstance(exc, StoreError) else StoreError(f"cannot open the session store: {exc}"))
-        return link
 
 
 def _budget_fields(text: str) -> dict[str, Any]:

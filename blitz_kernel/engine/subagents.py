@@ -71,9 +71,7 @@ class Subagents:
             tools=caller.allowed_tools,
             approve=caller.approve_override,
         )
-        front_end = FrontEnd(
-            approver=caller.gate.approver, on_event=forward, kernel=caller.tool_context.kernel
-        )
+        front_end = FrontEnd(approver=caller.gate.approver, on_event=forward, kernel=caller.tool_context.kernel)
         setup = await self._build_setup(session, options, front_end, depth)
         setup.tool_context.deadline = caller.tool_context.deadline
         result = await TurnRunner(setup, parent.control.child(), parent=parent).run(prompt)

@@ -61,7 +61,8 @@ class Telemetry:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         except ImportError:
             raise ConfigError(
-                "telemetry.exporter", "configuration",
+                "telemetry.exporter",
+                "configuration",
                 "otlp needs the package opentelemetry-exporter-otlp-proto-http (pip install it)",
             ) from None
         return OTLPSpanExporter()
@@ -72,8 +73,12 @@ class Telemetry:
         `previous` when given (ENG-91)."""
         links = [Link(previous, {"link.type": "previous_turn"})] if previous is not None else []
         with self._tracer.start_as_current_span(
-            name, context=otel_context.Context(), attributes=_clean(attributes), links=links,
-            record_exception=False, set_status_on_exception=False,
+            name,
+            context=otel_context.Context(),
+            attributes=_clean(attributes),
+            links=links,
+            record_exception=False,
+            set_status_on_exception=False,
         ) as span:
             yield span
 

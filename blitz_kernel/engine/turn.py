@@ -8,6 +8,7 @@ setup's.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
@@ -18,7 +19,7 @@ from ..core.usage import PriceBook, UsageTotals
 from ..models.base import Model
 from ..tools.registry import Tool, ToolContext
 from .approval import ApprovalGate
-from .events import Event
+from .events import ErrorEvent, Event, TurnDone
 from .hooks import HookRunner
 from .modes import PlanReviewer, TurnMode
 from .options import EventHandler
@@ -111,7 +112,9 @@ class TurnSetup:
     compaction: bool = True
     """Automatic compaction allowed (asides never compact, ENG-51)."""
     context: ContextWindow = field(
-        default_factory=lambda: ContextWindow(DEFAULT_CONTEXT_WINDOW, "default", int(DEFAULT_CONTEXT_WINDOW * THRESHOLD_SHARE))
+        default_factory=lambda: ContextWindow(
+            DEFAULT_CONTEXT_WINDOW, "default", int(DEFAULT_CONTEXT_WINDOW * THRESHOLD_SHARE)
+        )
     )
     retain_events: int = 20
     plan_reviewer: PlanReviewer | None = None
@@ -134,3 +137,21 @@ class TurnSetup:
     notices: tuple[Event, ...] = ()
     """Problems found while setting the turn up (an MCP server that did not start), sent to
     the front end right after `turn_started`."""
+
+
+async def refused_before_start(reason: str, session: str, turn_index: int, on_event: EventHandler | None) -> TurnResult:
+    """A turn that could not start (its model can never answer): the front end shows why and
+    nothing is recorded."""
+    usage = UsageTotals()
+    events: list[Event] = [
+        ErrorEvent(kind="error", message=reason),
+        TurnDone(stop_reason="error", usage=usage, error=reason),
+    ]
+    if on_event is not None:
+        for event in events:
+            outcome = on_event(event)
+            if inspect.isawaitable(outcome):
+                await outcome
+    return TurnResult(
+        text="", stop_reason="error", error=reason, usage=usage, events=events, session=session, turn_index=turn_index
+    )

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..core.text import one_line
+from ..errors import BlitzError, SessionBusyError
 from ..tools.notebook import NotebookAccess
 from ..tools.notebook_file import (
     cell_source,
@@ -34,6 +35,7 @@ from ..tools.notebook_file import (
 from ..tools.paths import open_in_workspace
 from ..tools.registry import ToolError
 from .checkpoints import MISSING, CellChange, FileChange, TurnCheckpoint, describe, file_fingerprint
+from .options import check_number
 from .session import Session
 
 NOT_UNDOABLE_CODE = "run_python ran in this turn; what its code did outside the namespace cannot be undone"
@@ -75,7 +77,9 @@ class UndoReport(BaseModel):
     def text(self) -> str:
         if self.nothing_to_undo:
             numbers = ", ".join(str(t + 1) for t in self.turns)
-            return f"nothing to undo in session {self.session!r}" + (f" (turn {numbers} changed nothing)" if numbers else "")
+            return f"nothing to undo in session {self.session!r}" + (
+                f" (turn {numbers} changed nothing)" if numbers else ""
+            )
         numbers = ", ".join(str(t + 1) for t in self.turns)
         lines = [f"undid turn {numbers} of session {self.session!r}"]
         for label, items in (("files", self.files), ("cells", self.cells), ("variables", self.variables)):
@@ -155,7 +159,9 @@ class Undoer:
         target = self.root / change.path
         now = file_fingerprint(target)
         if now != change.after and not self.force:
-            why = "it was deleted since the agent wrote it" if now is None else "it was changed since the agent wrote it"
+            why = (
+                "it was deleted since the agent wrote it" if now is None else "it was changed since the agent wrote it"
+            )
             self._conflict(f"file {change.path}", f"{why} (--force restores it)")
             return
         try:
@@ -172,7 +178,9 @@ class Undoer:
                 handle.truncate(0)
                 handle.write(content)
         except (OSError, ToolError) as error:
-            self.report.skipped.append(SkippedItem(item=f"file {change.path}", reason=f"could not be restored: {error}"))
+            self.report.skipped.append(
+                SkippedItem(item=f"file {change.path}", reason=f"could not be restored: {error}")
+            )
             return
         self.report.files.append(f"restored {change.path}")
         self._done(checkpoint, f"file:{change.path}")
@@ -185,11 +193,13 @@ class Undoer:
             return
         namespace = checkpoint.namespace
         if not checkpoint.values_kept or namespace is None:
-            self.report.skipped.append(SkippedItem(
-                item=f"variables {', '.join(dict.fromkeys(names))}",
-                reason="their previous objects are no longer kept (another kernel ran the turn, or it is older "
-                "than checkpoints.keep_turns)",
-            ))
+            self.report.skipped.append(
+                SkippedItem(
+                    item=f"variables {', '.join(dict.fromkeys(names))}",
+                    reason="their previous objects are no longer kept (another kernel ran the turn, or it is older "
+                    "than checkpoints.keep_turns)",
+                )
+            )
             return
         for name, before in reversed(list(checkpoint.before_values.items())):
             if not self._pending(checkpoint, f"variable:{name}"):
@@ -243,8 +253,11 @@ class Undoer:
         )
         cells = listed.get("cells", [])
         if change.action == "delete":
-            cell = {"index": min(change.index, len(cells)), "cell_type": change.cell_type_before or "code",
-                    "source": change.source_before or ""}
+            cell = {
+                "index": min(change.index, len(cells)),
+                "cell_type": change.cell_type_before or "code",
+                "source": change.source_before or "",
+            }
             inserted = await self.bridge.request("insert_cell", cell)
             self._remember_id(change.cell_id, inserted.get("id"))
             return "put back"
@@ -284,10 +297,12 @@ class Undoer:
         for turn in (*turns, *summarised):  # a summarised turn has nothing left to roll back
             session.mark_undone(turn, "conversation_undone")
         if summarised:
-            self.report.skipped.append(SkippedItem(
-                item=f"conversation of turn {', '.join(str(t + 1) for t in summarised)}",
-                reason="compaction summarised it; the summary stays",
-            ))
+            self.report.skipped.append(
+                SkippedItem(
+                    item=f"conversation of turn {', '.join(str(t + 1) for t in summarised)}",
+                    reason="compaction summarised it; the summary stays",
+                )
+            )
         if turns:
             numbers = ", ".join(str(t + 1) for t in turns)
             self.report.conversation = f"removed turn {numbers} from the history ({removed} messages)"
@@ -309,7 +324,43 @@ def _reverse_in_document(document: dict[str, Any], change: CellChange, force: bo
         del cells[index]
         return "removed"
     before = change.cell_before
-    cells[index] = before if before is not None else retyped(
-        document, cells[index], change.cell_type_before or "code", change.source_before or ""
+    cells[index] = (
+        before
+        if before is not None
+        else retyped(document, cells[index], change.cell_type_before or "code", change.source_before or "")
     )
     return "restored"
+
+
+def check_undo_request(turns: int, files: bool, conversation: bool, through_turn: int | None) -> None:
+    """The arguments of `Workspace.undo`, checked before anything is touched."""
+    check_number("turns", turns, upper=10_000, integer=True)
+    if not (files or conversation):
+        raise BlitzError("undo needs files, conversation or both")
+    if through_turn is not None and (
+        isinstance(through_turn, bool) or not isinstance(through_turn, int) or through_turn < 0
+    ):
+        raise BlitzError(f"through_turn must be a turn index (0 or more), got {through_turn!r}")
+
+
+async def undo_turns(
+    root: Path,
+    state: Session,
+    notebook: NotebookAccess | None,
+    turns: int,
+    files: bool,
+    conversation: bool,
+    force: bool,
+    through_turn: int | None,
+) -> UndoReport:
+    """Undo a session's newest turns (see `Workspace.undo`); refused while the session is busy."""
+    if state.running is not None:
+        raise SessionBusyError(
+            f"session {state.name!r} has a running turn; undo it after the turn ends (stop it first with ■)"
+        )
+    if state.compacting:
+        raise SessionBusyError(f"session {state.name!r} is being compacted; undo after it finishes")
+    if through_turn is not None:
+        turns = max(state.turns - through_turn, 1)  # the newest turns down to that one
+    undoer = Undoer(root, state, notebook, force=force)
+    return await undoer.run(int(turns), files=files, conversation=conversation, through_turn=through_turn)

@@ -9,7 +9,6 @@ TurnSetup and hands it to the TurnRunner.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 from ..config import OVERRIDE_SOURCE, BlitzConfig, check_policy_names, load_config, workspace_trust
 from ..core.attachments import Attachment
 from ..core.redact import Redactor
-from ..core.usage import PriceBook, UsageLedger, UsageTotals
+from ..core.usage import PriceBook, UsageLedger
 from ..errors import BlitzError, ConfigError, SessionBusyError, SteerTooLateError, UnknownAgentError
 from ..mcp.manager import McpManager, server_entries
 from ..mcp.toolset import Offer, offer
@@ -35,7 +34,7 @@ from .approval import ApprovalGate, Approver, HeadlessApprover, PendingApprovals
 from .audit import AuditRecord
 from .compaction import CompactionResult, Compactor, manual_window
 from .context import ContextWindows
-from .events import ErrorEvent, Event, TurnDone
+from .events import ErrorEvent
 from .hooks import HookRunner
 from .instructions import MemoryFile, memory_files, root_instructions
 from .loop import TurnRunner
@@ -53,8 +52,9 @@ from .turn import (
     TurnLimits,
     TurnResult,
     TurnSetup,
+    refused_before_start,
 )
-from .undo import Undoer, UndoReport
+from .undo import UndoReport, check_undo_request, undo_turns
 
 
 class Workspace:
@@ -115,8 +115,13 @@ class Workspace:
         if isinstance(model, str):
             merged["model"] = model
         return cls(
-            Path(path), overrides=merged, model=model if not isinstance(model, str) and model else None,
-            kernel=kernel, environ=environ, home=home, durable=durable,
+            Path(path),
+            overrides=merged,
+            model=model if not isinstance(model, str) and model else None,
+            kernel=kernel,
+            environ=environ,
+            home=home,
+            durable=durable,
         )
 
     # -- configuration ------------------------------------------------------------------------
@@ -149,7 +154,9 @@ class Workspace:
     def _telemetry(self, config: BlitzConfig) -> Telemetry:
         settings = config.telemetry
         return Telemetry(
-            enabled=settings.enabled, exporter=settings.exporter, include_content=settings.include_content,
+            enabled=settings.enabled,
+            exporter=settings.exporter,
+            include_content=settings.include_content,
             redact=self._redactor(config).redact,
         )
 
@@ -161,10 +168,16 @@ class Workspace:
     def _build(self, name: str | None, config: BlitzConfig | None = None) -> Model:
         config = config or self.config
         return build_model(
-            name, workspace=self.root, api_base=config.api_base, api_key_env=config.api_key_env,
-            retries=config.model_retries, stall_first_byte_s=config.stall.first_byte_s,
-            stall_between_chunks_s=config.stall.between_chunks_s, fallback_models=config.fallback_models,
-            breaker_failures=config.breaker.failures, breaker_cooldown_s=config.breaker.cooldown_s,
+            name,
+            workspace=self.root,
+            api_base=config.api_base,
+            api_key_env=config.api_key_env,
+            retries=config.model_retries,
+            stall_first_byte_s=config.stall.first_byte_s,
+            stall_between_chunks_s=config.stall.between_chunks_s,
+            fallback_models=config.fallback_models,
+            breaker_failures=config.breaker.failures,
+            breaker_cooldown_s=config.breaker.cooldown_s,
         )
 
     def configure(self, **dotted: Any) -> BlitzConfig:
@@ -276,9 +289,14 @@ class Workspace:
         this turn only (ENG-16). `plan=True` is a plan-only turn (ENG-30..32). The keyword
         arguments are the public contract; they build a RunOptions and a FrontEnd."""
         options = RunOptions(
-            agent=agent, model=model, mode=TurnMode.PLAN if plan else TurnMode.NORMAL,
-            max_turns=max_turns, max_cost_usd=max_cost_usd, timeout_s=timeout,
-            tools=tuple(tools) if tools is not None else None, approve=approve,
+            agent=agent,
+            model=model,
+            mode=TurnMode.PLAN if plan else TurnMode.NORMAL,
+            max_turns=max_turns,
+            max_cost_usd=max_cost_usd,
+            timeout_s=timeout,
+            tools=tuple(tools) if tools is not None else None,
+            approve=approve,
         )
         front_end = FrontEnd(approver=approver, plan_reviewer=plan_reviewer, on_event=on_event, kernel=kernel)
         return await self.run_turn(prompt, session, options, front_end, attachments=attachments)
@@ -348,9 +366,7 @@ class Workspace:
             history=[message.model_copy(deep=True) for message in source.history],
             turns=source.turns,
         )
-        setup = await self._setup(
-            throwaway, RunOptions(mode=TurnMode.BTW), FrontEnd(on_event=on_event, kernel=kernel)
-        )
+        setup = await self._setup(throwaway, RunOptions(mode=TurnMode.BTW), FrontEnd(on_event=on_event, kernel=kernel))
         result = await TurnRunner(setup, TurnControl()).run(question)
         source.ledger.merge(throwaway.ledger)
         if source.running is not None:  # its tokens count toward the running turn's --max-cost
@@ -405,9 +421,12 @@ class Workspace:
             agent=definition.name,
             system=self._instructions(definition, turn_model, depth, mode) + mcp.system_note(),
             tools={**self._agent_tools(definition, root=depth == 0), **mcp.tools},
-            notices=self._notices(depth, mode) + tuple(ErrorEvent(kind="mcp", message=p) for p in mcp.problems.values()),
+            notices=self._notices(depth, mode)
+            + tuple(ErrorEvent(kind="mcp", message=p) for p in mcp.problems.values()),
             tool_context=ToolContext(
-                workspace=self.root, kernel=front_end.kernel or self.kernel, session=state.name,
+                workspace=self.root,
+                kernel=front_end.kernel or self.kernel,
+                session=state.name,
                 variable_values=config.privacy.variables == "full",
                 extras={SEARCHER: self.sessions},  # search_session reads the transcript (WS-02)
             ),
@@ -481,17 +500,8 @@ class Workspace:
 
     async def _refused_before_start(self, reason: str, session: str, front_end: FrontEnd) -> TurnResult:
         """A turn that could not start: the front end shows why, nothing is recorded."""
-        usage = UsageTotals()
-        events: list[Event] = [ErrorEvent(kind="error", message=reason), TurnDone(stop_reason="error", usage=usage, error=reason)]
-        if front_end.on_event is not None:
-            for event in events:
-                outcome = front_end.on_event(event)
-                if inspect.isawaitable(outcome):
-                    await outcome
         turns = self.sessions.get(session).turns if session in self.sessions.names() else 0
-        return TurnResult(
-            text="", stop_reason="error", error=reason, usage=usage, events=events, session=session, turn_index=turns
-        )
+        return await refused_before_start(reason, session, turns, front_end.on_event)
 
     async def _context_for(self, model: Model) -> ContextWindow:
         return await self.contexts.lookup(model, self.config)
@@ -517,8 +527,13 @@ class Workspace:
         return result
 
     async def undo(
-        self, session: str = "default", turns: int = 1, files: bool = True, conversation: bool = True,
-        force: bool = False, through_turn: int | None = None,
+        self,
+        session: str = "default",
+        turns: int = 1,
+        files: bool = True,
+        conversation: bool = True,
+        force: bool = False,
+        through_turn: int | None = None,
     ) -> UndoReport:
         """WS-03: undo the last `turns` turns of `session`, newest first: files, notebook cells
         and variables as they were before (`files`), and those turns' part of the history
@@ -526,25 +541,14 @@ class Workspace:
         named unless `force`. Refused while a turn or a compaction runs (SessionBusyError).
         `through_turn` (a 0-based turn index, e.g. a widget's "Undo this turn" on an older
         turn's card) undoes every turn from the newest down to that one instead of `turns`."""
-        check_number("turns", turns, upper=10_000, integer=True)
-        if not (files or conversation):
-            raise BlitzError("undo needs files, conversation or both")
-        if through_turn is not None and (isinstance(through_turn, bool) or not isinstance(through_turn, int) or through_turn < 0):
-            raise BlitzError(f"through_turn must be a turn index (0 or more), got {through_turn!r}")
+        check_undo_request(turns, files, conversation, through_turn)
         if session not in self.sessions.names():  # undoing must not create it
             return UndoReport(session=session, nothing_to_undo=True)
-        state = self.session(session)
-        if state.running is not None:
-            raise SessionBusyError(
-                f"session {session!r} has a running turn; undo it after the turn ends (stop it first with ■)"
-            )
-        if state.compacting:
-            raise SessionBusyError(f"session {session!r} is being compacted; undo after it finishes")
         bridge = getattr(self.kernel, "notebook", None) if self.kernel is not None else None
-        undoer = Undoer(self.root, state, bridge if isinstance(bridge, NotebookAccess) else None, force=force)
-        if through_turn is not None:
-            turns = max(state.turns - through_turn, 1)  # the newest turns down to that one
-        return await undoer.run(int(turns), files=files, conversation=conversation, through_turn=through_turn)
+        notebook = bridge if isinstance(bridge, NotebookAccess) else None
+        return await undo_turns(
+            self.root, self.session(session), notebook, turns, files, conversation, force, through_turn
+        )
 
     def reload_agents(self) -> AgentRegistry:
         """Read `.blitz/agents/*.md` again: an agent file written while the kernel runs counts

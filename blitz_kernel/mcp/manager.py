@@ -66,9 +66,7 @@ class ServerEntry:
     """The file that defines it (the workspace file when that sets any key)."""
 
 
-def server_entries(
-    config: McpConfig, workspace: Path, home: Path | None = None
-) -> dict[str, ServerEntry]:
+def server_entries(config: McpConfig, workspace: Path, home: Path | None = None) -> dict[str, ServerEntry]:
     """The configured servers with their origin. A workspace file that sets even one key of a
     server (its `args`, say) makes the server the workspace's: that key may change what runs."""
     workspace = Path(workspace).resolve()
@@ -82,7 +80,9 @@ def server_entries(
             defined_here.update({name: path.name for name in servers})
     return {
         name: ServerEntry(
-            name=name, config=server, origin="workspace" if name in defined_here else "user",
+            name=name,
+            config=server,
+            origin="workspace" if name in defined_here else "user",
             source=defined_here.get(name, "~/.blitz/config.toml or %blitz_config"),
         )
         for name, server in config.servers.items()
@@ -212,7 +212,9 @@ class ServerConnection:
 
             cwd = (self.workspace / config.cwd) if config.cwd else self.workspace
             env = {name: _expand(value, name) for name, value in config.env.items()}
-            params = StdioServerParameters(command=config.command, args=list(config.args), env=env or None, cwd=str(cwd))
+            params = StdioServerParameters(
+                command=config.command, args=list(config.args), env=env or None, cwd=str(cwd)
+            )
             # The server's stderr goes to a file, not the cell: its log lines would flood the
             # notebook; the end of it is quoted when the server fails.
             if self._errlog is not None:
@@ -228,7 +230,9 @@ class ServerConnection:
             for header, variable in config.headers.items():
                 value = os.environ.get(variable)
                 if value is None:
-                    raise McpUnavailable(f"header {header!r} needs the environment variable {variable}, which is not set")
+                    raise McpUnavailable(
+                        f"header {header!r} needs the environment variable {variable}, which is not set"
+                    )
                 headers[header] = value
             timeout = httpx2.Timeout(30.0, read=300.0)
             async with (

@@ -28,7 +28,9 @@ MAX_NAME = 64
 """OpenAI-compatible providers refuse longer function names."""
 _NOT_A_NAME_CHAR = re.compile(r"[^A-Za-z0-9_-]")
 MAX_RESOURCE_CHARS = 100_000
-UNAVAILABLE_NOTE = "\n\n## MCP servers not available in this turn\n{lines}\nTheir tools are missing; do not try to call them."
+UNAVAILABLE_NOTE = (
+    "\n\n## MCP servers not available in this turn\n{lines}\nTheir tools are missing; do not try to call them."
+)
 
 
 @dataclass
@@ -55,14 +57,12 @@ def wanted_servers(requested: list[str] | None, enabled: list[str]) -> tuple[lis
     if requested is None:
         return enabled, None, bool(enabled)
     patterns = [name for name in requested if name.startswith(MCP_PREFIX)]
-    servers = [s for s in enabled if any(fnmatchcase(s, p[len(MCP_PREFIX):].split("__", 1)[0]) for p in patterns)]
+    servers = [s for s in enabled if any(fnmatchcase(s, p[len(MCP_PREFIX) :].split("__", 1)[0]) for p in patterns)]
     resources = any(name in RESOURCE_TOOLS for name in requested) or bool(servers)
     return servers, patterns, resources
 
 
-async def offer(
-    manager: McpManager, requested: list[str] | None, *, vision: bool
-) -> Offer:
+async def offer(manager: McpManager, requested: list[str] | None, *, vision: bool) -> Offer:
     """Start the servers a turn's tool list asks for and build their tools (the turn's
     setup awaits this; each server is bounded by its own timeout)."""
     servers, patterns, resources = wanted_servers(requested, manager.enabled())
@@ -133,7 +133,9 @@ def _caller(manager: McpManager, server: str, tool: str, vision: bool) -> Any:
         arguments = args.as_dict() if isinstance(args, PassthroughArgs) else args.model_dump()
         connection = await _connection(manager, server)
         timeout = _timeout(connection, ctx)
-        result = await _guarded(connection, timeout, connection.client().call_tool(tool, arguments, read_timeout_seconds=timeout))
+        result = await _guarded(
+            connection, timeout, connection.client().call_tool(tool, arguments, read_timeout_seconds=timeout)
+        )
         return render_result(result, vision=vision)
 
     return call
@@ -294,11 +296,15 @@ def resource_tools(manager: McpManager, servers: list[str]) -> list[Tool]:
         Tool(
             name=RESOURCE_TOOLS[0],
             description="List the resources of the MCP servers offered in this turn (uri, name, type).",
-            args_model=ListResourcesArgs, kind=ToolKind.READ_ONLY, func=list_resources,
+            args_model=ListResourcesArgs,
+            kind=ToolKind.READ_ONLY,
+            func=list_resources,
         ),
         Tool(
             name=RESOURCE_TOOLS[1],
             description="Read one resource of an MCP server by its URI (see list_mcp_resources).",
-            args_model=ReadResourceArgs, kind=ToolKind.READ_ONLY, func=read_resource,
+            args_model=ReadResourceArgs,
+            kind=ToolKind.READ_ONLY,
+            func=read_resource,
         ),
     ]

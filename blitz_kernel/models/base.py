@@ -49,9 +49,7 @@ class ModelResponse(BaseModel):
     """The model that actually answered (pricing is by this name, ENG-22)."""
 
     def to_message(self) -> AssistantMessage:
-        return AssistantMessage(
-            text=self.text, thought=self.thought, tool_calls=self.tool_calls, model=self.model
-        )
+        return AssistantMessage(text=self.text, thought=self.thought, tool_calls=self.tool_calls, model=self.model)
 
 
 class ModelSwitch(BaseModel):

@@ -38,8 +38,9 @@ class CircuitBreaker:
     kernel's one event loop.
     """
 
-    def __init__(self, model: str, *, failures: int = 3, cooldown_s: float = 60.0,
-                 clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self, model: str, *, failures: int = 3, cooldown_s: float = 60.0, clock: Clock = time.monotonic
+    ) -> None:
         self.model = model
         self.clock = clock
         self.failures = 0
@@ -99,16 +100,19 @@ class CircuitBreaker:
         left = max(self.cooldown_s - (self.clock() - self._opened_at), 0.0)
         if self.state is BreakerState.HALF_OPEN:
             return "circuit half-open: a trial call is already running"
-        return (f"circuit open after {self.failures} consecutive failure(s); "
-                f"next try in {math.ceil(left):d} s (breaker.cooldown_s)")
+        return (
+            f"circuit open after {self.failures} consecutive failure(s); "
+            f"next try in {math.ceil(left):d} s (breaker.cooldown_s)"
+        )
 
 
 _registry: dict[str, CircuitBreaker] = {}
 _registry_lock = threading.Lock()
 
 
-def breaker_for(model: str, *, failures: int | None = None, cooldown_s: float | None = None,
-                clock: Clock | None = None) -> CircuitBreaker:
+def breaker_for(
+    model: str, *, failures: int | None = None, cooldown_s: float | None = None, clock: Clock | None = None
+) -> CircuitBreaker:
     """The process-wide breaker of `model`, created on first use (defaults: 3 failures, 60 s).
     Settings given later replace its thresholds (and clock) but keep its state; settings left
     out keep theirs, so a plain look-up changes nothing."""
@@ -116,12 +120,16 @@ def breaker_for(model: str, *, failures: int | None = None, cooldown_s: float | 
         breaker = _registry.get(model)
         if breaker is None:
             breaker = _registry[model] = CircuitBreaker(
-                model, failures=3 if failures is None else failures,
-                cooldown_s=60.0 if cooldown_s is None else cooldown_s, clock=clock or time.monotonic,
+                model,
+                failures=3 if failures is None else failures,
+                cooldown_s=60.0 if cooldown_s is None else cooldown_s,
+                clock=clock or time.monotonic,
             )
         else:
-            breaker.configure(failures=breaker.threshold if failures is None else failures,
-                              cooldown_s=breaker.cooldown_s if cooldown_s is None else cooldown_s)
+            breaker.configure(
+                failures=breaker.threshold if failures is None else failures,
+                cooldown_s=breaker.cooldown_s if cooldown_s is None else cooldown_s,
+            )
             if clock is not None:
                 breaker.clock = clock
         return breaker

@@ -38,8 +38,13 @@ def build_model(
 
     def build(model_name: str, placeholder_name: str) -> Model:
         return _build_one(
-            model_name, workspace=workspace, api_base=api_base, api_key_env=api_key_env, retries=retries,
-            stall_first_byte_s=stall_first_byte_s, stall_between_chunks_s=stall_between_chunks_s,
+            model_name,
+            workspace=workspace,
+            api_base=api_base,
+            api_key_env=api_key_env,
+            retries=retries,
+            stall_first_byte_s=stall_first_byte_s,
+            stall_between_chunks_s=stall_between_chunks_s,
             placeholder_name=placeholder_name,
         )
 
@@ -51,7 +56,8 @@ def build_model(
 
     return FallbackModel(
         [primary, *(build(fallback, fallback) for fallback in fallbacks)],
-        breaker_failures=breaker_failures, breaker_cooldown_s=breaker_cooldown_s,
+        breaker_failures=breaker_failures,
+        breaker_cooldown_s=breaker_cooldown_s,
     )
 
 
@@ -98,6 +104,10 @@ def _build_one(
     from .litellm_model import LiteLLMModel  # cheap: litellm itself is imported on first call
 
     return LiteLLMModel(
-        name, api_base=api_base, api_key=api_key, retries=retries,
-        stall_first_byte_s=stall_first_byte_s, stall_between_chunks_s=stall_between_chunks_s,
+        name,
+        api_base=api_base,
+        api_key=api_key,
+        retries=retries,
+        stall_first_byte_s=stall_first_byte_s,
+        stall_between_chunks_s=stall_between_chunks_s,
     )

@@ -32,15 +32,19 @@ from ..errors import (
     ModelUnavailableError,
 )
 
-_PREFIXES = re.compile(
-    r"^(?:(?:litellm\.)?[A-Za-z]*(?:Error|Exception|Timeout)(?:\s*:\s*|\s+-\s+))+"
-)
+_PREFIXES = re.compile(r"^(?:(?:litellm\.)?[A-Za-z]*(?:Error|Exception|Timeout)(?:\s*:\s*|\s+-\s+))+")
 _SECRET_PATTERNS = (
     re.compile(r"\b(sk-[A-Za-z0-9]{0,8})[A-Za-z0-9_\-]{12,}"),
     re.compile(r"(Bearer\s+)\S+", re.IGNORECASE),
 )
-_CONTEXT_WORDS = ("context length", "context window", "maximum context", "too many tokens",
-                  "prompt is too long", "context_length_exceeded")
+_CONTEXT_WORDS = (
+    "context length",
+    "context window",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+    "context_length_exceeded",
+)
 _FINAL_WORDS = ("insufficient_quota", "exceeded your current quota", "budget")
 _MAX_CAUSE = 400
 
@@ -48,7 +52,8 @@ _MAX_CAUSE = 400
 def _environment_secrets() -> list[str]:
     """Keys litellm may have read from the environment (OPENAI_API_KEY and friends)."""
     return [
-        value for name, value in os.environ.items()
+        value
+        for name, value in os.environ.items()
         if len(value) >= 12 and any(word in name.upper() for word in ("KEY", "TOKEN", "SECRET"))
     ]
 
@@ -115,9 +120,7 @@ class ErrorMapper:
 
     def __init__(self, model: str, secrets: Iterable[str | None], timeout: float | None) -> None:
         self.model = model
-        self.timeout_cause = (
-            f"no answer within {timeout:g} s (request_timeout)" if timeout is not None else "timed out"
-        )
+        self.timeout_cause = f"no answer within {timeout:g} s (request_timeout)" if timeout is not None else "timed out"
         self._secrets = [secret for secret in secrets if secret and len(secret) >= 6]
 
     def redact(self, text: str) -> str:
@@ -162,9 +165,7 @@ class ErrorMapper:
             current = current.__cause__ or current.__context__
         return False
 
-    def _typed(
-        self, exc: BaseException, status: int | None, litellm: Any, openai: Any, mid_stream: bool
-    ) -> ModelError:
+    def _typed(self, exc: BaseException, status: int | None, litellm: Any, openai: Any, mid_stream: bool) -> ModelError:
         cause = self.cause(exc, status)
         if isinstance(exc, litellm.exceptions.ContextWindowExceededError) or (
             status == 400 and any(word in cause.lower() for word in _CONTEXT_WORDS)

@@ -83,12 +83,15 @@ def _silence_litellm_warnings() -> None:
     """Narrow filters for warnings litellm's own types trigger on first use; a UserWarning
     would otherwise show up in the output of the user's cell. Nothing else is filtered."""
     warnings.filterwarnings(
-        "ignore", message=r"Item '.*' on TypedDict class '.*' is using the `ReadOnly` qualifier",
+        "ignore",
+        message=r"Item '.*' on TypedDict class '.*' is using the `ReadOnly` qualifier",
         category=UserWarning,
     )
     warnings.filterwarnings(
-        "ignore", message=r"Accessing the 'model_(computed_)?fields' attribute on the instance",
-        category=DeprecationWarning, module=r"litellm\.",
+        "ignore",
+        message=r"Accessing the 'model_(computed_)?fields' attribute on the instance",
+        category=DeprecationWarning,
+        module=r"litellm\.",
     )
 
 

@@ -49,8 +49,7 @@ def _assistant_message(message: AssistantMessage) -> dict[str, Any]:
     converted: dict[str, Any] = {"role": "assistant", "content": message.text or None}
     if message.tool_calls:
         converted["tool_calls"] = [
-            {"id": call.id, "type": "function",
-             "function": {"name": call.name, "arguments": call.arguments or "{}"}}
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments or "{}"}}
             for call in message.tool_calls
         ]
     elif not message.text:
@@ -75,8 +74,7 @@ def to_openai_messages(system: str, messages: Iterable[Message]) -> list[dict[st
         elif isinstance(message, AssistantMessage):
             converted.append(_assistant_message(message))
         elif isinstance(message, ToolResultMessage):
-            converted.append({"role": "tool", "tool_call_id": message.call_id,
-                              "content": message.to_model_content()})
+            converted.append({"role": "tool", "tool_call_id": message.call_id, "content": message.to_model_content()})
             seen.extend(message.images)
         elif isinstance(message, SummaryMessage):
             converted.append({"role": "user", "content": SUMMARY_PREFIX + message.text})
@@ -100,8 +98,10 @@ def _tool_images_message(images: list[ImagePart]) -> dict[str, Any]:
 def to_openai_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
     """Tool specs in the OpenAI function-tool format."""
     return [
-        {"type": "function",
-         "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}
+        {
+            "type": "function",
+            "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+        }
         for tool in tools
     ]
 
@@ -142,8 +142,7 @@ class ToolCallAssembler:
 
     def calls(self) -> list[ToolCall]:
         return [
-            ToolCall(id=call_id or f"call_{uuid.uuid4().hex[:24]}", name=name,
-                     arguments="".join(pieces))
+            ToolCall(id=call_id or f"call_{uuid.uuid4().hex[:24]}", name=name, arguments="".join(pieces))
             for call_id, name, pieces in (self._calls[index] for index in sorted(self._calls))
         ]
 

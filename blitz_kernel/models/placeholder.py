@@ -13,7 +13,7 @@ HOW_TO_SET_A_MODEL = (
     "no model is configured. Set one with `%blitz_model openai/gpt-4.1-mini` (or any litellm "
     "model name), or the environment variable BLITZ_MODEL (with BLITZ_API_BASE for an "
     "OpenAI-compatible server, e.g. BLITZ_MODEL=openai/my-model "
-    "BLITZ_API_BASE=http://localhost:8000/v1), or `model = \"...\"` in blitz.toml."
+    'BLITZ_API_BASE=http://localhost:8000/v1), or `model = "..."` in blitz.toml.'
 )
 
 

@@ -121,9 +121,7 @@ class ScriptedModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         index = len(self.requests)
         if index >= len(self.steps):
-            raise ScriptExhaustedError(
-                f"{self.name}: asked for step {index + 1} but the script has {len(self.steps)}"
-            )
+            raise ScriptExhaustedError(f"{self.name}: asked for step {index + 1} but the script has {len(self.steps)}")
         self.requests.append(request.model_copy(deep=True))
         raw = self.steps[index]
         step = raw(request) if callable(raw) else raw
@@ -175,9 +173,9 @@ def step_problem(step: Any) -> str | None:
         return "'tool_calls' must be a list"
     for number, call in enumerate(calls, start=1):
         if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not call["name"]:
-            return f"tool call {number} needs a \"name\" string"
+            return f'tool call {number} needs a "name" string'
         if not isinstance(call.get("arguments", {}), dict | str) or not isinstance(call.get("id", ""), str):
-            return f"tool call {number}: \"arguments\" must be an object (or JSON text) and \"id\" a string"
+            return f'tool call {number}: "arguments" must be an object (or JSON text) and "id" a string'
     usage = step.get("usage", {})
     if not isinstance(usage, dict) or any(
         key not in USAGE_KEYS or type(value) is not int or value < 0 for key, value in usage.items()

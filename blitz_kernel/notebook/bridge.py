@@ -187,9 +187,12 @@ class NotebookBridge:
         for request_id, (future, sent_on, op) in list(self._pending.items()):
             if sent_on is comm:
                 del self._pending[request_id]
-                _resolve(future, _request_error(
-                    f"the notebook front end disconnected (tab closed or page reloaded) before answering {op}"
-                ))
+                _resolve(
+                    future,
+                    _request_error(
+                        f"the notebook front end disconnected (tab closed or page reloaded) before answering {op}"
+                    ),
+                )
 
     def _on_msg(self, msg: dict[str, Any]) -> None:
         data = msg.get("content", {}).get("data") or {}

@@ -23,7 +23,11 @@ def kernel_json(python: str | None = None) -> dict[str, Any]:
     """The kernel.json of the spec."""
     return {
         "argv": [
-            python or sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+            python or sys.executable,
+            "-m",
+            "ipykernel_launcher",
+            "-f",
+            "{connection_file}",
             "--ext=blitz_kernel",
         ],
         "display_name": DISPLAY_NAME,

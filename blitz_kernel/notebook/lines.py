@@ -23,7 +23,9 @@ ARGS_CHARS = 100
 RESULT_CHARS = 120
 
 PLAN_STATUS_WORDS: dict[PlanStatus, str] = {
-    "approved": "approved", "rejected": "rejected", "unreviewed": "not reviewed",
+    "approved": "approved",
+    "rejected": "rejected",
+    "unreviewed": "not reviewed",
 }
 NO_REASON = "no reason given"
 

@@ -44,7 +44,6 @@ from .probe import FrontEndProbe
 from .render import PlainPresenter
 
 if TYPE_CHECKING:
-
     from ..core.attachments import Attachment
     from ..engine.modes import PlanReviewer
     from ..engine.turn import TurnResult
@@ -153,7 +152,9 @@ class CellTurn:
             TurnController(workspace, session, prompt, label=label) if probe else None
         )
         self.state = (
-            self.controller.state if self.controller else TurnState(turn_id="", prompt=prompt, session=session, label=label)
+            self.controller.state
+            if self.controller
+            else TurnState(turn_id="", prompt=prompt, session=session, label=label)
         )
         self._plain_output = plain_output
         self._widget_output = widget_output

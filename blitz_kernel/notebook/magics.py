@@ -237,7 +237,12 @@ class BlitzMagics(Magics):
         with usage_errors(), interrupt_is_one_line("the turn was cancelled before it started"):
             prompt, attachments = await PromptReferences(self.shell, workspace.root).resolve(prompt)
             result = await run_turn_in_cell(
-                workspace, prompt, session=session, options=options, plain=plain, shell=self.shell,
+                workspace,
+                prompt,
+                session=session,
+                options=options,
+                plain=plain,
+                shell=self.shell,
                 attachments=attachments,
             )
         if out:
@@ -418,7 +423,12 @@ class BlitzMagics(Magics):
         )
 
     @magic_arguments()
-    @argument("action", nargs="?", default="show", choices=["list", "new", "use", "show", "snapshot", "load", "search", "delete"])
+    @argument(
+        "action",
+        nargs="?",
+        default="show",
+        choices=["list", "new", "use", "show", "snapshot", "load", "search", "delete"],
+    )
     @argument("name", nargs="*", help="session or snapshot name; for search, the text")
     @argument("--session", dest="search_session", help="search: this session (default: the current one)")
     @argument("--all", action="store_true", help="search: every session of the workspace")
@@ -489,15 +499,20 @@ class BlitzMagics(Magics):
         state = book.get(name)
         kinds = [m.kind for m in state.history]
         saved = "saved in .blitz/blitz.db" if state.saved else "in memory only (not saved)"
-        print(f"session {name!r}: {state.turns} turn(s), {len(kinds)} message(s) in the history"
-              f" ({kinds.count('summary')} summary), {len(state.archive)} compacted away; {saved}")
+        print(
+            f"session {name!r}: {state.turns} turn(s), {len(kinds)} message(s) in the history"
+            f" ({kinds.count('summary')} summary), {len(state.archive)} compacted away; {saved}"
+        )
         print(f"usage: {state.ledger.total.describe()}")
         workspace = self.workspace()
         context = workspace.context_of(name)
         if context is not None:
             print(f"context: {context}")
         memory = workspace.memory()
-        print("project memory: " + (", ".join(m.label for m in memory) if memory else "none (AGENTS.md, BLITZ.md, ~/.blitz/AGENTS.md)"))
+        print(
+            "project memory: "
+            + (", ".join(m.label for m in memory) if memory else "none (AGENTS.md, BLITZ.md, ~/.blitz/AGENTS.md)")
+        )
         limit = workspace.config.limits.max_cost_usd_session
         if limit is not None:
             spent = " (spent: %blitz_usage --add-budget USD to go on)" if state.budget_tripped else ""
@@ -505,7 +520,10 @@ class BlitzMagics(Magics):
         outcomes = book.outcomes(name)
         if outcomes:
             last = outcomes[-1]
-            print(f"last turn ({last.turn + 1}): {last.stop_reason or 'running'}" + (f" — {last.error}" if last.error else ""))
+            print(
+                f"last turn ({last.turn + 1}): {last.stop_reason or 'running'}"
+                + (f" — {last.error}" if last.error else "")
+            )
         for item in state.todos:
             print(f"  [{'x' if item.get('status') == 'done' else ' '}] {item.get('content')}")
 

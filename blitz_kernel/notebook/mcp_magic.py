@@ -108,7 +108,11 @@ def _server_lines(workspace: Workspace, connection: ServerConnection) -> list[st
         policy, _ = resolve_policy(tool.name, True, policies, None, set())
         original = tool.name.split("__", 2)[-1]
         hint = hints.get(original)
-        note = "  (the server says read-only; still asks)" if hint is not None and hint.read_only_hint and policy == "ask" else ""
+        note = (
+            "  (the server says read-only; still asks)"
+            if hint is not None and hint.read_only_hint and policy == "ask"
+            else ""
+        )
         lines.append(f"    {tool.name:<40} {policy}{note}")
     lines.append(f"    resources: {', '.join(RESOURCE_TOOLS)} (read-only)")
     return lines

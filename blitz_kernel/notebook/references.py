@@ -256,8 +256,12 @@ class PromptReferences:
                 return None
             result = await bridge.request(
                 "read_cells",
-                {"indices": indices[-1:], "include_outputs": True, "include_images": False,
-                 "max_output_chars": OUTPUT_CHARS_SENT},
+                {
+                    "indices": indices[-1:],
+                    "include_outputs": True,
+                    "include_images": False,
+                    "max_output_chars": OUTPUT_CHARS_SENT,
+                },
             )
         except (NotebookUnavailableError, NotebookRequestError):
             return None
@@ -272,13 +276,20 @@ class PromptReferences:
         outputs: list[dict[str, Any]] = []
         out = self.shell.user_ns.get("Out", {})
         if count in out:
-            outputs.append({"output_type": "execute_result", "text": _safe_repr(out[count]),
-                            "mime_types": ["text/plain"], "images": []})
+            outputs.append(
+                {
+                    "output_type": "execute_result",
+                    "text": _safe_repr(out[count]),
+                    "mime_types": ["text/plain"],
+                    "images": [],
+                }
+            )
         log = cell_log.current()
         error = log.errors.get(count) if log is not None else None
         if error is not None:
-            outputs.append({"output_type": "error", "ename": error.ename, "evalue": error.evalue,
-                            "traceback": error.traceback})
+            outputs.append(
+                {"output_type": "error", "ename": error.ename, "evalue": error.evalue, "traceback": error.traceback}
+            )
         cell = {"index": None, "cell_type": "code", "source": source, "execution_count": count, "outputs": outputs}
         return _format_cell(cell, "from the kernel's history: printed output and displays are not kept")
 
@@ -348,5 +359,10 @@ def _format_cell(cell: dict[str, Any], origin: str) -> str:
     count = cell.get("execution_count")
     index = cell.get("index")
     header = f"In[{count}]" + (f" (cell {index} of the notebook)" if index is not None else "") + f", {origin}"
-    return "\n".join([header, _cap(str(cell.get("source", "")), MAX_SOURCE_CHARS),
-                      *_output_lines(index if index is not None else 0, cell.get("outputs", []))])
+    return "\n".join(
+        [
+            header,
+            _cap(str(cell.get("source", "")), MAX_SOURCE_CHARS),
+            *_output_lines(index if index is not None else 0, cell.get("outputs", [])),
+        ]
+    )

@@ -152,8 +152,14 @@ class PlainPresenter:
                     self._output.line(f"⚠ {event.not_saved}")
                 self._output.line(usage_line(self.state))
             case (
-                TextEvent() | ToolCallEvent() | PlanEvent() | CompactionEvent() | PermissionRequest()
-                | PermissionDecision() | SteerEvent() | UsageEvent()
+                TextEvent()
+                | ToolCallEvent()
+                | PlanEvent()
+                | CompactionEvent()
+                | PermissionRequest()
+                | PermissionDecision()
+                | SteerEvent()
+                | UsageEvent()
             ):
                 self._new_items()
                 self._show_live(force=False)

@@ -111,8 +111,10 @@ def audit_table(rows: list[AuditRecord]) -> str:
         for row in rows
     ]
     widths = [max(len(line[i]) for line in [header, *lines]) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-                     for line in [header, *lines])
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in [header, *lines]
+    )
 
 
 def _shorten(text: str, chars: int) -> str:

@@ -25,7 +25,7 @@ def _awaited(line: str) -> str:
     if match is None or match.group("name") not in ASYNC_MAGICS:
         return line
     indent = match.group("indent")
-    return f"{indent}await {line[len(indent):]}"
+    return f"{indent}await {line[len(indent) :]}"
 
 
 _BTW_LINE = re.compile(r"^(?P<indent>\s*)%blitz_btw(?:\s+(?P<question>.*?))?\s*$")

@@ -26,7 +26,9 @@ def _options(magic: Any) -> Any:
     for decorate in (
         argument("-s", "--session", help="session (default: the notebook's)"),
         argument("--force", action="store_true", help="restore items changed again since the agent changed them"),
-        argument("--conversation-only", action="store_true", help="roll back the conversation; leave files, cells, variables"),
+        argument(
+            "--conversation-only", action="store_true", help="roll back the conversation; leave files, cells, variables"
+        ),
         argument("--files-only", action="store_true", help="restore files, cells and variables; keep the conversation"),
     ):
         magic = decorate(magic)
@@ -72,7 +74,9 @@ class UndoMagics(Magics):
         except ValueError:
             turns = 0
         if turns < 1:
-            raise UsageError(f"N must be a whole number of turns, 1 or more; got {args.turns!r}\n{usage_line(self.blitz_rewind)}")
+            raise UsageError(
+                f"N must be a whole number of turns, 1 or more; got {args.turns!r}\n{usage_line(self.blitz_rewind)}"
+            )
         return self._undo(args, turns)
 
     async def _undo(self, args: Any, turns: int) -> None:
@@ -86,7 +90,10 @@ class UndoMagics(Magics):
         try:
             with interrupt_is_one_line(f"the undo of session {session!r} stopped part-way"):
                 report = await workspace.undo(
-                    session, turns=turns, files=not args.conversation_only, conversation=not args.files_only,
+                    session,
+                    turns=turns,
+                    files=not args.conversation_only,
+                    conversation=not args.files_only,
                     force=args.force,
                 )
         except BlitzError as exc:

@@ -19,7 +19,15 @@ def builtin_tools() -> list[Tool]:
     from .workflow import WORKFLOW_TOOLS
 
     file_tools = [read_file, list_files, glob_files, grep, write_file, edit_file]
-    return with_previews([  # approval previews: a diff, the cell, the code
-        *file_tools, *RUN_PYTHON_TOOLS, *VARIABLE_TOOLS, *IMAGE_TOOLS, *NOTEBOOK_TOOLS, *SESSION_TOOLS,
-        *AGENT_TOOLS, *WORKFLOW_TOOLS,
-    ])
+    return with_previews(
+        [  # approval previews: a diff, the cell, the code
+            *file_tools,
+            *RUN_PYTHON_TOOLS,
+            *VARIABLE_TOOLS,
+            *IMAGE_TOOLS,
+            *NOTEBOOK_TOOLS,
+            *SESSION_TOOLS,
+            *AGENT_TOOLS,
+            *WORKFLOW_TOOLS,
+        ]
+    )

@@ -81,10 +81,7 @@ def _describe_binary(name: str, size: int, head: bytes, reason: str) -> str:
         if kind.endswith("image") or kind.startswith("image/")
         else "load it with a suitable library in run_python"
     )
-    return (
-        f"{name} is a binary file ({size:,} bytes, {kind}; {reason}); "
-        f"its bytes are not shown: {hint}."
-    )
+    return f"{name} is a binary file ({size:,} bytes, {kind}; {reason}); its bytes are not shown: {hint}."
 
 
 # -- read_file -----------------------------------------------------------------------------
@@ -213,11 +210,7 @@ def _render_page(page: _Page, offset: int, name: str) -> str:
     of = f"of {page.total}" if page.total is not None else "of more (counting stopped at the time budget)"
     note = f"[lines {page.first}–{last} {of}"
     if page.total is None or last < page.total:
-        reason = (
-            f" (truncated at {MAX_OUTPUT_CHARS:,} characters); output size cap reached"
-            if page.cut_by_size
-            else ""
-        )
+        reason = f" (truncated at {MAX_OUTPUT_CHARS:,} characters); output size cap reached" if page.cut_by_size else ""
         note += f"{reason}; call again with offset={last} to continue"
     return f"{body}\n{note}]"
 
@@ -355,9 +348,7 @@ class EditFileArgs(BaseModel):
         )
     )
     new: str = Field(description="Text that replaces `old`.")
-    replace_all: bool = Field(
-        default=False, description="Replace every occurrence of `old` instead of exactly one."
-    )
+    replace_all: bool = Field(default=False, description="Replace every occurrence of `old` instead of exactly one.")
 
 
 def _line_of(text: str, index: int) -> int:
@@ -386,9 +377,7 @@ def _count_error(text: str, old: str, count: int, given: str) -> ToolError:
         if stripped and stripped in text:
             line = _line_of(text, text.index(stripped))
             hint = f" (the text without its leading/trailing whitespace occurs at line {line})"
-        return ToolError(
-            f"old text not found in {given}{hint}; read the file and copy the text exactly"
-        )
+        return ToolError(f"old text not found in {given}{hint}; read the file and copy the text exactly")
     lines: list[int] = []
     start = text.find(old)
     while start != -1 and len(lines) < 10:

@@ -198,9 +198,7 @@ _CELL_OUTPUT = re.compile(r"^cell[\s:#-]*(\d+)(?:[\s:#.-]+(\d+))?$", re.IGNORECA
 
 
 class ViewImageArgs(BaseModel):
-    path: str | None = Field(
-        default=None, description="An image file in the workspace (PNG, JPEG, GIF or WebP)."
-    )
+    path: str | None = Field(default=None, description="An image file in the workspace (PNG, JPEG, GIF or WebP).")
     output: str | None = Field(
         default=None,
         description=(
@@ -241,7 +239,9 @@ def _image_file(workspace: Path, given: str) -> CapturedImage:
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(fd).st_size
         if size > MAX_IMAGE_BYTES:
-            raise ToolError(f"{given} is {size // 1024} KB; images over {MAX_IMAGE_BYTES // 1024 // 1024} MB cannot be sent")
+            raise ToolError(
+                f"{given} is {size // 1024} KB; images over {MAX_IMAGE_BYTES // 1024 // 1024} MB cannot be sent"
+            )
         data = handle.read(MAX_IMAGE_BYTES + 1)
     media_type = sniff_media_type(data)
     if media_type is None:
@@ -260,7 +260,9 @@ async def _named_output(ctx: ToolContext, name: str) -> CapturedImage:
     if cell is not None:
         index, number = int(cell.group(1)), int(cell.group(2) or 1)
         data, media_type = await cell_image(ctx, index, number)
-        return CapturedImage(name=f"cell:{index}:{number}", data=data, media_type=media_type, origin=f"output of notebook cell {index}")
+        return CapturedImage(
+            name=f"cell:{index}:{number}", data=data, media_type=media_type, origin=f"output of notebook cell {index}"
+        )
     known = ", ".join(store) or "none yet"
     raise ToolError(
         f"no image named {name!r} in this turn (images so far: {known}). Figures drawn by "

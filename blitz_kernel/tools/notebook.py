@@ -138,7 +138,9 @@ def _disk_output(output: dict[str, Any], include_images: bool) -> dict[str, Any]
         return {"output_type": kind, "name": output.get("name", "stdout"), "text": _text(output.get("text"))}
     if kind == "error":
         return {
-            "output_type": kind, "ename": output.get("ename", ""), "evalue": output.get("evalue", ""),
+            "output_type": kind,
+            "ename": output.get("ename", ""),
+            "evalue": output.get("evalue", ""),
             "traceback": "\n".join(output.get("traceback", [])),
         }
     data = output.get("data", {})
@@ -183,7 +185,9 @@ def _output_lines(index: int, outputs: list[dict[str, Any]]) -> list[str]:
     for output in outputs:
         kind = output.get("output_type")
         if kind == "stream":
-            lines.append(f"→ {output.get('name', 'stdout')}:\n{_cap(output.get('text', ''), MAX_OUTPUT_CHARS).rstrip()}")
+            lines.append(
+                f"→ {output.get('name', 'stdout')}:\n{_cap(output.get('text', ''), MAX_OUTPUT_CHARS).rstrip()}"
+            )
         elif kind == "error":
             lines.append(
                 f"→ error: {output.get('ename', '')}: {output.get('evalue', '')}\n"
@@ -197,7 +201,9 @@ def _output_lines(index: int, outputs: list[dict[str, Any]]) -> list[str]:
             for image in output.get("images", []):
                 image_number += 1
                 size = f" {image['width']}×{image['height']}" if "width" in image else ""
-                lines.append(f'→ {image.get("mime_type", "image")}{size}: view_image(output="cell:{index}:{image_number}")')
+                lines.append(
+                    f'→ {image.get("mime_type", "image")}{size}: view_image(output="cell:{index}:{image_number}")'
+                )
             others = [m for m in output.get("mime_types", []) if not m.startswith(("text/plain", "image/"))]
             if not text and not output.get("images"):
                 lines.append(f"→ {label}: {', '.join(others) or 'empty'}")
@@ -273,8 +279,12 @@ async def notebook_read(args: NotebookReadArgs, ctx: ToolContext) -> str:
         try:
             result = await bridge.request(
                 "read_cells",
-                {"indices": args.cells, "include_outputs": args.include_outputs, "include_images": False,
-                 "max_output_chars": OUTPUT_CHARS_SENT},
+                {
+                    "indices": args.cells,
+                    "include_outputs": args.include_outputs,
+                    "include_images": False,
+                    "max_output_chars": OUTPUT_CHARS_SENT,
+                },
             )
         except NotebookUnavailableError:
             pass
@@ -318,8 +328,8 @@ async def cell_image(ctx: ToolContext, index: int, number: int) -> tuple[bytes, 
     if bridge is not None:
         try:
             result = await bridge.request(
-                "read_cells", {"indices": [index], "include_outputs": True, "include_images": True,
-                               "max_output_chars": 0},
+                "read_cells",
+                {"indices": [index], "include_outputs": True, "include_images": True, "max_output_chars": 0},
             )
         except NotebookUnavailableError:
             result = None
@@ -381,8 +391,15 @@ async def _edit_through_bridge(bridge: NotebookAccess, args: NotebookEditArgs, r
         result = await bridge.request(
             "insert_cell", {"index": args.index, "cell_type": args.cell_type, "source": args.source}
         )
-        _record(recorder, action="insert", via="bridge", index=result["index"], cell_id=result.get("id"),
-                cell_type_after=args.cell_type, source_after=args.source)
+        _record(
+            recorder,
+            action="insert",
+            via="bridge",
+            index=result["index"],
+            cell_id=result.get("id"),
+            cell_type_after=args.cell_type,
+            source_after=args.source,
+        )
         return (
             f"inserted a {args.cell_type} cell at index {result['index']}; the notebook now has "
             f"{result['cell_count']} cells (cells after it moved down by one). It has not been run."
@@ -393,19 +410,37 @@ async def _edit_through_bridge(bridge: NotebookAccess, args: NotebookEditArgs, r
         if "cell_type" in args.model_fields_set:
             params["cell_type"] = args.cell_type
             if recorder is not None:  # a new type makes a new cell: learn the old type first
-                read = await bridge.request("read_cells", {"indices": [args.index], "include_outputs": False,
-                                                           "include_images": False, "max_output_chars": 0})
+                read = await bridge.request(
+                    "read_cells",
+                    {"indices": [args.index], "include_outputs": False, "include_images": False, "max_output_chars": 0},
+                )
                 before = (read.get("cells") or [{}])[0]
                 before_type, before_id = before.get("cell_type"), before.get("id")
         result = await bridge.request("replace_cell", params)
-        _record(recorder, action="replace", via="bridge", index=args.index, cell_id=result.get("id"),
-                cell_id_before=before_id or result.get("id"), cell_type_before=before_type or result.get("cell_type"), source_before=result.get("previous_source", ""),
-                cell_type_after=result.get("cell_type"), source_after=args.source)
+        _record(
+            recorder,
+            action="replace",
+            via="bridge",
+            index=args.index,
+            cell_id=result.get("id"),
+            cell_id_before=before_id or result.get("id"),
+            cell_type_before=before_type or result.get("cell_type"),
+            source_before=result.get("previous_source", ""),
+            cell_type_after=result.get("cell_type"),
+            source_after=args.source,
+        )
         return _replaced_text(args.index, result, args.source or "")
     result = await bridge.request("delete_cell", {"index": args.index})
     deleted = result.get("deleted", {})
-    _record(recorder, action="delete", via="bridge", index=args.index, cell_id=deleted.get("id"),
-            cell_type_before=deleted.get("cell_type"), source_before=deleted.get("source", ""))
+    _record(
+        recorder,
+        action="delete",
+        via="bridge",
+        index=args.index,
+        cell_id=deleted.get("id"),
+        cell_type_before=deleted.get("cell_type"),
+        source_before=deleted.get("source", ""),
+    )
     return (
         f"deleted cell {args.index} ({deleted.get('cell_type', 'cell')}: {_first_line(deleted)}); the "
         f"notebook now has {result['cell_count']} cells (cells after it moved up by one)"
@@ -446,15 +481,28 @@ def edit_notebook_file(path: Path, args: NotebookEditArgs, recorder: ChangeRecor
         cell_type = args.cell_type if "cell_type" in args.model_fields_set else before.get("cell_type", "code")
         cells[args.index] = retyped(document, before, cell_type, args.source or "")
         save_notebook(path, document)
-        _record(recorder, **base, cell_id=before.get("id"), cell_type_before=before.get("cell_type"),
-                source_before=cell_source(before), cell_type_after=cell_type, source_after=args.source,
-                cell_before=before)
+        _record(
+            recorder,
+            **base,
+            cell_id=before.get("id"),
+            cell_type_before=before.get("cell_type"),
+            source_before=cell_source(before),
+            cell_type_after=cell_type,
+            source_after=args.source,
+            cell_before=before,
+        )
         result = {"cell_type": cell_type, "previous_source": cell_source(before)}
         return f"{_replaced_text(args.index, result, args.source or '')}\n{ON_DISK_NOTE}"
     del cells[args.index]
     save_notebook(path, document)
-    _record(recorder, **base, cell_id=before.get("id"), cell_type_before=before.get("cell_type"),
-            source_before=cell_source(before), cell_before=before)
+    _record(
+        recorder,
+        **base,
+        cell_id=before.get("id"),
+        cell_type_before=before.get("cell_type"),
+        source_before=cell_source(before),
+        cell_before=before,
+    )
     shown = {"source": cell_source(before)}
     return (
         f"deleted cell {args.index} ({before.get('cell_type', 'cell')}: {_first_line(shown)}); the notebook "
@@ -464,9 +512,7 @@ def edit_notebook_file(path: Path, args: NotebookEditArgs, recorder: ChangeRecor
 
 def _replaced_text(index: int, result: dict[str, Any], source: str) -> str:
     previous = str(result.get("previous_source", ""))
-    diff = list(
-        difflib.unified_diff(previous.splitlines(), source.splitlines(), "before", "after", lineterm="", n=1)
-    )
+    diff = list(difflib.unified_diff(previous.splitlines(), source.splitlines(), "before", "after", lineterm="", n=1))
     if len(diff) > MAX_DIFF_LINES:
         diff = [*diff[:MAX_DIFF_LINES], f"[... {len(diff) - MAX_DIFF_LINES} more diff lines]"]
     kind = result.get("cell_type", "cell")

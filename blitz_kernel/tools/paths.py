@@ -46,9 +46,7 @@ __all__ = [
     "walk",
 ]
 
-SKIPPED_DIRS = frozenset(
-    {".git", ".venv", "__pycache__", "node_modules", ".blitz", ".ipynb_checkpoints"}
-)
+SKIPPED_DIRS = frozenset({".git", ".venv", "__pycache__", "node_modules", ".blitz", ".ipynb_checkpoints"})
 """Directory names that listing, glob and grep do not descend into unless asked by name."""
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -87,13 +85,9 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
         return resolved
     if not is_within(Path(os.path.normpath(candidate)), root):
         if given.is_absolute():
-            raise ToolError(
-                f"{path} is outside the workspace ({root}); use a path relative to the workspace"
-            )
+            raise ToolError(f"{path} is outside the workspace ({root}); use a path relative to the workspace")
         raise ToolError(f"{path} leads outside the workspace ({root}) through '..'")
-    raise ToolError(
-        f"{path} is a symlink (or inside one) that leads outside the workspace, to {resolved}"
-    )
+    raise ToolError(f"{path} is a symlink (or inside one) that leads outside the workspace, to {resolved}")
 
 
 def _reason(error: BaseException) -> str:
@@ -187,8 +181,7 @@ def open_in_workspace(
             raise ToolError(f"{given} is a file, not a directory") from None
         except _NotRegularError as error:
             raise ToolError(
-                f"{given} is {error.kind}, not a regular file; file tools read and write only "
-                "regular files"
+                f"{given} is {error.kind}, not a regular file; file tools read and write only regular files"
             ) from None
         except OSError as error:  # permissions, a pipe with no reader (ENXIO), a full disk
             raise ToolError(f"cannot open {given}: {error.strerror or error}") from None
@@ -395,7 +388,7 @@ def _link_kind(root: Path, link: Path, shown: str, notes: WalkNotes) -> str | No
 
 
 def _plural(kind: str) -> str:
-    """"a named pipe (FIFO)" → "named pipes (FIFO)"."""
+    """ "a named pipe (FIFO)" → "named pipes (FIFO)"."""
     kind = kind.removeprefix("a ")
     head, _, tail = kind.partition(" (")
     return f"{head}s" + (f" ({tail}" if tail else "")

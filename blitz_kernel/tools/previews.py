@@ -47,9 +47,9 @@ def fold(lines: list[str], limit: int = MAX_DIFF_LINES) -> str:
 def unified_diff(path: str, before: str | None, after: str) -> str:
     """A diff of `before` (None: the file does not exist) → `after`, folded."""
     old_name = "/dev/null" if before is None else f"a/{path}"
-    lines = list(difflib.unified_diff(
-        (before or "").splitlines(), after.splitlines(), old_name, f"b/{path}", lineterm="", n=3
-    ))
+    lines = list(
+        difflib.unified_diff((before or "").splitlines(), after.splitlines(), old_name, f"b/{path}", lineterm="", n=3)
+    )
     return fold(lines) if lines else f"(no change: {path} already holds exactly this)"
 
 
@@ -107,7 +107,8 @@ async def _cell(ctx: ToolContext, index: int) -> dict[str, Any]:
     if bridge is not None:
         try:
             result = await bridge.request(
-                "read_cells", {"indices": [index], "include_outputs": False, "include_images": False, "max_output_chars": 0}
+                "read_cells",
+                {"indices": [index], "include_outputs": False, "include_images": False, "max_output_chars": 0},
             )
             return dict(result["cells"][0])
         except (ToolError, KeyError, IndexError):
@@ -152,4 +153,3 @@ PREVIEWS: dict[str, Callable[[Any, ToolContext], Awaitable[str]]] = {
 def with_previews(tools: list[Tool]) -> list[Tool]:
     """The tools, those in PREVIEWS with their preview attached."""
     return [with_preview(t, _safe(PREVIEWS[t.name])) if t.name in PREVIEWS and t.preview is None else t for t in tools]
-

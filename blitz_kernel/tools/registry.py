@@ -239,9 +239,7 @@ def with_preview(base: Tool, preview: PreviewFunction) -> Tool:
     return dataclasses.replace(base, preview=preview)
 
 
-def tool(
-    name: str, kind: ToolKind, args: type[BaseModel]
-) -> Callable[[ToolFunction], Tool]:
+def tool(name: str, kind: ToolKind, args: type[BaseModel]) -> Callable[[ToolFunction], Tool]:
     """Decorator: turns `async def f(args, ctx) -> str` into a Tool; the docstring is the
     description the model reads."""
 

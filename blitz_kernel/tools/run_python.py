@@ -41,10 +41,7 @@ MAX_SECTION_CHARS = 20_000
 
 def user_namespace(ctx: ToolContext, tool_name: str) -> dict[str, Any]:
     if ctx.kernel is None:
-        raise ToolError(
-            f"{tool_name} needs a running kernel (use it from a notebook or IPython, "
-            "not a plain script)"
-        )
+        raise ToolError(f"{tool_name} needs a running kernel (use it from a notebook or IPython, not a plain script)")
     return ctx.kernel.user_ns
 
 
@@ -259,9 +256,7 @@ class RunPythonArgs(BaseModel):
         gt=0,
         le=MAX_TIMEOUT_S,
         allow_inf_nan=False,
-        description=(
-            f"Stop the code after this many seconds (default: no limit; at most {MAX_TIMEOUT_S:g})."
-        ),
+        description=(f"Stop the code after this many seconds (default: no limit; at most {MAX_TIMEOUT_S:g})."),
     )
 
 

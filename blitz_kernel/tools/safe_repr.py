@@ -16,9 +16,7 @@ from typing import Any
 
 __all__ = ["SafeRepr", "is_trusted", "opaque"]
 
-TRUSTED_MODULES = frozenset(
-    {"builtins", "datetime", "decimal", "fractions", "pathlib", "uuid", "collections", "types"}
-)
+TRUSTED_MODULES = frozenset({"builtins", "datetime", "decimal", "fractions", "pathlib", "uuid", "collections", "types"})
 """Standard-library modules whose types have their own, known reprs (exact module names)."""
 TRUSTED_LIBRARIES = frozenset({"pandas", "numpy", "polars", "pyarrow"})
 """Top-level packages whose types we call into (any sub-module)."""

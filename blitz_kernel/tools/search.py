@@ -168,8 +168,7 @@ def _glob_sync(workspace: Path, args: GlobArgs, budget: Budget) -> str:
         matches = sorted(_glob_matches(root, base, matcher, depth, notes, budget))
     except _PatternTimeoutError:
         raise ToolError(
-            f"glob pattern {args.pattern!r} ran out of time matching one path; use fewer '*' "
-            "in one segment"
+            f"glob pattern {args.pattern!r} ran out of time matching one path; use fewer '*' in one segment"
         ) from None
     text = _render_glob(args.pattern, matches, root)
     extra = [note for note in (notes.render(), _budget_note(budget) if budget.exhausted() else "") if note]
@@ -204,9 +203,7 @@ def _render_glob(pattern: str, matches: list[tuple[Path, bool]], root: Path) -> 
     shown = [relative_name(p, root) + ("/" if is_dir else "") for p, is_dir in matches[:MAX_GLOB_RESULTS]]
     lines = [f"{len(matches)} matches for {pattern}:", *shown]
     if len(matches) > MAX_GLOB_RESULTS:
-        lines.append(
-            f"[... {len(matches) - MAX_GLOB_RESULTS} more matches not shown; narrow the pattern]"
-        )
+        lines.append(f"[... {len(matches) - MAX_GLOB_RESULTS} more matches not shown; narrow the pattern]")
     return "\n".join(lines)
 
 
@@ -429,17 +426,10 @@ def _grep_sync(workspace: Path, args: GrepArgs, budget: Budget) -> str:
 
 def _render_grep(args: GrepArgs, search: _Search, budget: Budget) -> str:
     result = search.result
-    skipped = (
-        f"; {result.files_skipped} binary, large or unreadable files skipped"
-        if result.files_skipped
-        else ""
-    )
+    skipped = f"; {result.files_skipped} binary, large or unreadable files skipped" if result.files_skipped else ""
     extra = [note for note in (search.notes.render(), _budget_note(budget) if budget.exhausted() else "") if note]
     if not result.matches:
-        text = (
-            f"no matches for /{args.pattern}/ in {args.path} "
-            f"({result.files_searched} files searched{skipped})"
-        )
+        text = f"no matches for /{args.pattern}/ in {args.path} ({result.files_searched} files searched{skipped})"
         return "\n".join([text, *extra])
     lines = list(result.lines)
     if result.matches > len(result.lines):

@@ -39,7 +39,9 @@ class Searcher(Protocol):
 
 
 class SearchSessionArgs(BaseModel):
-    query: str = Field(description="words to look for (every word must occur; a word also matches longer words it begins)")
+    query: str = Field(
+        description="words to look for (every word must occur; a word also matches longer words it begins)"
+    )
     limit: int = Field(default=8, ge=1, le=20, description="at most this many passages, best first")
 
 

@@ -185,8 +185,7 @@ async def list_variables(args: ListVariablesArgs, ctx: ToolContext) -> str:
         lines.append(_variable_line(name, ns[name], limit_s, values=ctx.variable_values))
     if len(names) > MAX_LISTED_VARIABLES:
         lines.append(
-            f"[... {len(names) - MAX_LISTED_VARIABLES} more variables not shown; "
-            "use describe_variable with a name]"
+            f"[... {len(names) - MAX_LISTED_VARIABLES} more variables not shown; use describe_variable with a name]"
         )
     return "\n".join(lines)
 
@@ -242,9 +241,7 @@ def _unknown_name_error(ns: dict[str, Any], name: str) -> ToolError:
 
 def _describe_dataframe(df: Any) -> str:
     pd = sys.modules["pandas"]
-    columns = pd.DataFrame(
-        {"dtype": df.dtypes.astype(str), "non-null": df.notna().sum(), "nulls": df.isna().sum()}
-    )
+    columns = pd.DataFrame({"dtype": df.dtypes.astype(str), "non-null": df.notna().sum(), "nulls": df.isna().sum()})
     shown = columns.head(60).to_string()
     more = f"\n[... {len(columns) - 60} more columns]" if len(columns) > 60 else ""
     return "\n".join(
@@ -281,15 +278,11 @@ def _describe_series(series: Any) -> str:
 def _describe_ndarray(array: Any) -> str:
     np = sys.modules["numpy"]
     lines = [f"ndarray: shape {array.shape}, dtype {array.dtype}, {array.nbytes:,} bytes"]
-    numeric = np.issubdtype(array.dtype, np.number) and not np.issubdtype(
-        array.dtype, np.complexfloating
-    )
+    numeric = np.issubdtype(array.dtype, np.number) and not np.issubdtype(array.dtype, np.complexfloating)
     if numeric and array.size:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            lines.append(
-                f"min {np.nanmin(array)}, max {np.nanmax(array)}, mean {np.nanmean(array)}"
-            )
+            lines.append(f"min {np.nanmin(array)}, max {np.nanmax(array)}, mean {np.nanmean(array)}")
         if np.issubdtype(array.dtype, np.floating):
             lines.append(f"NaN count: {int(np.isnan(array).sum())}")
     with np.printoptions(threshold=60, edgeitems=3, linewidth=100):
@@ -309,9 +302,7 @@ def _describe_mapping(obj: dict[Any, Any]) -> str:
 def _describe_collection(obj: list[Any] | tuple[Any, ...] | set[Any] | frozenset[Any]) -> str:
     types_seen = Counter(type(item).__name__ for item in itertools.islice(obj, 10_000))
     kinds = ", ".join(f"{name} × {count}" for name, count in types_seen.most_common(5))
-    return "\n".join(
-        [f"{type(obj).__name__} of length {len(obj)}", f"item types: {kinds or '—'}", _repr(obj)]
-    )
+    return "\n".join([f"{type(obj).__name__} of length {len(obj)}", f"item types: {kinds or '—'}", _repr(obj)])
 
 
 def _describe_callable(obj: Any) -> str:
@@ -327,8 +318,7 @@ def _describe_untrusted(obj: object) -> str:
     cls = type(obj)
     lines = [
         f"type: {cls.__module__}.{cls.__qualname__}",
-        "(its repr, len and properties are its own code and were not run; use run_python to "
-        "look inside)",
+        "(its repr, len and properties are its own code and were not run; use run_python to look inside)",
     ]
     try:
         attributes = object.__getattribute__(obj, "__dict__")

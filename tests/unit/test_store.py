@@ -27,7 +27,8 @@ from blitz_kernel.core.usage import Price
 from blitz_kernel.engine.locks import SessionLocks, SessionNameError
 from blitz_kernel.engine.resume import code_names, variable_names
 from blitz_kernel.engine.sessions import SessionBook
-from blitz_kernel.engine.store import Store, StoreError, open_store
+from blitz_kernel.engine.store import Store, StoreError
+from blitz_kernel.engine.store_link import open_store
 from blitz_kernel.engine.store_schema import SCHEMA_VERSION
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError

@@ -124,9 +124,7 @@ class TurnController:
         self.workspace = workspace
         self.turn_id = uuid.uuid4().hex
         self.state = TurnState(turn_id=self.turn_id, prompt=prompt, session=session, label=label)
-        self.render_timeout = (
-            workspace.config.notebook.render_timeout_s if render_timeout is None else render_timeout
-        )
+        self.render_timeout = workspace.config.notebook.render_timeout_s if render_timeout is None else render_timeout
         """How long a permission request or a plan waits for the widget to render before nobody
         is taken to be there (fail-closed: nobody can click a widget nobody sees)."""
         self.view: TurnView | None = None
@@ -406,7 +404,9 @@ class TurnController:
         """Stop pressed: every open request (the turn's and its sub-agents') is denied."""
         for request in list(self._requests.values()):
             for call in request.request.calls:
-                request.decisions.setdefault(call.id, PermissionDecision(call_id=call.id, decision="deny", reason=reason))
+                request.decisions.setdefault(
+                    call.id, PermissionDecision(call_id=call.id, decision="deny", reason=reason)
+                )
             request.resolve()
 
     # -- the end of the turn --------------------------------------------------------------

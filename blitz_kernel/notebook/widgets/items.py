@@ -20,7 +20,11 @@ PreviewKind = Literal["diff", "cell", "code", "text", ""]
 """How the approval card shows a call's preview (diff lines coloured, code monospace)."""
 
 FINAL_STATUS: dict[ToolOutcome, ToolStatus] = {
-    "ok": "done", "error": "error", "denied": "denied", "cancelled": "cancelled", "blocked": "blocked",
+    "ok": "done",
+    "error": "error",
+    "denied": "denied",
+    "cancelled": "cancelled",
+    "blocked": "blocked",
 }
 """The card status of each way a call can end (ToolResultEvent.status)."""
 
@@ -129,6 +133,7 @@ class AttachmentChip(TypedDict):
     size: int
     label: str
     """`variable df · 2.1 KB`: the chip's words, written once here (lines.attachment_label)."""
+
 
 OPEN_STATUSES = ("queued", "waiting", "running")
 NOTICE_KINDS = ("unpriced", "notice", "mcp")

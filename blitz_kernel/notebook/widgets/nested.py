@@ -41,9 +41,20 @@ def _now_ms() -> float:
 def new_tool(call_id: str, name: str, args: dict[str, object], agent: str = "") -> ToolItem:
     """A fresh, running tool card."""
     return {
-        "kind": "tool", "id": call_id, "name": name, "args": dict(args), "status": "running",
-        "started_ms": _now_ms(), "ended_ms": None, "preview": "", "error": None, "decision": None,
-        "images": 0, "images_omitted": 0, "agent": agent, "nested": [],
+        "kind": "tool",
+        "id": call_id,
+        "name": name,
+        "args": dict(args),
+        "status": "running",
+        "started_ms": _now_ms(),
+        "ended_ms": None,
+        "preview": "",
+        "error": None,
+        "decision": None,
+        "images": 0,
+        "images_omitted": 0,
+        "agent": agent,
+        "nested": [],
     }
 
 

@@ -66,22 +66,53 @@ from .items import (
 from .nested import Path, SubagentCards, new_tool
 
 __all__ = [
-    "FINAL_STATUS", "NOTICE_KINDS", "OPEN_STATUSES", "AsideEntry", "AsideStatus", "AttachmentChip", "CompactionItem", "ErrorItem",
-    "Item", "PendingCallEntry", "PendingRequest", "Phase", "PlanItem", "SteerEntry", "SteerStatus", "TextItem",
-    "ThoughtItem", "ToolItem", "ToolStatus", "TurnState",
+    "FINAL_STATUS",
+    "NOTICE_KINDS",
+    "OPEN_STATUSES",
+    "AsideEntry",
+    "AsideStatus",
+    "AttachmentChip",
+    "CompactionItem",
+    "ErrorItem",
+    "Item",
+    "PendingCallEntry",
+    "PendingRequest",
+    "Phase",
+    "PlanItem",
+    "SteerEntry",
+    "SteerStatus",
+    "TextItem",
+    "ThoughtItem",
+    "ToolItem",
+    "ToolStatus",
+    "TurnState",
 ]
 
 if TYPE_CHECKING:
     from ...engine.turn import TurnResult
 
 SYNCED = (
-    "header", "items", "live", "pending", "review", "offer", "steers", "asides", "footer", "phase", "stopping", "notice",
+    "header",
+    "items",
+    "live",
+    "pending",
+    "review",
+    "offer",
+    "steers",
+    "asides",
+    "footer",
+    "phase",
+    "stopping",
+    "notice",
     "images",
 )
 """The fields the widget mirrors as traits (same names)."""
 
 PREVIEW_KINDS: dict[str, PreviewKind] = {
-    "edit_file": "diff", "write_file": "diff", "notebook_edit": "cell", "run_python": "code",
+    "edit_file": "diff",
+    "write_file": "diff",
+    "notebook_edit": "cell",
+    "run_python": "code",
 }
 """How the approval card shows each tool's preview (others: plain text)."""
 
@@ -251,8 +282,15 @@ class TurnState:
             if tool["status"] == "running":
                 tool["status"] = "waiting" if call_id in asked else "queued"
         calls: list[PendingCallEntry] = [
-            {"id": c.id, "name": c.name, "args": c.args, "decision": None, "reason": c.reason,
-             "preview": c.preview, "preview_kind": PREVIEW_KINDS.get(c.name, "text") if c.preview else ""}
+            {
+                "id": c.id,
+                "name": c.name,
+                "args": c.args,
+                "decision": None,
+                "reason": c.reason,
+                "preview": c.preview,
+                "preview_kind": PREVIEW_KINDS.get(c.name, "text") if c.preview else "",
+            }
             for c in event.calls
         ]
         request: PendingRequest = {"request_id": event.request_id, "calls": calls, "agent": agent, "scope": list(scope)}
@@ -345,14 +383,27 @@ class TurnState:
         self.dirty.add("footer")
 
     def _on_compaction(self, event: CompactionEvent) -> None:
-        self._add({"kind": "compaction", "covered_events": event.covered_events,
-                   "tokens_before": event.tokens_before, "tokens_after": event.tokens_after,
-                   "line": compaction_line(event.covered_events)})
+        self._add(
+            {
+                "kind": "compaction",
+                "covered_events": event.covered_events,
+                "tokens_before": event.tokens_before,
+                "tokens_after": event.tokens_after,
+                "line": compaction_line(event.covered_events),
+            }
+        )
 
     def _on_plan(self, event: PlanEvent) -> None:
         self.close_review()
-        self._add({"kind": "plan", "plan": event.plan, "status": event.status, "reason": event.reason,
-                   "heading": plan_heading(event.status)})
+        self._add(
+            {
+                "kind": "plan",
+                "plan": event.plan,
+                "status": event.status,
+                "reason": event.reason,
+                "heading": plan_heading(event.status),
+            }
+        )
 
     def _on_error(self, event: ErrorEvent) -> None:
         if event.kind in NOTICE_KINDS:
@@ -401,8 +452,9 @@ class TurnState:
         return []
 
     def add_aside(self, question: str) -> int:
-        self.asides.append({"id": len(self.asides), "question": question, "status": "thinking",
-                            "answer": "", "error": None})
+        self.asides.append(
+            {"id": len(self.asides), "question": question, "status": "thinking", "answer": "", "error": None}
+        )
         self.dirty.add("asides")
         return len(self.asides) - 1
 
@@ -445,9 +497,13 @@ class TurnState:
     def set_offer(self, offer_id: int | None, steps: int = 0) -> None:
         """Issue 12 §5: offer (or withdraw, with None) Continue for `steps` more steps."""
         self.offer = (
-            {"offer_id": offer_id, "steps": steps,
-             "line": f"Stopped at the step limit. Continue runs up to {steps} more steps in this turn."}
-            if offer_id is not None else {}
+            {
+                "offer_id": offer_id,
+                "steps": steps,
+                "line": f"Stopped at the step limit. Continue runs up to {steps} more steps in this turn.",
+            }
+            if offer_id is not None
+            else {}
         )
         self.dirty.add("offer")
 
@@ -466,9 +522,16 @@ class TurnState:
     def synced_value(self, name: str) -> Any:
         """The JSON value of one synced field; fresh containers, so traitlets sees a change."""
         if name == "header":
-            return {"prompt": self.prompt, "label": self.label, "session": self.session, "model": self.model,
-                    "agent": self.agent, "turn_index": self.turn_index, "started_ms": self.started_ms,
-                    "attachments": [dict(chip) for chip in self.attachments]}
+            return {
+                "prompt": self.prompt,
+                "label": self.label,
+                "session": self.session,
+                "model": self.model,
+                "agent": self.agent,
+                "turn_index": self.turn_index,
+                "started_ms": self.started_ms,
+                "attachments": [dict(chip) for chip in self.attachments],
+            }
         if name == "items":
             return [dict(item) for item in self.items]
         if name == "live":
@@ -476,8 +539,11 @@ class TurnState:
         if name == "pending":
             if self.pending is None:
                 return {}
-            return {**self.pending, "calls": [dict(call) for call in self.pending["calls"]],
-                    "waiting": len(self.waiting_requests)}
+            return {
+                **self.pending,
+                "calls": [dict(call) for call in self.pending["calls"]],
+                "waiting": len(self.waiting_requests),
+            }
         if name in ("review", "offer"):
             return dict(getattr(self, name))
         if name in ("steers", "asides"):
@@ -491,10 +557,15 @@ class TurnState:
     def footer(self) -> dict[str, Any]:
         usage = self.usage
         return {
-            "model": self.model, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-            "cached_tokens": usage.cached_tokens, "calls": usage.calls,
-            "cost": usage.describe_cost(), "priced": usage.priced,
-            "elapsed_s": self.elapsed_s, "stop_reason": self.stop_reason,
+            "model": self.model,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cached_tokens": usage.cached_tokens,
+            "calls": usage.calls,
+            "cost": usage.describe_cost(),
+            "priced": usage.priced,
+            "elapsed_s": self.elapsed_s,
+            "stop_reason": self.stop_reason,
             "switches": list(self.switches),
             "context": context_fill(self.context_used, self.context_window),
         }

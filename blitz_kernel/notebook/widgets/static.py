@@ -36,11 +36,18 @@ def _capped(record: dict[str, Any], key: str, text: str) -> None:
     record[key] = text[:RECORD_TEXT_CHARS] + f"\n[… {cut:,} more characters not kept in the notebook]"
     record[f"{key}_chars"] = len(text)
 
+
 STATUS_MARK: dict[ToolStatus, str] = {
-    "done": "✓", "error": "✗", "denied": "⊘ denied", "cancelled": "⊘ cancelled", "blocked": "⊘ blocked",
+    "done": "✓",
+    "error": "✗",
+    "denied": "⊘ denied",
+    "cancelled": "⊘ cancelled",
+    "blocked": "⊘ blocked",
 }
 STEER_WORDS: dict[SteerStatus, str] = {
-    "queued": "queued", "delivered": "delivered", "next_prompt": "sent as the next prompt",
+    "queued": "queued",
+    "delivered": "delivered",
+    "next_prompt": "sent as the next prompt",
     "dropped": "dropped",
 }
 
@@ -60,8 +67,11 @@ def _call_records(tools: list[ToolItem]) -> list[dict[str, Any]]:
     records = []
     for tool in tools:
         record = {
-            "id": tool["id"], "name": tool["name"], "args": _short_value(tool["args"]),
-            "status": tool["status"], "decision": tool["decision"],
+            "id": tool["id"],
+            "name": tool["name"],
+            "args": _short_value(tool["args"]),
+            "status": tool["status"],
+            "decision": tool["decision"],
             "result": shorten(tool["error"] or tool["preview"] or "", RECORD_RESULT_CHARS),
             "images": tool["images"],
         }
@@ -189,10 +199,12 @@ def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
                 continue  # the plan item below shows it, and what became of it
             line = tool_line(item)
             nested = nested_lines(item)
-            pieces.append((
-                "\n".join([f"- {code_span(line)}", *(md for md, _ in nested)]),
-                "\n".join([line, *(text for _, text in nested)]),
-            ))
+            pieces.append(
+                (
+                    "\n".join([f"- {code_span(line)}", *(md for md, _ in nested)]),
+                    "\n".join([line, *(text for _, text in nested)]),
+                )
+            )
         elif item["kind"] == "plan":
             heading = plan_heading_with_reason(item["status"], item["reason"])
             pieces.append((f"**{escape_html(heading)}**\n\n{escape_html(item['plan'])}", f"{heading}\n{item['plan']}"))

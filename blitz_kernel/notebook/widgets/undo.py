@@ -91,7 +91,11 @@ class UndoControl:
         self.task: asyncio.Task[None] | None = None
 
     def _receive(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if not isinstance(content, dict) or content.get("kind") != "undo" or content.get("turn_id") != self.state.turn_id:
+        if (
+            not isinstance(content, dict)
+            or content.get("kind") != "undo"
+            or content.get("turn_id") != self.state.turn_id
+        ):
             return  # malformed, or meant for another turn's button
         self.click()
 

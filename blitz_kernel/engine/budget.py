@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.usage import Price
-from ..errors import MaxCostError, SessionBudgetError
+from ..errors import BlitzError, MaxCostError, SessionBudgetError
+from .options import MAX_COST_USD, check_number
 from .session import Session
 from .steering import TurnControl
 
@@ -79,3 +80,12 @@ class Budget:
         spent = turn_spent + self.charged_elsewhere
         if self.turn_ceiling is not None and spent > self.turn_ceiling:
             raise MaxCostError(spent, self.turn_ceiling)
+
+
+def add_session_budget(session: Session, usd: float, limit: float | None) -> float:
+    """GR-05: add `usd` to the session's budget (lifting a trip); returns what is left."""
+    check_number("--add-budget", usd, upper=MAX_COST_USD)
+    if limit is None:
+        raise BlitzError("no session budget is set (limits.max_cost_usd_session); nothing to add to")
+    session.add_budget(usd)
+    return limit + session.budget_added_usd - session.ledger.total.cost_usd

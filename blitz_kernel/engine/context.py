@@ -37,6 +37,14 @@ class ContextWindows:
         cached = [window for key, window in self._known.items() if key[0] == model.name]
         return cached[-1] if cached else resolve_window(model, config)
 
+    def fill(self, used: int, model: Model, config: BlitzConfig) -> str | None:
+        """How full a context is after a prompt of `used` tokens ("ctx 42 % of 128K (litellm)");
+        None before any model call."""
+        if not used:
+            return None
+        window = self.known(model, config)
+        return f"{window.fill(used)} ({window.source})"
+
 
 def resolve_window(model: Model, config: BlitzConfig) -> ContextWindow:
     """ENG-60: configured, litellm's, or the default window; the threshold is configured or

@@ -157,11 +157,12 @@ class TurnRunner:
             self.recorder = TurnRecorder(setup.session, turn_index, setup.tool_context.workspace, setup.keep_turns)
         text, error = "", None
         stop: StopReason = "end_turn"
-        deadline = asyncio.timeout(setup.limits.timeout_s)
-        if setup.limits.timeout_s is not None:
+        left = setup.limits.time_left()
+        deadline = asyncio.timeout(left)
+        if left is not None:
             # Tools that block the loop (run_python) cannot be reached by asyncio.timeout; they
             # read this and stop themselves in time (ENG-14).
-            setup.tool_context.deadline = time.monotonic() + setup.limits.timeout_s
+            setup.tool_context.deadline = time.monotonic() + left
         try:
             await self._emit(
                 TurnStarted(

@@ -85,6 +85,13 @@ class TurnLimits:
     max_cost_usd_session: float | None = None
     repeat_warn: int = 3
     repeat_stop: int = 5
+    spent_before_s: float = 0.0
+    """Wall-clock seconds the turn's setup already used (model lookups): `timeout_s` covers them."""
+
+    def time_left(self) -> float | None:
+        if self.timeout_s is None:
+            return None
+        return max(self.timeout_s - self.spent_before_s, 0.001)
 
 
 @dataclass(frozen=True)
@@ -139,19 +146,18 @@ class TurnSetup:
     the front end right after `turn_started`."""
 
 
-async def refused_before_start(reason: str, session: str, turn_index: int, on_event: EventHandler | None) -> TurnResult:
-    """A turn that could not start (its model can never answer): the front end shows why and
-    nothing is recorded."""
+async def refused_before_start(
+    reason: str, session: str, turn_index: int, on_event: EventHandler | None, stop: StopReason = "error"
+) -> TurnResult:
+    """A turn that could not start (its model can never answer, or its --timeout ran out
+    while the model was looked up): the front end shows why and nothing is recorded."""
     usage = UsageTotals()
-    events: list[Event] = [
-        ErrorEvent(kind="error", message=reason),
-        TurnDone(stop_reason="error", usage=usage, error=reason),
-    ]
+    events: list[Event] = [ErrorEvent(kind=stop, message=reason), TurnDone(stop_reason=stop, usage=usage, error=reason)]
     if on_event is not None:
         for event in events:
             outcome = on_event(event)
             if inspect.isawaitable(outcome):
                 await outcome
     return TurnResult(
-        text="", stop_reason="error", error=reason, usage=usage, events=events, session=session, turn_index=turn_index
+        text="", stop_reason=stop, error=reason, usage=usage, events=events, session=session, turn_index=turn_index
     )

@@ -9,7 +9,9 @@ TurnSetup and hands it to the TurnRunner.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 from ..config import OVERRIDE_SOURCE, BlitzConfig, check_policy_names, load_config, workspace_trust
 from ..core.attachments import Attachment
 from ..core.redact import Redactor
+from ..core.terms import StopReason
 from ..core.usage import PriceBook, UsageLedger
 from ..errors import BlitzError, ConfigError, SessionBusyError, SteerTooLateError, UnknownAgentError
 from ..mcp.manager import McpManager, server_entries
@@ -32,6 +35,7 @@ from ..trust import TrustState, TrustStore
 from .agents import AgentDefinition, AgentRegistry, agent_tools, check_tool_names
 from .approval import ApprovalGate, Approver, HeadlessApprover, PendingApprovals, Policy
 from .audit import AuditRecord
+from .budget import add_session_budget
 from .compaction import CompactionResult, Compactor, manual_window
 from .context import ContextWindows
 from .events import ErrorEvent
@@ -39,7 +43,7 @@ from .hooks import HookRunner
 from .instructions import MemoryFile, memory_files, root_instructions
 from .loop import TurnRunner
 from .modes import MODE_INSTRUCTIONS, SUBAGENT_READ_ONLY, PlanReviewer, TurnMode
-from .options import MAX_COST_USD, EventHandler, FrontEnd, RunOptions, check_number
+from .options import EventHandler, FrontEnd, RunOptions
 from .session import Session
 from .sessions import SessionBook
 from .steering import TurnControl
@@ -235,22 +239,12 @@ class Workspace:
 
     def add_budget(self, session: str, usd: float) -> float:
         """GR-05: add `usd` to the session's budget (lifting a trip); returns what is left."""
-        check_number("--add-budget", usd, upper=MAX_COST_USD)
-        limit = self.config.limits.max_cost_usd_session
-        if limit is None:
-            raise BlitzError("no session budget is set (limits.max_cost_usd_session); nothing to add to")
-        state = self.session(session)
-        state.add_budget(usd)
-        return limit + state.budget_added_usd - state.ledger.total.cost_usd
+        return add_session_budget(self.session(session), usd, self.config.limits.max_cost_usd_session)
 
     def context_of(self, session: str) -> str | None:
         """How full the session's context is ("ctx 42 % of 128K (litellm)"), from its last
         prompt; None before any model call. The window is the current model's."""
-        used = self.session(session).ledger.last_prompt_tokens
-        if not used:
-            return None
-        context = self.contexts.known(self.model, self.config)
-        return f"{context.fill(used)} ({context.source})"
+        return self.contexts.fill(self.session(session).ledger.last_prompt_tokens, self.model, self.config)
 
     def audit(self, session: str = "default") -> list[AuditRecord]:
         """WS-07: every tool call of the session, with its decision and who made it."""
@@ -312,9 +306,17 @@ class Workspace:
     ) -> TurnResult:
         """`run` for callers that hold typed options already (the notebook front end)."""
         front_end = front_end or FrontEnd()
-        # a model that can never answer (or an unknown agent): the turn ends in error before
-        # anything is recorded: no session created, no prompt in the history, no turn counted
-        problem = await self._model_problem(self._turn_model(options.model, self._agent(options.agent)))
+        # --timeout covers the lookups before the first model call too (issue 15 #9): they may
+        # load a provider library or start MCP servers; the turn then gets what is left
+        limit = options.timeout_s if options.timeout_s is not None else self.config.limits.timeout_s
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(limit):
+                # a model that can never answer (or an unknown agent): the turn ends in error before
+                # anything is recorded: no session created, no prompt in the history, no turn counted
+                problem = await self._model_problem(self._turn_model(options.model, self._agent(options.agent)))
+        except TimeoutError:
+            return await self._refused_before_start(_setup_timeout(limit), session, front_end, "timeout")
         if problem is not None:
             return await self._refused_before_start(problem, session, front_end)
         state = self.session(session)
@@ -324,7 +326,13 @@ class Workspace:
         control = TurnControl()
         state.running = control  # at once: a second run or a steer meanwhile sees this turn
         try:
-            setup = await self._setup(state, options, front_end)
+            try:
+                async with asyncio.timeout(limit - (time.monotonic() - started) if limit else None):
+                    setup = await self._setup(state, options, front_end)
+            except TimeoutError:
+                return await self._refused_before_start(_setup_timeout(limit), session, front_end, "timeout")
+            spent = dataclasses.replace(setup.limits, spent_before_s=time.monotonic() - started)
+            setup = dataclasses.replace(setup, limits=spent)
             return await TurnRunner(setup, control).run(prompt, attachments)
         finally:
             state.running = None
@@ -498,10 +506,12 @@ class Workspace:
             self._usable[key] = await asyncio.to_thread(model_problem, model)
         return self._usable[key]
 
-    async def _refused_before_start(self, reason: str, session: str, front_end: FrontEnd) -> TurnResult:
+    async def _refused_before_start(
+        self, reason: str, session: str, front_end: FrontEnd, stop: StopReason = "error"
+    ) -> TurnResult:
         """A turn that could not start: the front end shows why, nothing is recorded."""
         turns = self.sessions.get(session).turns if session in self.sessions.names() else 0
-        return await refused_before_start(reason, session, turns, front_end.on_event)
+        return await refused_before_start(reason, session, turns, front_end.on_event, stop)
 
     async def _context_for(self, model: Model) -> ContextWindow:
         return await self.contexts.lookup(model, self.config)
@@ -583,3 +593,7 @@ class Workspace:
 
     def _check_tool_names(self, tools: tuple[str, ...] | None) -> tuple[str, ...] | None:
         return check_tool_names(self.tools, tools)
+
+
+def _setup_timeout(limit: float | None) -> str:
+    return f"turn timed out after {limit or 0:g} s, before its first model call (looking up the model)"

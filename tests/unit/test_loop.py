@@ -684,3 +684,26 @@ async def test_continue_runs_more_steps_of_a_turn_that_stopped_at_max_turns(make
     assert done.type == "turn_done" and done.context_window == 128_000
     with pytest.raises(BlitzError, match="no turn to continue"):
         await ws.continue_turn("s")
+
+
+async def test_timeout_covers_the_lookups_before_the_first_model_call(tmp_path):
+    """Issue 15 #9: a model lookup that hangs (a provider library loading, a stuck server)
+    ends at --timeout, as `timeout`, with nothing recorded."""
+    import threading
+
+    release = threading.Event()
+
+    class SlowToDescribe(ScriptedModel):
+        def context_window(self):
+            release.wait(10)  # runs in a worker thread, like litellm's model map
+            return None
+
+    model = SlowToDescribe([{"text": "never"}])
+    ws = Workspace.open(tmp_path, model=model, environ={}, home=tmp_path / "h")
+    try:
+        result = await asyncio.wait_for(ws.run("hi", session="s", timeout=0.3), 5)
+    finally:
+        release.set()
+    assert result.stop_reason == "timeout"
+    assert result.error == "turn timed out after 0.3 s, before its first model call (looking up the model)"
+    assert model.requests == [] and ws.session("s").history == [] and ws.session("s").turns == 0

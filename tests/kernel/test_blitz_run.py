@@ -135,20 +135,20 @@ def test_approve_allow_lets_mutating_tools_run_and_deny_is_the_default(tmp_path:
     assert (tmp_path / "note.txt").read_text() == "hi"
 
 
-def test_a_blocked_turn_exits_4(tmp_path: Path):
-    # No hook can block a turn yet (WS-04 is to come), so the cell raises what magics.py
-    # raises for a turn that ended `blocked`: the exit status is read from that error.
-    nb = notebook(
-        tmp_path / "blocked.ipynb",
-        "from blitz_kernel.notebook.magics import TurnFailedError\n"
-        "from blitz_kernel.engine.turn import TurnResult\n"
-        "from blitz_kernel.core.usage import UsageTotals\n"
-        "raise TurnFailedError(TurnResult(text='', stop_reason='blocked', error='prompt_submit hook said no',\n"
-        "                                 usage=UsageTotals(), session='s', turn_index=0))",
+def test_a_turn_blocked_by_a_hook_exits_4(tmp_path: Path):
+    """A real prompt_submit hook (WS-04) in the user's own config blocks the turn: nothing is
+    recorded, the cell fails with stop reason `blocked`, and the run exits 4."""
+    (tmp_path / ".blitz").mkdir(exist_ok=True)
+    (tmp_path / ".blitz" / "config.toml").write_text(
+        '[[hooks.prompt_submit]]\ncommand = "echo no prompts about payroll >&2; exit 2"\n'
     )
-    done = blitz_run(nb, home=tmp_path)
+    script(tmp_path / "script.json", {"text": "never asked"})
+    nb = notebook(tmp_path / "blocked.ipynb", "%load_ext blitz_kernel", "%%blitz\nSummarise the payroll.")
+    done = blitz_run(nb, "--model", "scripted:script.json", "--report", tmp_path / "r.json", home=tmp_path)
     assert done.returncode == 4, done.stderr
-    assert "Blitz turn stopped (blocked): prompt_submit hook said no" in done.stderr
+    assert "Blitz turn stopped (blocked): blocked by prompt_submit hook: no prompts about payroll" in done.stderr
+    report = RunReport.model_validate_json((tmp_path / "r.json").read_text())
+    assert report.outcome == "blocked"
 
 
 def test_a_cell_past_the_timeout_exits_3(tmp_path: Path):

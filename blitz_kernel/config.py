@@ -315,14 +315,16 @@ def load_config(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
     home: Path | None = None,
+    agent_pins: Mapping[str, str] | None = None,
 ) -> BlitzConfig:
     """The workspace's configuration, all layers merged (module docstring for the order).
+    `agent_pins` (the workspace's agent files' model pins) are part of what trust covers.
 
     Raises ConfigError naming the key and the file, variable or `%blitz_config` that set it.
     Values overridden by a higher layer are not checked: the higher layer is the fix.
     """
     environ = os.environ if environ is None else environ
-    trust = workspace_trust(workspace, environ, home)
+    trust = workspace_trust(workspace, environ, home, agent_pins)
     layers = []
     for path in reversed(config_source_paths(workspace, home)):
         layer = _file_layer(path)
@@ -338,8 +340,14 @@ def load_config(
         raise _config_error(error.errors()[0], sources) from None
 
 
-def workspace_trust(workspace: Path, environ: Mapping[str, str] | None = None, home: Path | None = None) -> TrustState:
-    """What the workspace's own config file asks for that needs trust, and whether it has it."""
+def workspace_trust(
+    workspace: Path,
+    environ: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    agent_pins: Mapping[str, str] | None = None,
+) -> TrustState:
+    """What the workspace's own config file (and its agent files' model pins) ask for that
+    needs trust, and whether it has it."""
     path = _workspace_file(Path(workspace))
     layer = _file_layer(path) if path is not None else None
     return trust_state(
@@ -348,6 +356,7 @@ def workspace_trust(workspace: Path, environ: Mapping[str, str] | None = None, h
         layer.values if layer else {},
         os.environ if environ is None else environ,
         home,
+        agent_pins,
     )
 
 

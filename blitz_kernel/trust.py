@@ -7,7 +7,10 @@ the user trusts that workspace:
   `approval.tools.X = "allow"` or `"ask-if-risky"`);
 - `api_base`, `api_key_env` (where prompts, data and the key would go);
 - `hooks.*` (commands the repository chose);
-- `mcp.*` (servers, i.e. commands or hosts the repository chose).
+- `mcp.*` (servers, i.e. commands or hosts the repository chose);
+- an agent file's `model` pin (`.blitz/agents/*.md`): it chooses where that agent's prompts go,
+  so a provider other than the user's own model's is a different host (`scripted:` pins, which
+  send nothing anywhere, are exempt).
 
 Everything else (limits, prices, context, agents' instructions) applies as before. Trust is
 recorded in `~/.blitz/trusted.toml` with the workspace's path and a hash of exactly the
@@ -30,6 +33,9 @@ TRUST_ENV = "BLITZ_TRUST_WORKSPACE"
 PERMISSIVE_TOOL_POLICIES = ("allow", "ask-if-risky")
 HELD_TABLES = ("hooks", "mcp")
 HELD_KEYS = ("api_base", "api_key_env")
+AGENT_PIN_PREFIX = "agents."
+"""Held-back agent model pins are named `agents.<name>.model` (they are not config keys: the
+engine leaves the pin unused while it is held back)."""
 ENFORCED_BY_OWNER = ("mcp",)
 """Held back, but not removed from the config: the MCP manager refuses an untrusted
 workspace's servers itself, naming each one and the way out."""
@@ -57,7 +63,7 @@ def without_held_back(document: Mapping[str, Any], held: Mapping[str, Any]) -> d
     """`document` with the held-back settings removed (the rest applies)."""
     kept: dict[str, Any] = json.loads(json.dumps(document, default=str))
     for key in held:
-        if key in ENFORCED_BY_OWNER:
+        if key in ENFORCED_BY_OWNER or key.startswith(AGENT_PIN_PREFIX):
             continue
         parts = key.split(".", 2) if key.startswith("approval.tools.") else key.split(".")
         node: Any = kept
@@ -139,10 +145,19 @@ class TrustStore:
 
 
 def trust_state(
-    workspace: Path, source: str | None, document: Mapping[str, Any], environ: Mapping[str, str], home: Path | None
+    workspace: Path,
+    source: str | None,
+    document: Mapping[str, Any],
+    environ: Mapping[str, str],
+    home: Path | None,
+    agent_pins: Mapping[str, str] | None = None,
 ) -> TrustState:
-    """Whether the workspace file's held-back settings apply."""
+    """Whether the workspace's held-back settings apply: those of its config file and its
+    agent files' model pins (`agent_pins`: agent name → pinned model)."""
     held = held_back(document)
+    held.update({f"{AGENT_PIN_PREFIX}{name}.model": model for name, model in (agent_pins or {}).items()})
+    if source is None and held:
+        source = "this workspace's agent files"
     state = TrustState(workspace=workspace, source=source, held=held)
     if not held:
         return state

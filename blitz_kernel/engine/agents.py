@@ -113,6 +113,15 @@ class AgentRegistry:
         """True when `.blitz/agents` no longer looks as it did when this was read."""
         return folder_state(workspace) != self.state
 
+    def pins(self) -> dict[str, str]:
+        """Agent name → model pin, for pins that send prompts somewhere (WS-06: they need
+        trust); `scripted:` pins send nothing anywhere."""
+        return {
+            name: agent.model
+            for name, agent in self._agents.items()
+            if agent.model and not agent.model.startswith("scripted:") and name != BUILTIN_AGENT.name
+        }
+
     def names(self) -> list[str]:
         return sorted(self._agents)
 

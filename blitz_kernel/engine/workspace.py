@@ -43,6 +43,7 @@ from .hooks import HookRunner
 from .instructions import MemoryFile, memory_files, root_instructions
 from .loop import TurnRunner
 from .modes import MODE_INSTRUCTIONS, SUBAGENT_READ_ONLY, PlanReviewer, TurnMode
+from .notices import NoticeBoard
 from .options import EventHandler, FrontEnd, RunOptions
 from .session import Session
 from .sessions import SessionBook
@@ -81,11 +82,10 @@ class Workspace:
         self._home = home
         self._overrides: dict[str, Any] = dict(overrides or {})
         self.tools = ToolRegistry(builtin_tools())
-        self.trust = workspace_trust(self.root, self._environ, self._home)
-        self._trust_notice_due = self.trust.holding_back
-        self.config: BlitzConfig = self._load(self._overrides)
         self.agents = AgentRegistry.load(self.root)
-        self._agent_warnings_shown: set[str] = set()
+        self.trust = self._trust_state()
+        self.notices = NoticeBoard(trust_due=self.trust.holding_back)
+        self.config: BlitzConfig = self._load(self._overrides)
         self._explicit_model = model
         self.model: Model = model or self._build(self.config.model)
         self.telemetry = self._telemetry(self.config)
@@ -131,7 +131,9 @@ class Workspace:
     # -- configuration ------------------------------------------------------------------------
 
     def _load(self, overrides: Mapping[str, Any]) -> BlitzConfig:
-        config = load_config(self.root, overrides=overrides, environ=self._environ, home=self._home)
+        config = load_config(
+            self.root, overrides=overrides, environ=self._environ, home=self._home, agent_pins=self.agents.pins()
+        )
         check_policy_names(config, self.tools.names(), overrides)
         return config
 
@@ -140,7 +142,7 @@ class Workspace:
     def trust_workspace(self) -> TrustState:
         """Trust what this workspace's own config asks for now (`%blitz_trust`); it applies
         from the next turn. Returns what was trusted."""
-        state = workspace_trust(self.root, self._environ, self._home)
+        state = self._trust_state()
         TrustStore(self._home).trust(self.root, state.held)
         self._reload_trust()
         return state
@@ -152,7 +154,7 @@ class Workspace:
         return removed
 
     def _reload_trust(self) -> None:
-        self.trust = workspace_trust(self.root, self._environ, self._home)
+        self.trust = self._trust_state()
         self.configure()  # re-read the files with the new trust
 
     def _telemetry(self, config: BlitzConfig) -> Telemetry:
@@ -204,7 +206,7 @@ class Workspace:
             problem = model_problem(model)  # a name no provider serves: refused now, not at the turn
             if problem is not None:
                 raise ConfigError("model", OVERRIDE_SOURCE, problem)
-        self.trust = workspace_trust(self.root, self._environ, self._home)
+        self.trust = self._trust_state()
         telemetry = self._telemetry(config) if config.telemetry != self.config.telemetry else self.telemetry
         self._overrides, self.config, self.telemetry = candidate, config, telemetry
         self.hooks = HookRunner(config.hooks, self.root, telemetry)
@@ -393,20 +395,8 @@ class Workspace:
         )
 
     def _notices(self, depth: int, mode: TurnMode) -> tuple[ErrorEvent, ...]:
-        """One-time notices for the next turn the user started: the first turn in an
-        untrusted workspace that holds settings back says so, once per kernel (WS-06), and a
-        broken agent file is named once (it was skipped)."""
-        if depth > 0 or mode is TurnMode.BTW:
-            return ()
-        notices: list[str] = []
-        if self._trust_notice_due and self.trust.holding_back:
-            self._trust_notice_due = False
-            notices.append(self.trust.notice())
-        for problem in self.agents.skipped.values():  # a broken agent file: one warning each
-            if problem not in self._agent_warnings_shown:
-                self._agent_warnings_shown.add(problem)
-                notices.append(problem)
-        return tuple(ErrorEvent(kind="notice", message=notice) for notice in notices)
+        """One-time notices, for turns the user started only."""
+        return () if depth > 0 or mode is TurnMode.BTW else self.notices.take(self.trust, self.agents)
 
     def _agent_summaries(self) -> list[tuple[str, str]]:
         """(name, description) of every agent, for list_agents and invoke_agent (ENG-70)."""
@@ -579,11 +569,18 @@ class Workspace:
         except UnknownAgentError:
             return self.agents.get("blitz")
 
+    def _trust_state(self) -> TrustState:
+        return workspace_trust(self.root, self._environ, self._home, self.agents.pins())
+
     def _turn_model(self, model: str | Model | None, definition: AgentDefinition) -> Model:
         if isinstance(model, str):
             return self._build(model)
         if model is not None:
             return model
+        if definition.model and definition.name in self.agents.pins():
+            self.trust = self._trust_state()  # read now: an agent file may have changed (WS-06)
+            if self.trust.holding_back:  # a pin chooses where prompts go: held back until trusted
+                return self.model
         if definition.model:
             return self._build(definition.model)
         return self.model

@@ -65,7 +65,7 @@ def prepare(root: Path, case: ShellCase) -> tuple[Path, dict[str, str]]:
         (home / ".blitz" / "config.toml").write_text(case.home, encoding="utf-8")
     environ = {k: v for k, v in os.environ.items() if not k.startswith("BLITZ_")}
     environ.update(HOME=str(home), BLITZ_MODEL="scripted:steps.json")
-    environ.update(case.env)
+    environ.update({name: value.replace("{root}", str(root)) for name, value in case.env.items()})
     return workspace, environ
 
 

@@ -239,3 +239,25 @@ async def test_WS08_a_secret_printed_by_a_tool_reaches_the_model_redacted(tmp_pa
     assert "tok-1234567890" not in (read.output or "") and "[redacted]" in (read.output or "")
     previews = [e.preview for e in result.events if e.type == "tool_result"]
     assert all("tok-1234567890" not in p for p in previews)
+
+
+async def test_WS06_an_agent_files_model_pin_is_held_back_until_trusted(tmp_path):
+    """A cloned repository's agent file must not send prompts to a provider the user did
+    not choose: its pin is unused (the user's model answers) until the workspace is trusted."""
+    from blitz_kernel.trust import TrustStore
+
+    agents = tmp_path / ".blitz" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "elsewhere.md").write_text("---\nname: elsewhere\nmodel: ollama/llama3\n---\nHelp.\n")
+    (agents / "offline.md").write_text("---\nname: offline\nmodel: scripted:x.json\n---\nHelp.\n")
+    ws, model = _ws(tmp_path, [{"text": "answered by the user's model"}])
+    assert ws.trust.held == {"agents.elsewhere.model": "ollama/llama3"}  # scripted pins send nothing
+    result = await ws.run("hi", agent="elsewhere", session="s")
+    assert result.text == "answered by the user's model" and len(model.requests) == 1
+    [notice] = [e for e in result.events if e.type == "error" and e.kind == "notice"]
+    assert "agents.elsewhere.model" in notice.message and "%blitz_trust" in notice.message
+    TrustStore(tmp_path / "home").trust(tmp_path, ws.trust.held)
+    assert ws._turn_model(None, ws.agents.get("elsewhere")).name == "ollama/llama3"
+    (agents / "elsewhere.md").write_text("---\nname: elsewhere\nmodel: openai/other\n---\nHelp.\n")
+    ws.reload_agents()
+    assert ws._turn_model(None, ws.agents.get("elsewhere")) is ws.model  # changed: trust again

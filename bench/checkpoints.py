@@ -6,9 +6,11 @@ Goals (issue 10): ≤ 1 ms extra for a write of a file ≤ 1 MB; undo of a turn 
 files ≤ 0.5 s. Each figure has a same-run baseline, so the ratio means something on any
 machine:
 - a write: `write_file`'s own code overwriting an existing file of that size with the
-  checkpoint (the copy of the old content, the fingerprint of the new one, the record in the
-  session's SQLite store), against the same code with no checkpoint. Every sample is a first
-  change in its turn, the case that copies. Samples alternate, so load on the machine hits both.
+  checkpoint (the old file moved aside into the checkpoint folder and a fresh file created in
+  its place, the fingerprint of the new content, the record in the session's SQLite store),
+  against the same code with no checkpoint (an overwrite in place). Every sample is a first
+  change in its turn, the case that keeps the old content. Samples alternate, so load on the
+  machine hits both.
 - an undo: `Workspace.undo` of a real turn (ScriptedModel, 100 write_file calls) restoring
   100 files of 10 KB, against copying the same 100 files back with shutil.copyfile.
 """

@@ -2,10 +2,19 @@
 
 Three kinds of state, three kinds of record:
 - **files**: before `write_file`/`edit_file` changes a file for the first time in a turn, its
-  content is copied under `<workspace>/.blitz/checkpoints/` (a kernel-side copy from the
-  descriptor the tool opened, not a diff: cheap and exact), or the fact that it did not exist
-  is kept. After every change the file's fingerprint is kept, so an undo can tell whether
-  someone changed the file again since (a conflict).
+  content is kept under `<workspace>/.blitz/checkpoints/`, or the fact that it did not exist.
+  The file itself is *moved* there (a rename between directory descriptors, O(1) whatever its
+  size) and the tool writes a fresh file at the path with the old one's permission bits: the
+  old inode is the checkpoint, nothing is copied. So the file gets a new inode, as with an
+  editor's atomic save or a `git checkout` (what watchers and other tools already expect):
+  a process holding the old file open keeps reading the old content, and extended
+  attributes or ACLs of the old file are not carried over. Where that would
+  change more than this, the content is copied instead (a kernel-side `copy_file_range` from
+  the descriptor the tool opened) and the file is overwritten in place as before: a file with
+  hard links (they must keep seeing the file's new content), a file owned by another user or
+  group (a fresh file would be ours), a checkpoint folder on another file system (`EXDEV`),
+  or any refused rename. After every change the file's fingerprint is kept, so an undo can
+  tell whether someone changed the file again since (a conflict).
 - **cells**: `notebook_edit` reports for each action what reverses it (tools/notebook.py).
 - **variables**: around each `run_python` call the user namespace is diffed by name: created,
   rebound to another object, deleted. The previous objects are kept by reference (never
@@ -33,6 +42,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from ..core.text import shorten
+from ..tools.paths import open_in_workspace
+from ..tools.registry import ToolError
 
 if TYPE_CHECKING:
     from .session import Session
@@ -51,8 +62,8 @@ class FileChange(BaseModel):
     """Relative to the workspace."""
     existed: bool
     copy_path: str | None = None
-    """The copy of its content before the turn, relative to the workspace; None if it did
-    not exist."""
+    """Its content before the turn (the old file itself, moved there, or a copy), relative to
+    the workspace; None if it did not exist."""
     after: str = ""
     """Fingerprint (size and CRC-32) of the content the agent left: anything else at undo
     time means someone changed it since."""
@@ -266,19 +277,40 @@ class TurnRecorder:
 
     # -- files ------------------------------------------------------------------------------
 
-    def before_file_change(self, path: Path, fd: int | None) -> None:
+    def before_file_change(self, path: Path, fd: int | None, folder: int | None = None) -> int | None:
         relative = self._relative(path)
         if relative in self.checkpoint.files:
-            return  # the first change of the turn has its copy already
+            return None  # the first change of the turn has its copy already
         copy_path = None
+        fresh = None
         if fd is not None:
             if not self._copies:
                 self._folder.mkdir(parents=True, exist_ok=True)
             self._copies += 1
             target = self._folder / f"t{self.checkpoint.turn}-{self._copies}-{os.getpid()}.bak"
-            _copy_descriptor(fd, target)
+            if folder is not None:
+                fresh = self._move_aside(fd, folder, path.name, target)
+            if fresh is None:
+                _copy_descriptor(fd, target)
             copy_path = target.relative_to(self.root).as_posix()
         self.checkpoint.files[relative] = FileChange(path=relative, existed=fd is not None, copy_path=copy_path)
+        return fresh
+
+    def _move_aside(self, fd: int, folder: int, name: str, target: Path) -> int | None:
+        """Move the file `fd` reads (entry `name` of `folder`) to `target`; a fresh file at its
+        place, or None (nothing moved: copy instead) where a move would change more than the
+        inode (module docstring)."""
+        info = os.fstat(fd)
+        if info.st_nlink != 1 or info.st_uid != os.geteuid() or info.st_gid != os.getegid():
+            return None
+        try:
+            into, _ = open_in_workspace(self.root, self._relative(target.parent), directory=True)
+        except ToolError:  # the checkpoint folder is not a plain folder inside the workspace
+            return None
+        try:
+            return _move_and_create(fd, info, folder, name, into, target.name)
+        finally:
+            os.close(into)
 
     def after_file_change(self, path: Path, content: bytes) -> None:
         change = self.checkpoint.files.get(self._relative(path))
@@ -332,6 +364,43 @@ class TurnRecorder:
         if deleted:
             parts.append(f"deleted {_names(deleted)}")
         return "; ".join(parts)
+
+
+def _move_and_create(fd: int, info: os.stat_result, folder: int, name: str, into: int, kept: str) -> int | None:
+    """Rename `folder`/`name` (the file `fd` reads, `info`) to `into`/`kept`, then create a
+    fresh file at `name` with the same permission bits. None when the rename is refused
+    (another file system, permissions): nothing moved. Nothing follows a symlink: the entry
+    moved is checked to be the file the tool opened and checked, or it is put back."""
+    try:
+        os.rename(name, kept, src_dir_fd=folder, dst_dir_fd=into)
+    except OSError:  # EXDEV (the checkpoints on another mount), EACCES, EBUSY...: copy instead
+        return None
+    moved = os.stat(kept, dir_fd=into, follow_symlinks=False)
+    if (moved.st_dev, moved.st_ino) != (info.st_dev, info.st_ino):  # swapped since the checked open
+        _put_back(into, kept, folder, name)
+        raise ToolError(f"{name} was replaced while it was being written; nothing was written, try again")
+    try:
+        fresh = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
+    except OSError as error:  # something appeared at the name since the rename
+        _put_back(into, kept, folder, name)
+        raise ToolError(f"cannot write {name}: {error.strerror or error}") from None
+    try:
+        os.fchmod(fresh, info.st_mode & 0o777)
+    except OSError as error:
+        os.close(fresh)
+        os.unlink(name, dir_fd=folder)
+        _put_back(into, kept, folder, name)
+        raise ToolError(f"cannot write {name}: {error.strerror or error}") from None
+    return fresh
+
+
+def _put_back(into: int, kept: str, folder: int, name: str) -> None:
+    """Undo a move without replacing whatever is at `name` now (link, then unlink)."""
+    try:
+        os.link(kept, name, src_dir_fd=into, dst_dir_fd=folder, follow_symlinks=False)
+    except OSError:
+        return  # something is at `name` now: the moved entry stays in the checkpoint folder
+    os.unlink(kept, dir_fd=into)
 
 
 def _copy_descriptor(fd: int, target: Path) -> None:

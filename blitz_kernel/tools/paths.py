@@ -40,6 +40,7 @@ __all__ = [
     "is_within",
     "missing_file_error",
     "open_in_workspace",
+    "open_with_folder",
     "relative_name",
     "resolve_in_workspace",
     "special_kind",
@@ -166,11 +167,30 @@ def open_in_workspace(
     anything but a regular file (or folder). A path that changes between the check and the
     open is checked again, a few times, then refused.
     """
+    fd, _folder, path = _checked_open(workspace, given, flags, create=create, directory=directory, keep_folder=False)
+    return fd, path
+
+
+def open_with_folder(
+    workspace: Path, given: str, flags: int = os.O_RDONLY, *, create: bool = False
+) -> tuple[int, int, Path]:
+    """`open_in_workspace` for a file, also giving a descriptor of the folder the file was
+    opened in (its entry there is `path.name`): for renaming that entry (checkpoints move a
+    file aside rather than copy it). The caller closes both descriptors."""
+    fd, folder, path = _checked_open(workspace, given, flags, create=create, directory=False, keep_folder=True)
+    assert folder is not None
+    return fd, folder, path
+
+
+def _checked_open(
+    workspace: Path, given: str, flags: int, *, create: bool, directory: bool, keep_folder: bool
+) -> tuple[int, int | None, Path]:
     root = workspace.resolve()
     for _attempt in range(_OPEN_RETRIES):
         path = resolve_in_workspace(root, given)
         try:
-            return _open_beneath(root, path, flags, create=create, directory=directory), path
+            fd, folder = _open_beneath(root, path, flags, create=create, directory=directory, keep_folder=keep_folder)
+            return fd, folder, path
         except _PathChangedError:
             continue
         except FileNotFoundError:
@@ -188,9 +208,13 @@ def open_in_workspace(
     raise ToolError(f"{given} kept changing while it was being opened (a symlink was swapped in)")
 
 
-def _open_beneath(root: Path, path: Path, flags: int, *, create: bool, directory: bool) -> int:
+def _open_beneath(
+    root: Path, path: Path, flags: int, *, create: bool, directory: bool, keep_folder: bool = False
+) -> tuple[int, int | None]:
+    """The descriptor of `path`, and (`keep_folder`) of the folder it was opened in."""
     parts = path.relative_to(root).parts
     folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    kept = False
     try:
         for part in parts[:-1] if parts else ():
             child = _enter(folder, part, create=create)
@@ -199,10 +223,13 @@ def _open_beneath(root: Path, path: Path, flags: int, *, create: bool, directory
         if not parts:
             if not directory:
                 raise IsADirectoryError(str(path))
-            return os.dup(folder)
-        return _open_last(folder, parts[-1], flags, create=create, directory=directory)
+            return os.dup(folder), None
+        fd = _open_last(folder, parts[-1], flags, create=create, directory=directory)
+        kept = keep_folder
+        return fd, folder if keep_folder else None
     finally:
-        os.close(folder)
+        if not kept:
+            os.close(folder)
 
 
 def _enter(folder: int, name: str, *, create: bool) -> int:

@@ -88,9 +88,15 @@ class ChangeRecorder(Protocol):
     """What changing tools tell the running turn's checkpoint (engine/checkpoints.py): tools
     never import the engine, so they talk to it through this."""
 
-    def before_file_change(self, path: Path, fd: int | None) -> None:
+    def before_file_change(self, path: Path, fd: int | None, folder: int | None = None) -> int | None:
         """`path` (a real path in the workspace) is about to change; `fd` reads its content
-        now (None: it does not exist yet). Only the first change in a turn keeps a copy."""
+        now (None: it does not exist yet). Only the first change in a turn keeps a copy.
+
+        With `folder` (a descriptor of the folder `fd` was opened in, where the file's entry
+        is `path.name`), the recorder may move the file itself into the checkpoint instead of
+        copying it: it then returns a descriptor (read-write) of a fresh, empty file at the
+        path, with the old file's permission bits, which the tool writes instead of `fd` and
+        closes. None: write through `fd` as usual."""
         ...
 
     def after_file_change(self, path: Path, content: bytes) -> None:

@@ -7,6 +7,7 @@ model; the notebook front end is a stateful stand-in speaking the bridge's proto
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ import pandas as pd
 import pytest
 
 from blitz_kernel.core.history import ToolResultMessage, UserMessage
+from blitz_kernel.engine import checkpoints
 from blitz_kernel.engine.events import TurnDone
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError
@@ -103,6 +105,58 @@ async def test_ws03_force_restores_a_file_changed_since(tmp_path: Path) -> None:
     report = await workspace.undo("default", force=True)
     assert (tmp_path / "data.csv").read_text() == "x\n1\n"
     assert report.files == ["restored data.csv"] and report.skipped == []
+
+
+async def test_ws03_the_first_change_moves_the_file_aside_keeping_its_mode(tmp_path: Path) -> None:
+    # the checkpoint is the old inode itself (renamed, not copied); the path gets a fresh file
+    notes = tmp_path / "notes.txt"
+    notes.write_text("old\n")
+    notes.chmod(0o640)
+    before = notes.stat()
+    workspace, _ = open_workspace(tmp_path, [tool_step(call("edit_file", path="notes.txt", old="old", new="new")),
+                                             {"text": "ok"}])
+    await workspace.run("edit it", approve="allow")
+    after = notes.stat()
+    [copy] = (tmp_path / ".blitz" / "checkpoints").rglob("*.bak")
+    assert notes.read_text() == "new\n" and copy.read_text() == "old\n"
+    assert copy.stat().st_ino == before.st_ino and after.st_ino != before.st_ino
+    assert after.st_mode & 0o777 == 0o640
+    assert (await workspace.undo("default")).files == ["restored notes.txt"]
+    assert notes.read_text() == "old\n" and notes.stat().st_mode & 0o777 == 0o640
+
+
+async def test_ws03_a_hard_linked_file_is_copied_and_changed_in_place(tmp_path: Path) -> None:
+    # moving it aside would leave the other link on the old content: copy, write in place
+    (tmp_path / "data.csv").write_text("x\n1\n")
+    (tmp_path / "link.csv").hardlink_to(tmp_path / "data.csv")
+    inode = (tmp_path / "data.csv").stat().st_ino
+    workspace, _ = open_workspace(tmp_path, [tool_step(call("write_file", path="data.csv", content="x\n2\n")),
+                                             {"text": "ok"}])
+    await workspace.run("change it", approve="allow")
+    assert (tmp_path / "data.csv").stat().st_ino == inode and (tmp_path / "link.csv").read_text() == "x\n2\n"
+    [copy] = (tmp_path / ".blitz" / "checkpoints").rglob("*.bak")
+    assert copy.read_text() == "x\n1\n" and copy.stat().st_ino != inode
+    await workspace.undo("default")
+    assert (tmp_path / "link.csv").read_text() == "x\n1\n"
+
+
+async def test_ws03_a_refused_move_falls_back_to_a_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the checkpoint folder on another file system: rename says EXDEV, the old content is copied
+    def cross_device(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    (tmp_path / "data.csv").write_text("x\n1\n")
+    inode = (tmp_path / "data.csv").stat().st_ino
+    monkeypatch.setattr(checkpoints.os, "rename", cross_device)
+    workspace, _ = open_workspace(tmp_path, [tool_step(call("write_file", path="data.csv", content="x\n2\n")),
+                                             {"text": "ok"}])
+    await workspace.run("change it", approve="allow")
+    monkeypatch.undo()
+    assert (tmp_path / "data.csv").stat().st_ino == inode and (tmp_path / "data.csv").read_text() == "x\n2\n"
+    [copy] = (tmp_path / ".blitz" / "checkpoints").rglob("*.bak")
+    assert copy.read_text() == "x\n1\n"
+    assert (await workspace.undo("default")).files == ["restored data.csv"]
+    assert (tmp_path / "data.csv").read_text() == "x\n1\n"
 
 
 # -- variables -----------------------------------------------------------------------------------

@@ -12,78 +12,46 @@
 
 import type { ICellModel, ICodeCellModel } from '@jupyterlab/cells';
 import type { NotebookPanel } from '@jupyterlab/notebook';
-import type { IObservableList } from '@jupyterlab/observables';
 
 import type { PanelBridge } from './bridge';
+import { CodeCellWatcher } from './cellwatch';
 import { type CellRun, FIX_LABEL, fixPrompt, isBlitzKernel, offerFix } from './fix';
 
 /** The class of the button's container (style/index.css). */
 export const FIX_CLASS = 'blitz-fix-action';
 
-export class FixAction {
-  /** Each watched code cell model with the function that stops watching it. */
-  private readonly watched = new Map<ICellModel, () => void>();
+export class FixAction extends CodeCellWatcher {
   private readonly stopBridge: () => void;
-  private disposed = false;
 
   constructor(
-    private readonly panel: NotebookPanel,
+    panel: NotebookPanel,
     private readonly bridge: PanelBridge
   ) {
+    super(panel);
     this.stopBridge = bridge.onConnectionChange(() => this.updateAll());
     panel.sessionContext.kernelChanged.connect(this.updateAll, this);
-    panel.context.ready.then(() => this.watchAll()).catch(() => undefined);
   }
 
   dispose(): void {
-    this.disposed = true;
     this.stopBridge();
     this.panel.sessionContext.kernelChanged.disconnect(this.updateAll, this);
-    this.panel.content.model?.cells.changed.disconnect(this.onCellsChanged, this);
-    for (const stop of this.watched.values()) {
-      stop();
-    }
-    this.watched.clear();
+    super.dispose();
   }
 
   private get blitzAvailable(): boolean {
     return this.bridge.connected || isBlitzKernel(this.panel.sessionContext.session?.kernel?.name);
   }
 
-  private watchAll(): void {
-    const model = this.panel.content.model;
-    if (this.disposed || model === null) {
-      return;
-    }
-    model.cells.changed.connect(this.onCellsChanged, this);
-    for (let i = 0; i < model.cells.length; i++) {
-      this.watch(model.cells.get(i));
-    }
-  }
-
-  private onCellsChanged(_: unknown, change: IObservableList.IChangedArgs<ICellModel>): void {
-    for (const model of change.oldValues) {
-      this.watched.get(model)?.();
-      this.watched.delete(model);
-    }
-    for (const model of change.newValues) {
-      this.watch(model);
-    }
-  }
-
-  private watch(model: ICellModel): void {
-    if (this.watched.has(model) || model.type !== 'code') {
-      return;
-    }
+  protected watchCell(model: ICellModel): () => void {
     const code = model as ICodeCellModel;
     const update = () => this.update(code);
     code.outputs.changed.connect(update);
     code.stateChanged.connect(update);
-    this.watched.set(model, () => {
+    update();
+    return () => {
       code.outputs.changed.disconnect(update);
       code.stateChanged.disconnect(update);
-    });
-    update();
+    };
   }
 
   private updateAll(): void {

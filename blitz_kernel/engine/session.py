@@ -16,7 +16,7 @@ from typing import Any
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from ..core.history import Message, SummaryMessage, TextPart, UserMessage
-from ..core.usage import UsageLedger
+from ..core.usage import TokenUsage, UsageLedger
 from .audit import AuditRecord
 from .checkpoints import CellChange, CheckpointBook, CodeRun, FileChange
 from .resume import resume_note, variable_names
@@ -235,6 +235,14 @@ class Session:
         if self.log is not None:
             added, tripped = self.budget_added_usd, self.budget_tripped
             self.log.write(lambda store, session_id: store.save_budget(session_id, added, tripped))
+
+    def record_usage(self, model: str, usage: TokenUsage, cost: float | None) -> None:
+        """Usage outside a turn (a manual compaction): counted and saved at once, since no
+        turn end will save it."""
+        self.ledger.record(model, usage, cost)
+        if self.log is not None:
+            ledger = self.ledger
+            self.log.write(lambda store, session_id: store.save_usage(session_id, ledger))
 
     def record_audit(self, record: AuditRecord) -> None:
         """WS-07: keep the record with the session and in the store."""

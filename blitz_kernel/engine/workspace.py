@@ -523,7 +523,7 @@ class Workspace:
             state.compacting = False
         state.replace_window(split, summary)
         price = PriceBook(dict(self.config.prices), model.price).lookup(result.model)
-        state.ledger.record(result.model, result.usage, price.cost(result.usage) if price else None)
+        state.record_usage(result.model, result.usage, price.cost(result.usage) if price else None)
         return result
 
     async def undo(

@@ -577,3 +577,21 @@ async def test_WS07_GR05_audit_and_a_budget_trip_survive_a_restart(tmp_path):
     third = reopen([{"text": "after the top-up"}])
     assert not third.session("s").budget_tripped and third.session("s").budget_added_usd == 5.0
     assert (await third.run("more", session="s")).text == "after the top-up"
+
+
+async def test_a_manual_compactions_cost_is_saved_at_once(tmp_path):
+    """Regression: the summariser's usage reached the disk only at the next turn's end, so a
+    restart right after %blitz_compact lost it."""
+    ws, _ = open_workspace(
+        tmp_path,
+        [{"text": "a", "usage": {"prompt_tokens": 10, "completion_tokens": 1}}] * 2
+        + [{"text": "SUMMARY", "usage": {"prompt_tokens": 100, "completion_tokens": 50}}],
+    )
+    await ws.run("one", session="s")
+    await ws.run("two", session="s")
+    before = ws.usage("s").total.calls
+    await ws.compact("s")
+    assert ws.usage("s").total.calls == before + 1
+    ws.sessions.close()
+    again, _ = open_workspace(tmp_path, [])
+    assert again.usage("s").total.calls == before + 1

@@ -1,11 +1,13 @@
 """Execute a notebook headless (nbclient) and write the executed copy; print its outputs.
 
 Used by the demo command: it shows a turn's real outputs in the terminal and leaves the
-executed notebook where JupyterLab can open it.
+executed notebook where JupyterLab can open it. Like JupyterLab, it tells the kernel which
+notebook it runs (JPY_SESSION_NAME), so each demo notebook keeps its own durable session.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -29,8 +31,9 @@ def main(source: str, target: str) -> int:
     client = nbclient.NotebookClient(
         notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(Path(source).parent)}}
     )
+    env = {**os.environ, "JPY_SESSION_NAME": str(Path(source).resolve())}
     try:
-        client.execute()
+        client.execute(env=env)
     finally:
         Path(target).parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, target)

@@ -115,7 +115,9 @@ class WidgetPresenter:
 
     async def finish(self, result: TurnResult) -> list[str]:
         controller = self.controller
-        if result.stop_reason == "max_turns" and controller.continue_steps and controller.rendered.is_set():
+        # a turn that hits its step limit at once may end before its widget has rendered: the
+        # offer waits for the widget (bounded by the render timeout), it does not race it
+        if result.stop_reason == "max_turns" and controller.continue_steps and await controller.wait_rendered():
             self.continue_requested = await controller.offer_continue()
         self._images_in_cards(False)
         try:

@@ -6,9 +6,9 @@ as a comm message whenever the kernel handles it (between cells, or during anoth
 async turn); the control then runs `Workspace.undo` for that session and shows the report in
 place, and the button becomes "Undone". It asks nothing more: the click is the confirmation.
 
-Undo goes newest first. When later turns of the session exist (and were not undone from their
-own buttons), undoing this one alone would restore files under changes made after it, so the
-button says to rewind them first instead of doing anything.
+Undo goes newest first. When later turns of the session are still in effect (by the engine's
+account, whichever way they were undone), undoing this one alone would restore files under
+changes made after it, so the button says to rewind them first instead of doing anything.
 
 The static rendering then says the turn was undone: its display is updated in the context of
 the cell that made it, because output made in a comm callback would be parented to the comm
@@ -36,29 +36,13 @@ if TYPE_CHECKING:
 STATIC = Path(__file__).parent / "static"
 UndoStatus = Literal["ready", "running", "done", "blocked", "failed"]
 
-_UNDONE: dict[tuple[int, str], set[int]] = {}
-"""Turns undone from their buttons, per (workspace, session): they are no "later turn"."""
-
-
-def report_text(report: Any) -> str:
-    """The undo report's short block (UndoReport's own wording when it has one)."""
-    for name in ("summary", "describe", "text", "render"):
-        method = getattr(report, name, None)
-        if callable(method):
-            return str(method())
-    return str(report)
-
 
 def later_turns(workspace: Workspace, session: str, turn_index: int) -> list[int]:
-    """Turns of `session` after `turn_index` that are still in effect: the engine's own
-    account where it keeps one (so `%blitz_undo` counts too), else this kernel's buttons'."""
+    """Turns of `session` after `turn_index` that are still in effect, by the engine's own
+    account (so turns undone with `%blitz_undo` or another button count too)."""
     state = workspace.session(session)
-    pending = getattr(getattr(state, "checkpoints", None), "pending", None)
-    if callable(pending):
-        in_effect = pending(state.turns, state.turns, files=True, conversation=True)
-        return sorted(index for index in in_effect if index > turn_index)
-    undone = _UNDONE.get((id(workspace), session), set())
-    return [index for index in range(turn_index + 1, state.turns) if index not in undone]
+    in_effect = state.checkpoints.pending(state.turns, state.turns, files=True, conversation=True)
+    return sorted(index for index in in_effect if index > turn_index)
 
 
 class UndoButton(anywidget.AnyWidget):  # type: ignore[misc]
@@ -124,8 +108,7 @@ class UndoControl:
         except Exception as exc:  # a callback's task: say what went wrong, never raise into the loop
             self._show("failed", f"{type(exc).__name__}: {exc}")
             return
-        text = report_text(report)
-        _UNDONE.setdefault((id(self.workspace), state.session), set()).add(state.turn_index)
+        text = report.text()
         self._show("done", text)
         first_line = text.splitlines()[0] if text.strip() else ""
         state.undone = f"↶ This turn was undone ({first_line})." if first_line else "↶ This turn was undone."

@@ -60,6 +60,11 @@ class Budget:
             return budget_spent_text(self.session, self.session_limit)
         return None
 
+    @property
+    def limited(self) -> bool:
+        """Whether any ceiling applies (else no estimate is worth making)."""
+        return self.turn_ceiling is not None or self.session_limit is not None
+
     def check_before_call(self, turn_spent: float, prompt_tokens: int, price: Price | None) -> None:
         """GR-06: stop before a call whose prompt alone would pass what is left."""
         if price is None:

@@ -278,9 +278,10 @@ class TurnRunner:
                 raise MaxTurnsError(limits.max_turns)
             self.model_calls += 1
             await self._compact_if_needed()
-            self.budget.check_before_call(
-                self.usage.cost_usd, self._prompt_estimate(), self.setup.prices.lookup(self.setup.model.name)
-            )
+            if self.budget.limited:  # the estimate walks the history: only when a ceiling is set
+                self.budget.check_before_call(
+                    self.usage.cost_usd, self._prompt_estimate(), self.setup.prices.lookup(self.setup.model.name)
+                )
             response = await self._model_step_with_context_retry()
             if not response.tool_calls:
                 self._commit(response.to_message())

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from blitz_kernel.engine.checkpoints import TurnRecorder
+from blitz_kernel.engine.undo.recorder import TurnRecorder
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.scripted import ScriptedModel
 from blitz_kernel.tools.files import WriteFileArgs, _write_file_sync

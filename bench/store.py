@@ -33,7 +33,7 @@ from blitz_kernel.core.history import (
     ToolResultMessage,
     user_prompt,
 )
-from blitz_kernel.engine.store import Store
+from blitz_kernel.engine.store.sqlite import Store
 
 VOCABULARY = [f"{stem}{n}" for stem in ("data", "frame", "plot", "model", "merge", "column", "value", "outlier") for n in range(250)]
 

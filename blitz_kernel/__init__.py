@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from .engine.turn import TurnResult
+    from .engine.turn.setup import TurnResult
     from .engine.workspace import Workspace
 
 __all__ = ["TurnResult", "Workspace", "__version__", "load_ipython_extension", "unload_ipython_extension"]
@@ -23,7 +23,7 @@ def __getattr__(name: str) -> Any:
 
         return Workspace
     if name == "TurnResult":
-        from .engine.turn import TurnResult
+        from .engine.turn.setup import TurnResult
 
         return TurnResult
     raise AttributeError(name)

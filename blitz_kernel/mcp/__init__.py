@@ -1,6 +1,6 @@
 """MCP toolsets (ENG-04, ENG-20, ENG-30): the user's MCP servers as tools of a turn.
 
-`config` holds the settings models (pure pydantic, imported by `blitz_kernel.config`);
+`config` holds the settings models (pure pydantic, imported by `blitz_kernel.config.loading`);
 `manager` keeps one connection per server for the kernel's life; `toolset` turns a server's
 tools and resources into our `Tool`s. The `mcp` SDK is imported only when a server starts, so
 `%load_ext` and opening a workspace stay fast.

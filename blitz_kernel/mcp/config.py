@@ -3,7 +3,7 @@
 A server is either a command run over stdio (`command`, `args`, `env`, `cwd`) or a streamable
 HTTP endpoint (`url`, `headers`). Header values are the *names* of environment variables,
 read when the server starts, so a token is never written into a file that gets committed or
-shown. Pure pydantic: `blitz_kernel.config` imports this, and it must stay cheap.
+shown. Pure pydantic: `blitz_kernel.config.loading` imports this, and it must stay cheap.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from ..config import _file_layer, config_source_paths
+from ..config.loading import _file_layer, config_source_paths
 from .config import McpConfig, McpServerConfig
 
 if TYPE_CHECKING:

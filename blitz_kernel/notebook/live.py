@@ -38,15 +38,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..engine.events import Event, PermissionRequest, ToolCallEvent, TurnDone, TurnStarted
-from ..engine.modes import TurnMode, go_ahead_prompt
-from ..engine.options import FrontEnd, RunOptions
+from ..engine.turn.modes import TurnMode, go_ahead_prompt
+from ..engine.turn.options import FrontEnd, RunOptions
 from .probe import FrontEndProbe
 from .render import PlainPresenter
 
 if TYPE_CHECKING:
     from ..core.attachments import Attachment
-    from ..engine.modes import PlanReviewer
-    from ..engine.turn import TurnResult
+    from ..engine.turn.modes import PlanReviewer
+    from ..engine.turn.setup import TurnResult
     from ..engine.workspace import Workspace
     from .presenters import Presenter, WidgetOutput
     from .render import CellOutput

@@ -20,12 +20,12 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from ..engine.modes import TurnMode
-from ..engine.options import RunOptions
+from ..engine.turn.modes import TurnMode
+from ..engine.turn.options import RunOptions
 from ..errors import BlitzError
 
 if TYPE_CHECKING:
-    from ..engine.turn import TurnResult
+    from ..engine.turn.setup import TurnResult
     from ..engine.workspace import Workspace
 
 FAILING_STOPS = {"error", "max_turns", "max_cost", "timeout", "blocked", "watchdog"}
@@ -264,7 +264,7 @@ class BlitzMagics(Magics):
         if model is not None:
             with usage_errors():
                 workspace.set_model(model)
-        from ..config import redact_url
+        from ..config.loading import redact_url
 
         api_base = workspace.config.api_base
         print(f"model: {workspace.model.name}" + (f" (api_base {redact_url(api_base)})" if api_base else ""))
@@ -290,7 +290,7 @@ class BlitzMagics(Magics):
     @line_magic
     def blitz_config(self, line: str) -> None:
         """Show the configuration, or set keys for this kernel: `%blitz_config limits.max_turns=10`."""
-        from ..config import config_sources, describe_config, parse_assignment, redact_url
+        from ..config.loading import config_sources, describe_config, parse_assignment, redact_url
 
         args = self._parse(self.blitz_config, line)
         workspace = self.workspace()

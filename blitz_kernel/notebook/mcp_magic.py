@@ -87,7 +87,7 @@ def describe_servers(workspace: Workspace) -> str:
 
 
 def _server_lines(workspace: Workspace, connection: ServerConnection) -> list[str]:
-    from ..engine.approval import resolve_policy
+    from ..engine.safety.approval import resolve_policy
     from ..mcp import RESOURCE_TOOLS
     from ..mcp.toolset import server_tools
 

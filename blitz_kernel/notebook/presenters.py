@@ -17,7 +17,7 @@ from ..engine.events import Event
 from .widgets.nested import asked
 
 if TYPE_CHECKING:
-    from ..engine.turn import TurnResult
+    from ..engine.turn.setup import TurnResult
     from ..tools.registry import KernelContext
     from .widgets.controller import TurnController
     from .widgets.undo import UndoControl

@@ -51,8 +51,8 @@ from .markdown import escape_html
 from .widgets.state import NOTICE_KINDS
 
 if TYPE_CHECKING:
-    from ..engine.options import EventHandler
-    from ..engine.turn import TurnResult
+    from ..engine.turn.options import EventHandler
+    from ..engine.turn.setup import TurnResult
     from .widgets.state import Item, PlanItem, TurnState
 
 UPDATE_INTERVAL_S = 0.1

@@ -17,7 +17,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from .magics import _name, _positive, usage_line
 
 if TYPE_CHECKING:
-    from ..engine.audit import AuditRecord
+    from ..engine.safety.audit import AuditRecord
     from .magics import BlitzMagics
 
 ARGUMENT_COLUMN = 60
@@ -39,7 +39,7 @@ class SafetyMagics(Magics):
         """Show what this workspace's own config file asks for (permissive approvals,
         api_base, hooks, MCP servers) and trust it; `--revoke` undoes that. Trust is kept in
         ~/.blitz/trusted.toml with a hash of exactly these settings: a change needs trust again."""
-        from ..config import flatten_held, redact_url
+        from ..config.loading import flatten_held, redact_url
 
         args = self._main._parse(self.blitz_trust, line)
         workspace = self._main.workspace()

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from blitz_kernel.engine.modes import go_ahead_prompt
+from blitz_kernel.engine.turn.modes import go_ahead_prompt
 from tests.fakeserver import FakeOpenAIServer
 
 from .conftest import ARTIFACTS, FAKE_KEY, JupyterServer, start_server, write_notebook

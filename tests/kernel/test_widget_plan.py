@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from blitz_kernel.engine.modes import go_ahead_prompt
+from blitz_kernel.engine.turn.modes import go_ahead_prompt
 from tests.fakeserver import FakeOpenAIServer
 
 from .driver import KernelDriver, WidgetFrontEnd

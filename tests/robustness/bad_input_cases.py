@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from blitz_kernel.settings import BlitzConfig
+from blitz_kernel.config.settings import BlitzConfig
 
 KNOWN_KEYS = ", ".join(BlitzConfig.model_fields)
 """The top-level keys an unknown-key error lists (the settings model's own order)."""

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from blitz_kernel.core.history import ToolResultMessage, UserMessage
-from blitz_kernel.engine import checkpoints
+from blitz_kernel.engine.undo import recorder as checkpoints
 from blitz_kernel.engine.events import TurnDone
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from blitz_kernel.config import (
+from blitz_kernel.config.loading import (
     BlitzConfig,
     config_sources,
     describe_config,
@@ -17,9 +17,9 @@ from blitz_kernel.config import (
     set_dotted,
     workspace_trust,
 )
+from blitz_kernel.config.trust import TrustStore
 from blitz_kernel.core.usage import Price
 from blitz_kernel.errors import ConfigError
-from blitz_kernel.trust import TrustStore
 
 
 @pytest.fixture

@@ -26,8 +26,8 @@ from blitz_kernel.engine.events import (
     TurnStarted,
     UsageEvent,
 )
-from blitz_kernel.engine.options import RunOptions
-from blitz_kernel.engine.turn import TurnResult
+from blitz_kernel.engine.turn.options import RunOptions
+from blitz_kernel.engine.turn.setup import TurnResult
 from blitz_kernel.notebook.live import CellTurn
 from blitz_kernel.notebook.presenters import WidgetPresenter
 from blitz_kernel.notebook.probe import (

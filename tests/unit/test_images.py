@@ -27,13 +27,13 @@ from blitz_kernel.core.history import (
     UserMessage,
     check_history,
 )
-from blitz_kernel.engine.batch import blind_model_text
 from blitz_kernel.engine.events import (
     MAX_SHOWN_IMAGE_BYTES,
     MAX_SHOWN_IMAGES,
     ToolResultEvent,
     shown_images,
 )
+from blitz_kernel.engine.turn.batch import blind_model_text
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.base import supports_vision
 from blitz_kernel.models.openai_wire import to_openai_messages

@@ -24,8 +24,8 @@ from blitz_kernel.engine.events import (
     TurnDone,
     UsageEvent,
 )
-from blitz_kernel.engine.instructions import VISION_NOTE
-from blitz_kernel.engine.options import FrontEnd, RunOptions
+from blitz_kernel.engine.turn.instructions import VISION_NOTE
+from blitz_kernel.engine.turn.options import FrontEnd, RunOptions
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import BlitzError, SessionBusyError, SteerTooLateError, UnknownAgentError
 from blitz_kernel.models.scripted import ScriptedModel
@@ -475,8 +475,8 @@ async def test_stop_ends_a_pending_permission_request_as_denied(make_workspace, 
 
 async def test_ENG26_max_pending_counts_every_session_of_the_kernel():
     """One session only ever has one request open, so the limit spans the workspace's gates."""
-    from blitz_kernel.engine.approval import ApprovalGate, PendingApprovals
     from blitz_kernel.engine.events import PendingCall
+    from blitz_kernel.engine.safety.approval import ApprovalGate, PendingApprovals
     from blitz_kernel.errors import ApprovalOverflowError
 
     release = asyncio.Event()
@@ -615,7 +615,7 @@ async def test_GR06_a_call_that_would_pass_the_turn_ceiling_is_not_made(tmp_path
 
 
 def test_GR07_run_options_refuse_non_finite_numbers():
-    from blitz_kernel.engine.options import RunOptionError
+    from blitz_kernel.core.numbers import RunOptionError
 
     for bad in ({"max_cost_usd": float("nan")}, {"timeout_s": float("inf")}, {"timeout_s": 1e309}, {"max_turns": 0}, {"tools": ()}):
         with pytest.raises(RunOptionError):

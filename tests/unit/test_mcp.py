@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from blitz_kernel.config import load_config
-from blitz_kernel.engine.approval import HEADLESS_REASON
+from blitz_kernel.config.loading import load_config
 from blitz_kernel.engine.events import ErrorEvent, ToolResultEvent
+from blitz_kernel.engine.safety.approval import HEADLESS_REASON
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import ConfigError
 from blitz_kernel.models.scripted import ScriptedModel, Step

@@ -17,9 +17,9 @@ from blitz_kernel.core.history import (
     UserMessage,
     check_history,
 )
-from blitz_kernel.engine.compaction import automatic_window, manual_window, render_window
 from blitz_kernel.engine.events import CompactionEvent, PlanEvent
-from blitz_kernel.engine.modes import PlanReview, go_ahead_prompt
+from blitz_kernel.engine.turn.compaction import automatic_window, manual_window, render_window
+from blitz_kernel.engine.turn.modes import PlanReview, go_ahead_prompt
 from blitz_kernel.errors import CompactionError, NothingToCompactError
 
 from .conftest import ConcurrencyProbe, call, tool_results, tool_step

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from blitz_kernel.core.redact import Redactor
-from blitz_kernel.engine.approval import resolve_policy
-from blitz_kernel.engine.risk import risky_reasons
+from blitz_kernel.engine.safety.approval import resolve_policy
+from blitz_kernel.engine.safety.risk import risky_reasons
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import ConfigError
 from blitz_kernel.models.scripted import ScriptedModel
@@ -244,7 +244,7 @@ async def test_WS08_a_secret_printed_by_a_tool_reaches_the_model_redacted(tmp_pa
 async def test_WS06_an_agent_files_model_pin_is_held_back_until_trusted(tmp_path):
     """A cloned repository's agent file must not send prompts to a provider the user did
     not choose: its pin is unused (the user's model answers) until the workspace is trusted."""
-    from blitz_kernel.trust import TrustStore
+    from blitz_kernel.config.trust import TrustStore
 
     agents = tmp_path / ".blitz" / "agents"
     agents.mkdir(parents=True)

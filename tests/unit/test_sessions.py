@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from blitz_kernel.core.history import SummaryMessage
-from blitz_kernel.engine.sessions import SessionBook, SessionError
+from blitz_kernel.engine.store.sessions import SessionBook, SessionError
 
 
 async def test_snapshot_is_a_deep_copy_and_loading_starts_a_new_session(make_workspace):

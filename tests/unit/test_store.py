@@ -24,12 +24,12 @@ from blitz_kernel.core.history import (
     user_prompt,
 )
 from blitz_kernel.core.usage import Price
-from blitz_kernel.engine.locks import SessionLocks, SessionNameError
-from blitz_kernel.engine.resume import code_names, variable_names
-from blitz_kernel.engine.sessions import SessionBook
-from blitz_kernel.engine.store import Store, StoreError
-from blitz_kernel.engine.store_link import open_store
-from blitz_kernel.engine.store_schema import SCHEMA_VERSION
+from blitz_kernel.engine.store.link import open_store
+from blitz_kernel.engine.store.locks import SessionLocks, SessionNameError
+from blitz_kernel.engine.store.resume import code_names, variable_names
+from blitz_kernel.engine.store.schema import SCHEMA_VERSION
+from blitz_kernel.engine.store.sessions import SessionBook
+from blitz_kernel.engine.store.sqlite import Store, StoreError
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError
 from blitz_kernel.models.scripted import ScriptedModel
@@ -221,7 +221,7 @@ WRITER = """
 import sys
 from pathlib import Path
 from blitz_kernel.core.history import user_prompt
-from blitz_kernel.engine.store import Store
+from blitz_kernel.engine.store.sqlite import Store
 store = Store.for_workspace(Path(sys.argv[1]))
 session = store.open_session(sys.argv[2])
 sys.stdin.readline()  # go
@@ -250,7 +250,7 @@ HOLDER = """
 import sys, os
 from pathlib import Path
 os.environ["JPY_SESSION_NAME"] = "/home/me/analysis.ipynb"
-from blitz_kernel.engine.sessions import SessionBook
+from blitz_kernel.engine.store.sessions import SessionBook
 book = SessionBook.for_workspace(Path(sys.argv[1]))
 book.get("analysis")
 print("held", flush=True)

@@ -260,7 +260,7 @@ class RecordingOutput:
 
 
 async def _finished_widget_turn(ws: Workspace, done: TurnDone, turn_index: int = 0) -> tuple[Any, RecordingOutput]:
-    from blitz_kernel.engine.turn import TurnResult
+    from blitz_kernel.engine.turn.setup import TurnResult
     from blitz_kernel.notebook.presenters import WidgetPresenter
 
     controller = TurnController(ws, "s", "go")
@@ -323,7 +323,7 @@ async def test_undo_this_turn_restores_the_file_and_marks_the_rendering(tmp_path
 async def _cell_turn_at_the_limit(ws: Workspace, answer: Any) -> tuple[Any, Any]:
     """A widget cell turn (the probe answered by a fake front end) that stops at max_turns=1;
     `answer(controller)` is what the user does once Continue is offered."""
-    from blitz_kernel.engine.options import RunOptions
+    from blitz_kernel.engine.turn.options import RunOptions
     from blitz_kernel.notebook.live import CellTurn
     from blitz_kernel.notebook.probe import FrontEndMemory, FrontEndProbe
 
@@ -345,7 +345,7 @@ async def _cell_turn_at_the_limit(ws: Workspace, answer: Any) -> tuple[Any, Any]
 
 
 async def test_continue_at_the_step_limit_goes_on_in_the_same_turn_context(tmp_path: Path):
-    from blitz_kernel.engine.options import RunOptions
+    from blitz_kernel.engine.turn.options import RunOptions
     from blitz_kernel.notebook.live import CellTurn
     from blitz_kernel.notebook.widgets.view import ContinueMessage
 

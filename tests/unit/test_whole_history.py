@@ -13,7 +13,7 @@ from blitz_kernel.core.history import (
     ToolResultMessage,
     user_prompt,
 )
-from blitz_kernel.engine.batch import CANCELLED_RESULT
+from blitz_kernel.engine.turn.batch import CANCELLED_RESULT
 
 from .conftest import ConcurrencyProbe, ScriptedApprover, call, tool_step
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, assert_never
 
 from ...engine.events import Event, PermissionDecision, PermissionRequest, TextEvent, TurnDone
-from ...engine.modes import PlanReview
+from ...engine.turn.modes import PlanReview
 from ...errors import BlitzError, SteerTooLateError
 from .nested import asked
 from .state import TurnState
@@ -34,7 +34,7 @@ from .view import (
 )
 
 if TYPE_CHECKING:
-    from ...engine.turn import TurnResult
+    from ...engine.turn.setup import TurnResult
     from ...engine.workspace import Workspace
 
 STOPPED_REASON = "the user pressed Stop (denied)"

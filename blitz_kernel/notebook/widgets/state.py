@@ -89,7 +89,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from ...engine.turn import TurnResult
+    from ...engine.turn.setup import TurnResult
 
 SYNCED = (
     "header",

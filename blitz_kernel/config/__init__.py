@@ -1,0 +1,2 @@
+"""Configuration: the settings model, the layered files it is read from, and workspace trust
+(which of a workspace's own settings wait until the user trusts it)."""

@@ -1,0 +1,283 @@
+"""The settings model: every configuration key, its type, default and range (INTERFACE.md).
+
+Where values come from and how layers merge is `config.py`'s business; this module only says
+what a valid configuration is. Every section forbids unknown keys (a typo is an error that
+names it) and non-finite numbers (GR-07).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from ..core.terms import HeadlessPolicy, ToolPolicy
+from ..core.usage import Price
+from ..mcp.config import McpConfig
+
+TelemetryExporter = Literal["console", "otlp", "memory"]
+
+
+class _Section(BaseModel):
+    # A typo in a key must be an error that names it, never a silently ignored setting; a NaN
+    # or infinite number compares false or overflows wherever it is used (GR-07).
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class ToolsConfig(_Section):
+    """How tools run (ENG-12)."""
+
+    max_parallel: int = Field(default=8, ge=1)
+    """Tool calls of one model response that run at once; the rest wait their turn."""
+
+
+class ApprovalConfig(_Section):
+    """Who may let a tool call run (ENG-23..26)."""
+
+    headless: HeadlessPolicy = "deny"
+    """What `ask` becomes when nobody can answer; deny by default so nothing runs unseen."""
+    tools: dict[str, ToolPolicy] = {}
+    """Policy per tool name or `*` pattern (`mcp__warehouse__*`); tools not listed get their
+    kind's default (read-only allow, mutating ask), which the tool registry knows and the
+    config does not. The workspace checks the names against the known tools."""
+
+    @field_validator("tools")
+    @classmethod
+    def _risky_only_for_code(cls, value: dict[str, ToolPolicy]) -> dict[str, ToolPolicy]:
+        for name, policy in value.items():
+            if policy == "ask-if-risky" and name != "run_python":
+                raise ValueError(f"ask-if-risky is for run_python only, not {name!r}")
+        return value
+
+    max_pending: int = Field(default=4, ge=1)
+    """Permission requests that may wait at once before the turn stops (ENG-26)."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Seconds a permission request waits for an answer before it counts as denied."""
+
+
+class ContextConfig(_Section):
+    """When and how history is compacted (ENG-60)."""
+
+    token_threshold: int | None = Field(default=None, ge=1)
+    """Context size that triggers auto-compaction; unset means 80% of the model's window,
+    which only the model adapter knows."""
+    retain_events: int = Field(default=20, ge=0)
+    """Most recent events kept verbatim when older ones are summarised."""
+
+
+class LimitsConfig(_Section):
+    """Per-turn ceilings (ENG-14); a run's own options override them."""
+
+    max_turns: int = Field(default=50, ge=1)
+    """Model calls one turn may make, so a looping agent stops on its own."""
+    max_cost_usd: float | None = Field(default=None, ge=0)
+    """Spend ceiling for one turn in USD; unset means no ceiling."""
+    timeout_s: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
+    """Wall-clock seconds one turn may take; unset means no limit."""
+    max_cost_usd_session: float | None = Field(default=None, gt=0)
+    """Spend ceiling for a whole session (GR-05): once passed, later turns are refused before
+    any model call until `%blitz_usage --add-budget USD`."""
+    repeat_warn: int = Field(default=3, ge=2)
+    """Identical consecutive tool calls after which the result tells the model it is
+    repeating itself (GR-04)."""
+    repeat_stop: int = Field(default=5, ge=2)
+    """Identical consecutive tool calls that end the turn with stop reason `watchdog`."""
+
+    @model_validator(mode="after")
+    def _warn_before_stop(self) -> LimitsConfig:
+        if self.repeat_stop < self.repeat_warn:
+            raise ValueError(f"repeat_stop ({self.repeat_stop}) must not be below repeat_warn ({self.repeat_warn})")
+        return self
+
+
+class ModelSettings(_Section):
+    """Generation settings for models whose name starts with a key of `models` (ENG-05)."""
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+    context_window: int | None = Field(default=None, ge=1024)
+    """Tokens the model can read; needed for auto-compaction of models litellm does not know
+    (local `openai/<name>` servers)."""
+
+
+class StallConfig(_Section):
+    """Stall detection (GR-03): how long a provider may send nothing before the attempt fails
+    with a retryable `ModelStallError` (then the fallback chain may act on it). Two budgets,
+    because a model may think a while before its first token but should not pause mid-answer."""
+
+    first_byte_s: float = Field(default=120, gt=0, allow_inf_nan=False)
+    """Seconds from sending the request to the first streamed chunk."""
+    between_chunks_s: float = Field(default=60, gt=0, allow_inf_nan=False)
+    """Seconds between two streamed chunks."""
+
+
+class BreakerConfig(_Section):
+    """Circuit breakers of the fallback chain (GR-02), one per model name in the kernel."""
+
+    failures: int = Field(default=3, ge=1)
+    """Consecutive failures that open a model's breaker: it is skipped until the cool-down ends."""
+    cooldown_s: float = Field(default=60, gt=0, allow_inf_nan=False)
+    """Seconds an open breaker waits before one trial call (half-open); a success closes it."""
+
+
+class TelemetryConfig(_Section):
+    """OpenTelemetry spans (ENG-90..91)."""
+
+    enabled: bool = False
+    """Off by default: nothing leaves the kernel unless asked for."""
+    exporter: TelemetryExporter = "console"
+    """Where spans go; `memory` is for tests."""
+    include_content: bool = False
+    """Put prompts, replies and tool content in spans; off because they may be private."""
+
+
+class NotebookConfig(_Section):
+    """The notebook front end (the live turn widget)."""
+
+    render_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    """Seconds a permission request or a plan waits for a displayed widget to render before
+    nobody is taken to be there (fail-closed: the headless policy answers)."""
+
+
+HookPoint = Literal["prompt_submit", "pre_tool", "post_tool"]
+_CALLABLE_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+class HookSpec(_Section):
+    """One hook (WS-04): a shell command that reads the event as JSON on stdin (exit 2 blocks,
+    stderr is the reason), or a Python callable `package.module:function` that returns None or
+    a reason (it may be async)."""
+
+    command: str | None = None
+    callable: str | None = None
+    match: str | None = None
+    """Tool-name pattern (`run_python`, `mcp__*`); unset: every tool. Ignored for prompt_submit."""
+    timeout_s: float = Field(default=10.0, gt=0, le=600)
+    """A hook that takes longer blocks (fail-closed) and says so."""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> HookSpec:
+        if (self.command is None) == (self.callable is None):
+            raise ValueError("a hook needs exactly one of `command` or `callable`")
+        if self.callable is not None and not _CALLABLE_PATH.fullmatch(self.callable):
+            raise ValueError(f"callable must look like package.module:function, got {self.callable!r}")
+        return self
+
+
+class HooksConfig(_Section):
+    """Hooks by point (WS-04)."""
+
+    prompt_submit: list[HookSpec] = []
+    """May block a prompt before anything is recorded."""
+    pre_tool: list[HookSpec] = []
+    """May block a tool call; the model reads the reason."""
+    post_tool: list[HookSpec] = []
+    """Observes a finished call; never delays the turn."""
+
+
+class CheckpointsConfig(_Section):
+    """Per-turn checkpoints for undo (WS-03)."""
+
+    keep_turns: int = Field(default=5, ge=1, le=100)
+    """Turns whose replaced or deleted variables stay referenced (not copied) for undo."""
+
+
+class PrivacyConfig(_Section):
+    """What variable descriptions may carry to the model."""
+
+    variables: Literal["full", "schema"] = "full"
+    """`schema`: names, types, shapes, column names and dtypes only; no values (no head,
+    describe or reprs)."""
+
+
+def _no_unknown_price_keys(value: Any) -> Any:
+    """`Price` ignores unknown keys, so a typo (`inptu`) would vanish silently; refuse it here."""
+    if isinstance(value, Mapping):
+        unknown = sorted(set(value) - set(Price.model_fields))
+        if unknown:
+            raise PydanticCustomError("unknown_key", "unknown key {key}", {"key": str(unknown[0])})
+    return value
+
+
+ConfiguredPrice = Annotated[Price, BeforeValidator(_no_unknown_price_keys)]
+
+_ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class BlitzConfig(_Section):
+    """All settings of one workspace; see INTERFACE.md "Configuration" for the table."""
+
+    # `model_retries` starts with pydantic's reserved `model_` prefix; the name is ours to keep.
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
+
+    model: str | None = None
+    """litellm model name or `scripted:PATH`; unset opens on a placeholder that explains how
+    to set one (WS-01)."""
+    api_base: str | None = None
+    """Base URL for OpenAI-compatible servers or Ollama; unset means the provider default."""
+    api_key_env: str | None = None
+    """Name of the environment variable that holds the API key; the key itself never lives in
+    a config file, where it would be committed or displayed."""
+    fallback_models: list[str] = []
+    """Models tried in order when the model fails after its retries or its breaker is open
+    (GR-01); each is built like `model`, with the same api_base and api_key_env."""
+    temperature: float | None = Field(default=None, ge=0)
+    """Sampling temperature; unset means the provider default (ENG-05)."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Completion token cap per call; unset means the provider default (ENG-05)."""
+    model_retries: int = Field(default=3, ge=0)
+    """Retries of a retryable model failure (rate limit, 5xx, timeout, stall) before it surfaces."""
+    stall: StallConfig = StallConfig()
+    """Stall detection budgets (GR-03)."""
+    breaker: BreakerConfig = BreakerConfig()
+    """Circuit breaker settings of the fallback chain (GR-02)."""
+    agent: str = "blitz"
+    """The active (root) agent (ENG-01)."""
+    tools: ToolsConfig = ToolsConfig()
+    """Tool execution settings."""
+    approval: ApprovalConfig = ApprovalConfig()
+    """Approval policies."""
+    context: ContextConfig = ContextConfig()
+    """Compaction settings."""
+    limits: LimitsConfig = LimitsConfig()
+    """Per-turn limits."""
+    prices: dict[str, ConfiguredPrice] = {}
+    """USD per 1M tokens by model name or prefix; checked before litellm's map (ENG-81)."""
+    telemetry: TelemetryConfig = TelemetryConfig()
+    """OpenTelemetry settings."""
+    models: dict[str, ModelSettings] = {}
+    """Per-model settings by model name or prefix; the longest matching key wins (ENG-05)."""
+    notebook: NotebookConfig = NotebookConfig()
+    """Notebook front end settings."""
+    mcp: McpConfig = McpConfig()
+    """MCP servers whose tools the agents are offered (`[mcp.servers.NAME]`)."""
+    hooks: HooksConfig = HooksConfig()
+    """Hooks around prompts and tool calls (WS-04); from workspace files only once trusted."""
+    privacy: PrivacyConfig = PrivacyConfig()
+    """What variable descriptions send."""
+    checkpoints: CheckpointsConfig = CheckpointsConfig()
+    """Per-turn checkpoints for undo (WS-03)."""
+    language: str | None = Field(default=None, min_length=1, max_length=40)
+    """Reply language, added to the root agent's instructions (ENG-02)."""
+
+    def model_settings(self, model: str) -> ModelSettings:
+        """The settings for `model`: the longest key of `models` it starts with, each field
+        falling back to the global value (a per-model value beats the global one)."""
+        matches = [key for key in self.models if model == key or model.startswith(key)]
+        chosen = self.models[max(matches, key=len)] if matches else ModelSettings()
+        return ModelSettings(
+            temperature=chosen.temperature if chosen.temperature is not None else self.temperature,
+            max_tokens=chosen.max_tokens if chosen.max_tokens is not None else self.max_tokens,
+            context_window=chosen.context_window,
+        )
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _names_a_variable(cls, value: str | None) -> str | None:
+        # A pasted key (`sk-...`) is not a variable name; refuse it without echoing it back.
+        if value is not None and not _ENV_VAR_NAME.fullmatch(value):
+            raise ValueError("must be the name of an environment variable (e.g. OPENAI_API_KEY), not the key itself")
+        return value

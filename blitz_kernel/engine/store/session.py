@@ -1,0 +1,261 @@
+"""A session: one conversation's history, usage and per-session approvals.
+
+The history is a typed list (`HISTORY_ADAPTER` saves and loads it). A session that came from
+the workspace's store writes through to it: every unit the turn loop commits is appended in
+the same moment it reaches the in-memory history (`commit`), so the history on disk is always
+a valid one; the turn's outcome is written when it ends (`end_turn`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Container, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.trace import SpanContext, TraceFlags
+
+from ...core.history import Message, SummaryMessage, TextPart, UserMessage
+from ...core.usage import TokenUsage, UsageLedger
+from ..safety.audit import AuditRecord
+from ..steering import TurnControl
+from .checkpoints import CellChange, CheckpointBook, CodeRun, FileChange
+from .link import StoreLink
+from .resume import resume_note, variable_names
+from .sqlite import SpanLink, Store, StoredSession, TurnOutcome
+
+
+@dataclass
+class SessionLog:
+    """Where a durable session writes: its row in the workspace's store."""
+
+    link: StoreLink
+    session_id: int
+
+    def write(self, action: Callable[[Store, int], object]) -> bool:
+        """Run one write; a failing store is dropped (the session goes on in memory)."""
+        return self.link.write(lambda store: action(store, self.session_id))
+
+
+@dataclass
+class Session:
+    name: str
+    history: list[Message] = field(default_factory=list)
+    ledger: UsageLedger = field(default_factory=UsageLedger)
+    turns: int = 0
+    """Completed turns; the next turn's index."""
+    always_allowed: set[str] = field(default_factory=set)
+    """Tools the user answered "Always allow" for (ENG-24). Never stored: a new kernel asks again."""
+    archive: list[Message] = field(default_factory=list)
+    """Messages compaction replaced by a summary: the full transcript stays searchable (ENG-64)."""
+    todos: list[dict[str, str]] = field(default_factory=list)
+    """The agent's todo list (the `todo` tool)."""
+    running: TurnControl | None = None
+    """The control of the turn that is running now, if any."""
+    compacting: bool = False
+    """A manual compaction is summarising; turns wait for it (SessionBusyError)."""
+    audit: list[AuditRecord] = field(default_factory=list)
+    """Every tool call of the session: decision, who made it, outcome (WS-07)."""
+    budget_added_usd: float = 0.0
+    """Budget added with `%blitz_usage --add-budget` on top of `limits.max_cost_usd_session`."""
+    budget_tripped: bool = False
+    """The session budget was spent (GR-05): turns are refused until budget is added."""
+    log: SessionLog | None = None
+    """The store this session writes through to; None: memory only."""
+    resumed_variables: list[str] | None = None
+    """Set when the session was loaded from the store into a new kernel after earlier turns:
+    the user variables those turns relied on (the first prompt gets a note about them)."""
+    interrupted: TurnOutcome | None = None
+    """The turn found still open when the session was loaded: its process died during it."""
+    unsaved_reason: str | None = None
+    """Why this session lives in memory only, when the workspace's store could not be used."""
+    checkpoints: CheckpointBook = field(default_factory=CheckpointBook)
+    """What each turn changed (files, cells, variables), for undo (WS-03)."""
+    rewound: list[Message] = field(default_factory=list)
+    """Messages an undo took out of the history; search still finds them (WS-03)."""
+    committed: int = 0
+    """Messages committed to the history and not rewound (a summary does not count)."""
+    turn_starts: dict[int, int] = field(default_factory=dict)
+    """Turn → `committed` before its first message: where a rewind cuts. By turn, not by
+    prompt, since a continued turn (`continue_turn`) has no prompt of its own."""
+    _span: Any = field(default=None, repr=False)
+    _note: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_store(cls, stored: StoredSession, log: SessionLog, *, resumed: bool) -> Session:
+        """The session as its rows describe it; `resumed`: loaded by a new kernel, so the
+        first prompt says the kernel's variables are gone."""
+        session = cls(
+            name=stored.name,
+            history=stored.history,
+            archive=stored.archive,
+            turns=stored.turns,
+            ledger=stored.ledger,
+            todos=stored.todos,
+            log=log,
+            interrupted=stored.interrupted,
+            audit=stored.audit,
+            budget_added_usd=stored.budget_added_usd,
+            budget_tripped=stored.budget_tripped,
+        )
+        session.committed, session.turn_starts = stored.committed, dict(stored.turn_starts)
+        for turn, record in stored.checkpoints:
+            session.checkpoints.load(turn, record)
+        if stored.last_span is not None:
+            session._span = SpanContext(
+                trace_id=int(stored.last_span.trace_id, 16),
+                span_id=int(stored.last_span.span_id, 16),
+                is_remote=True,
+                trace_flags=TraceFlags(stored.last_span.trace_flags),
+            )
+        if resumed and stored.turns:
+            session.resumed_variables = stored.variables
+        return session
+
+    @property
+    def saved(self) -> bool:
+        """True while the session writes through to a working store."""
+        return self.log is not None and self.log.link.store is not None
+
+    @property
+    def not_saved(self) -> str | None:
+        """One line saying why the session is not being saved; None while it is (or when it
+        was never meant to be, as in an aside or a workspace opened without a store)."""
+        if self.log is not None:
+            return self.log.link.problem if self.log.link.store is None else None
+        return self.unsaved_reason
+
+    @property
+    def last_turn_span(self) -> Any:
+        """The previous turn's span context: the next turn's span links to it (ENG-91). Kept
+        in the store, so the link survives a restart."""
+        return self._span
+
+    @last_turn_span.setter
+    def last_turn_span(self, context: Any) -> None:
+        self._span = context
+        if self.log is not None and isinstance(context, SpanContext) and context.is_valid:
+            link = SpanLink(
+                trace_id=f"{context.trace_id:032x}",
+                span_id=f"{context.span_id:016x}",
+                trace_flags=int(context.trace_flags),
+            )
+            self.log.write(lambda store, session_id: store.save_span(session_id, link))
+
+    def prepare_resume_note(self, namespace: Container[str] | None) -> None:
+        """After a restart, arm the note the next prompt carries: which variables earlier turns
+        used are missing from `namespace` now (None: no kernel, so all of them)."""
+        if self.resumed_variables is not None:
+            self._note = resume_note(self.resumed_variables, namespace)
+            self.resumed_variables = None
+
+    def commit(self, messages: Sequence[Message], turn_index: int) -> None:
+        """Append one valid unit (a prompt, an answer, a response with all its results) to
+        the history and, in one transaction, to the store."""
+        unit = list(messages)
+        if self._note is not None and isinstance(unit[0], UserMessage):
+            prompt = unit[0]
+            unit[0] = UserMessage(parts=[*prompt.parts[:-1], TextPart(text=self._note), *prompt.parts[-1:]])
+            self._note = None
+        self.history.extend(unit)
+        self.turn_starts.setdefault(turn_index, self.committed)
+        self.committed += len(unit)
+        if self.log is not None:
+            names = variable_names(unit)
+            self.log.write(
+                lambda store, session_id: store.append(
+                    session_id, unit, turn_index, variables=names, ledger=self.ledger
+                )
+            )
+
+    def end_turn(self, turn_index: int, stop_reason: str, error: str | None) -> None:
+        """The turn is over: count it, and record how it ended."""
+        self.turns += 1
+        if self.log is not None:
+            self.log.write(
+                lambda store, session_id: store.end_turn(
+                    session_id, turn_index, stop_reason, error, ledger=self.ledger, todos=self.todos
+                )
+            )
+
+    def record_change(self, turn: int, change: FileChange | CellChange | CodeRun) -> None:
+        """WS-03: keep a checkpoint record in the store as it happens (memory has it already)."""
+        if self.log is not None:
+            kind, record = change.kind, change.model_dump_json()
+            self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, kind, record))
+
+    def mark_undone(self, turn: int, part: str) -> None:
+        """WS-03: `part` ("files_undone" or "conversation_undone") of `turn` was undone."""
+        checkpoint = self.checkpoints.get(turn)
+        setattr(checkpoint, part, True)
+        if self.log is not None:
+            self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, "undone", f'"{part}"'))
+
+    def mark_item_undone(self, turn: int, key: str) -> None:
+        """WS-03: one item of `turn` ("file:PATH", "cell:N", "variable:NAME") was put back."""
+        self.checkpoints.get(turn).done_items.add(key)
+        if self.log is not None:
+            record = json.dumps(f"item:{key}")
+            self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, "undone", record))
+
+    def rewind_history(self, turns: list[int]) -> int | None:
+        """Take `turns` (the newest ones still in the history) out of it (an undo, WS-03):
+        everything from the first message of the oldest of them on. Returns how many messages
+        went; None when compaction already summarised part of them (nothing is removed). The
+        store gets a `rewind` row; its log keeps every row."""
+        starts = [self.turn_starts[t] for t in turns if t in self.turn_starts]
+        if not starts:
+            return 0
+        count = self.committed - min(starts)
+        summarised = 1 if self.history and isinstance(self.history[0], SummaryMessage) else 0
+        if count > len(self.history) - summarised:
+            return None
+        removed = self.history[len(self.history) - count :]
+        del self.history[len(self.history) - count :]
+        self.rewound.extend(removed)
+        self.committed -= count
+        if self.log is not None and removed:
+            turn = self.turns
+            self.log.write(lambda store, session_id: store.append_rewind(session_id, count, turn))
+        return count
+
+    def add_budget(self, usd: float) -> None:
+        """GR-05: lift a tripped session budget by `usd`."""
+        self.budget_added_usd += usd
+        self.budget_tripped = False
+        self._save_budget()
+
+    def trip_budget(self) -> None:
+        """GR-05: the session budget is spent; it stays so (across restarts) until added to."""
+        if not self.budget_tripped:
+            self.budget_tripped = True
+            self._save_budget()
+
+    def _save_budget(self) -> None:
+        if self.log is not None:
+            added, tripped = self.budget_added_usd, self.budget_tripped
+            self.log.write(lambda store, session_id: store.save_budget(session_id, added, tripped))
+
+    def record_usage(self, model: str, usage: TokenUsage, cost: float | None) -> None:
+        """Usage outside a turn (a manual compaction): counted and saved at once, since no
+        turn end will save it."""
+        self.ledger.record(model, usage, cost)
+        if self.log is not None:
+            ledger = self.ledger
+            self.log.write(lambda store, session_id: store.save_usage(session_id, ledger))
+
+    def record_audit(self, record: AuditRecord) -> None:
+        """WS-07: keep the record with the session and in the store."""
+        self.audit.append(record)
+        if self.log is not None:
+            self.log.write(lambda store, session_id: store.append_audit(session_id, record))
+
+    def replace_window(self, split: int, summary: Message) -> None:
+        """Put `summary` in place of the first `split` messages, archiving them (ENG-64). A
+        splice, so messages appended after the window was chosen are kept. The store gets a
+        summary row naming the rows it covers; they stay."""
+        self.archive.extend(self.history[:split])
+        self.history[:split] = [summary]
+        if self.log is not None and isinstance(summary, SummaryMessage):
+            turn = self.turns
+            self.log.write(lambda store, session_id: store.append_summary(session_id, summary, split, turn))

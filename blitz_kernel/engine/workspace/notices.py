@@ -1,0 +1,29 @@
+"""One-time notices at a turn's start: what the user should know once per kernel, not on
+every turn — settings an untrusted workspace holds back (WS-06), agent files that were skipped
+because they could not be read (each named once)."""
+
+from __future__ import annotations
+
+from ...config.trust import TrustState
+from ..events import ErrorEvent
+from ..turn.agents import AgentRegistry
+
+
+class NoticeBoard:
+    """Remembers which notices this kernel has shown."""
+
+    def __init__(self, trust_due: bool) -> None:
+        self._trust_due = trust_due
+        self._shown: set[str] = set()
+
+    def take(self, trust: TrustState, agents: AgentRegistry) -> tuple[ErrorEvent, ...]:
+        """The notices for the next turn the user started, each at most once."""
+        notices: list[str] = []
+        if self._trust_due and trust.holding_back:
+            self._trust_due = False
+            notices.append(trust.notice())
+        for problem in agents.skipped.values():
+            if problem not in self._shown:
+                self._shown.add(problem)
+                notices.append(problem)
+        return tuple(ErrorEvent(kind="notice", message=notice) for notice in notices)

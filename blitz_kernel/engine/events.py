@@ -163,8 +163,25 @@ class ModelSwitchEvent(BaseModel):
 
 
 class ErrorEvent(BaseModel):
+    """Why the turn failed (its kind is the stop reason)."""
+
     type: Literal["error"] = "error"
     kind: str
+    message: str
+
+
+NoticeKind = Literal["untrusted_workspace", "unpriced_model", "mcp_server", "agent_file", "compaction", "store"]
+"""What a notice is about: the front ends show every notice as a warning line, and may style
+or group them by kind; none of them ends the turn."""
+
+
+class NoticeEvent(BaseModel):
+    """Something the user should know that does not end the turn: settings held back by an
+    untrusted workspace, a model without a price, an MCP server that did not start, a skipped
+    agent file, an automatic compaction that failed, a store problem."""
+
+    type: Literal["notice"] = "notice"
+    kind: NoticeKind
     message: str
 
 
@@ -211,6 +228,7 @@ Event = Annotated[
     | PlanEvent
     | ModelSwitchEvent
     | ErrorEvent
+    | NoticeEvent
     | SubagentEvent
     | TurnDone,
     Field(discriminator="type"),

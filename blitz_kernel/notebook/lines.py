@@ -9,15 +9,15 @@ receives the compaction note and the plan heading as fields of the items it draw
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.terms import PlanStatus
 from ..core.text import one_line
 
 if TYPE_CHECKING:
+    from ..core.usage import UsageTotals
     from ..engine.events import ModelSwitchEvent
-    from .widgets.items import AttachmentChip
-    from .widgets.state import ToolItem, TurnState
+    from .widgets.items import AttachmentChip, ToolItem
 
 ARGS_CHARS = 100
 RESULT_CHARS = 120
@@ -47,7 +47,20 @@ def result_text(tool: ToolItem) -> str:
     return one_line(body, RESULT_CHARS)
 
 
-def usage_line(state: TurnState) -> str:
+class TurnFooter(Protocol):
+    """What the usage line reads of a turn's state (the widget's and the plain front end's)."""
+
+    model: str
+    usage: UsageTotals
+    elapsed_s: float | None
+    stop_reason: str
+    context_used: int | None
+    context_window: int | None
+    switches: list[str]
+    not_saved: str | None
+
+
+def usage_line(state: TurnFooter) -> str:
     """`— model · tokens · cost · elapsed · stop reason`: how a turn ended and what it cost;
     then how full the context is (when the engine says), which fallback model answered
     (GR-01), and for a session the store could not save, that (WS-02)."""

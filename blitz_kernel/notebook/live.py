@@ -48,9 +48,10 @@ if TYPE_CHECKING:
     from ..engine.turn.modes import PlanReviewer
     from ..engine.turn.setup import TurnResult
     from ..engine.workspace import Workspace
-    from .presenters import Presenter, WidgetOutput
+    from .presenters import Presenter
     from .render import CellOutput
     from .widgets.controller import TurnController
+    from .widgets.output import WidgetOutput
 
 TICK_S = 0.1
 """The ticker's period: a kernel interrupt reaches an awaiting cell within about this long."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..engine.events import Event
 from .widgets.nested import asked
+from .widgets.output import IPythonWidgetOutput, WidgetOutput
 
 if TYPE_CHECKING:
     from ..engine.turn.setup import TurnResult
@@ -49,36 +50,6 @@ class Presenter(Protocol):
     def continue_requested(self) -> bool:
         """After `finish`: whether the user asked to go on past the step limit (issue 12 §5)."""
         ...
-
-
-class WidgetOutput(Protocol):
-    """Where the widget goes: the cell (IPython's display), or a test's record."""
-
-    def show(self, view: Any) -> Any:
-        """Display the widget; returns a handle that can replace it."""
-
-    def replace(self, handle: Any, data: dict[str, str], metadata: dict[str, Any] | None = None) -> None:
-        """Replace what `handle` shows by a raw MIME bundle."""
-
-    def append(self, data: dict[str, str]) -> None:
-        """One more output after it (a raw MIME bundle)."""
-
-
-class IPythonWidgetOutput:
-    """The cell's own outputs."""
-
-    def show(self, view: Any) -> Any:
-        from IPython.display import display
-
-        return display(view, display_id=True)
-
-    def replace(self, handle: Any, data: dict[str, str], metadata: dict[str, Any] | None = None) -> None:
-        handle.update(data, raw=True, metadata=metadata)
-
-    def append(self, data: dict[str, str]) -> None:
-        from IPython.display import display
-
-        display(data, raw=True)
 
 
 class WidgetPresenter:

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any, Protocol, assert_never
 from ..core.text import one_line
 from ..engine.events import (
     CompactionEvent,
-    ErrorEvent,
     Event,
     ModelSwitchEvent,
+    ErrorEvent,
+    NoticeEvent,
     PermissionDecision,
     PermissionRequest,
     PlanEvent,
@@ -48,7 +49,6 @@ from .lines import (
     usage_line,
 )
 from .markdown import escape_html
-from .widgets.state import NOTICE_KINDS
 
 if TYPE_CHECKING:
     from ..engine.turn.options import EventHandler
@@ -138,9 +138,10 @@ class PlainPresenter:
             case ToolResultEvent():
                 self._new_items()
                 self._show_result(event.id)
+            case NoticeEvent():
+                self._output.line(f"⚠ {event.message}")
             case ErrorEvent():
-                if event.kind in NOTICE_KINDS:
-                    self._output.line(f"⚠ {event.message}")
+                pass  # the turn's failure is said with turn_done
             case ModelSwitchEvent():
                 self._output.line(switch_line(event))
             case SubagentEvent():

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 
 from blitz_kernel.core.history import ToolResultMessage, UserMessage
-from blitz_kernel.engine.undo import recorder as checkpoints
 from blitz_kernel.engine.events import TurnDone
+from blitz_kernel.engine.undo import recorder as checkpoints
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError
 from blitz_kernel.models.scripted import ScriptedModel

@@ -13,8 +13,8 @@ from pydantic import BaseModel
 from blitz_kernel.core.usage import TokenUsage, UsageTotals
 from blitz_kernel.engine.events import (
     CompactionEvent,
-    ErrorEvent,
     Event,
+    NoticeEvent,
     PendingCall,
     PermissionDecision,
     PermissionRequest,
@@ -143,7 +143,7 @@ A_TURN: tuple[Event, ...] = (
     ToolResultEvent(id="c2", name="read_file", ok=False, status="error", error="no such file"),
     CompactionEvent(covered_events=4, tokens_before=12000, tokens_after=900, automatic=True),
     UsageEvent(model="m", usage=TokenUsage(input_tokens=3, output_tokens=1), cost_usd=None),
-    ErrorEvent(kind="unpriced", message="m has no price"),
+    NoticeEvent(kind="unpriced_model", message="m has no price"),
     TextEvent(text="Done.", delta=True),
     TextEvent(text="Done.", repeat=True),
     DONE,

@@ -86,10 +86,10 @@ def test_a_broken_agent_file_is_skipped_with_one_warning_and_the_others_work(tmp
     assert problem.startswith("skipped agent file .blitz/agents/") and problem.endswith(why)
     first = asyncio.run(ws.run("hi", session="s"))
     assert first.stop_reason == "end_turn"
-    assert [e.message for e in first.events if e.type == "error"] == [problem]
+    assert [e.message for e in first.events if e.type == "notice"] == [problem]
     second = asyncio.run(ws.run("again", session="s", agent="good"))
     assert second.stop_reason == "end_turn"
-    assert not [e for e in second.events if e.type == "error"]  # one warning, not one per turn
+    assert not [e for e in second.events if e.type == "notice"]  # one warning, not one per turn
 
 
 def test_choosing_a_skipped_agent_names_its_file(tmp_path: Path) -> None:
@@ -198,7 +198,7 @@ async def test_a_failed_automatic_compaction_goes_on_without_it_and_says_so(tmp_
     result = await ws.run("again", session="s")
     assert model.requests[1].system.startswith("You summarise")
     assert result.stop_reason == "end_turn" and result.text == "b"
-    [notice] = [e.message for e in result.events if e.type == "error"]
+    [notice] = [e.message for e in result.events if e.type == "notice"]
     assert notice.startswith("automatic compaction failed, going on without it: summarising failed")
     assert ws.session("s").history[: len(before)] == before  # nothing was summarised away
     model.assert_complete()

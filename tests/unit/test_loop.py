@@ -502,8 +502,8 @@ async def test_ENG26_max_pending_counts_every_session_of_the_kernel():
 
 async def test_ENG26_workspace_gates_share_one_counter(make_workspace):
     ws, _ = make_workspace([{"text": "ok"}])
-    setups = [await ws._setup(ws.session(name), RunOptions(), FrontEnd()) for name in ("a", "b")]
-    assert setups[0].gate.waiting is setups[1].gate.waiting is ws.waiting_approvals
+    setups = [await ws.builder.build(ws.session(name), RunOptions(), FrontEnd()) for name in ("a", "b")]
+    assert setups[0].runtime.gate.waiting is setups[1].runtime.gate.waiting is ws.waiting_approvals
 
 
 async def test_ENG34_enter_plan_mode_restricts_later_calls_of_its_own_batch(make_workspace, tmp_path):

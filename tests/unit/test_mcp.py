@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from blitz_kernel.config.loading import load_config
-from blitz_kernel.engine.events import ErrorEvent, ToolResultEvent
+from blitz_kernel.engine.events import NoticeEvent, ToolResultEvent
 from blitz_kernel.engine.safety.approval import HEADLESS_REASON
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import ConfigError
@@ -203,7 +203,7 @@ async def test_a_server_that_never_answers_times_out_and_the_turn_goes_on(mcp_wo
     ws, model = mcp_workspace([{"text": "without it"}], {"mute": stdio_server("--mute", timeout_s=0.5)})
     result = await ws.run("hi")
     assert result.stop_reason == "end_turn"
-    [notice] = [e for e in result.events if isinstance(e, ErrorEvent) and e.kind == "mcp"]
+    [notice] = [e for e in result.events if isinstance(e, NoticeEvent) and e.kind == "mcp_server"]
     assert notice.message.startswith("MCP server 'mute' failed to start: it did not answer within 0.5 s")
     assert not [name for name in tool_names(model) if name.startswith("mcp__") or "mcp_resource" in name]
     assert "MCP servers not available" in model.requests[0].system and "- mute" in model.requests[0].system
@@ -213,7 +213,7 @@ async def test_a_server_that_never_answers_times_out_and_the_turn_goes_on(mcp_wo
 async def test_a_command_that_does_not_exist_is_one_clear_message(mcp_workspace: MakeMcp):
     ws, _ = mcp_workspace([{"text": "ok"}], {"nope": {"command": "/nonexistent/blitz-mcp-server"}})
     result = await ws.run("hi")
-    [notice] = [e for e in result.events if isinstance(e, ErrorEvent) and e.kind == "mcp"]
+    [notice] = [e for e in result.events if isinstance(e, NoticeEvent) and e.kind == "mcp_server"]
     assert "MCP server 'nope' failed to start" in notice.message and "No such file" in notice.message
 
 
@@ -275,7 +275,7 @@ async def test_env_values_read_variables_when_the_server_starts(mcp_workspace: M
 
     missing, _ = mcp_workspace([{"text": "ok"}], {"t": stdio_server(env={"TOKEN": "${BLITZ_NOT_SET_ANYWHERE}"})})
     result = await missing.run("hi")
-    [notice] = [e for e in result.events if isinstance(e, ErrorEvent) and e.kind == "mcp"]
+    [notice] = [e for e in result.events if isinstance(e, NoticeEvent) and e.kind == "mcp_server"]
     assert "BLITZ_NOT_SET_ANYWHERE" in notice.message and "not set" in notice.message
 
 
@@ -286,7 +286,7 @@ async def test_untrusted_workspace_servers_are_refused_with_the_way_out(tmp_path
     model = ScriptedModel([{"text": "ok"}, {"text": "ok"}])
     ws = Workspace.open(tmp_path, model=model, environ={}, home=tmp_path / "home", durable=False)
     result = await ws.run("hi")
-    [notice] = [e for e in result.events if isinstance(e, ErrorEvent) and e.kind == "mcp"]
+    [notice] = [e for e in result.events if isinstance(e, NoticeEvent) and e.kind == "mcp_server"]
     assert "defined in this workspace's own blitz.toml" in notice.message
     assert "%blitz_trust" in notice.message and "~/.blitz/config.toml" in notice.message
     assert ws.mcp.connections["repo"].starts == 0  # the command never ran
@@ -384,7 +384,7 @@ async def test_a_streamable_http_server_offers_and_answers(mcp_workspace: MakeMc
 async def test_a_missing_header_variable_is_named(mcp_workspace: MakeMcp, http_server: str):
     ws, _ = mcp_workspace([{"text": "ok"}], {"web": {"url": http_server, "headers": {"X-Token": "BLITZ_UNSET_VARIABLE"}}})
     result = await ws.run("hi")
-    [notice] = [e for e in result.events if isinstance(e, ErrorEvent) and e.kind == "mcp"]
+    [notice] = [e for e in result.events if isinstance(e, NoticeEvent) and e.kind == "mcp_server"]
     assert "BLITZ_UNSET_VARIABLE" in notice.message and "not set" in notice.message
 
 
@@ -427,5 +427,5 @@ def test_the_widget_shows_an_mcp_notice_in_the_turn():
     from blitz_kernel.notebook.widgets.state import TurnState
 
     state = TurnState(turn_id="t1", prompt="", session="s")
-    state.apply(ErrorEvent(kind="mcp", message="MCP server 'x' failed to start: FileNotFoundError"))
+    state.apply(NoticeEvent(kind="mcp_server", message="MCP server 'x' failed to start: FileNotFoundError"))
     assert state.synced_value("notice") == "MCP server 'x' failed to start: FileNotFoundError"

@@ -296,7 +296,7 @@ async def test_ENG60_tool_schemas_count_toward_the_threshold(make_workspace):
 
 async def test_ENG60_unknown_model_gets_the_default_window_and_says_so(make_workspace):
     ws, model = make_workspace([{"text": "a"}])
-    context = await ws._context_for(model)
+    context = await ws.contexts.lookup(model, ws.config)
     assert (context.tokens, context.source, context.threshold) == (128_000, "default", 102_400)
     assert context.fill(42_000) == "ctx 33 % of 128K"
 
@@ -306,7 +306,7 @@ async def test_ENG05_per_model_context_window_and_generation_settings(make_works
         [{"text": "a"}], **{"models": {"scripted": {"context_window": 32_000, "temperature": 0.2}}, "max_tokens": 99}
     )
     await ws.run("hi", session="s")
-    context = await ws._context_for(model)
+    context = await ws.contexts.lookup(model, ws.config)
     assert (context.tokens, context.source, context.threshold) == (32_000, "models setting", 25_600)
     assert (model.requests[0].temperature, model.requests[0].max_tokens) == (0.2, 99)
 

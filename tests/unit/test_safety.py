@@ -254,10 +254,10 @@ async def test_WS06_an_agent_files_model_pin_is_held_back_until_trusted(tmp_path
     assert ws.trust.held == {"agents.elsewhere.model": "ollama/llama3"}  # scripted pins send nothing
     result = await ws.run("hi", agent="elsewhere", session="s")
     assert result.text == "answered by the user's model" and len(model.requests) == 1
-    [notice] = [e for e in result.events if e.type == "error" and e.kind == "notice"]
+    [notice] = [e for e in result.events if e.type == "notice" and e.kind == "untrusted_workspace"]
     assert "agents.elsewhere.model" in notice.message and "%blitz_trust" in notice.message
     TrustStore(tmp_path / "home").trust(tmp_path, ws.trust.held)
-    assert ws._turn_model(None, ws.agents.get("elsewhere")).name == "ollama/llama3"
+    assert ws.resolver.model_for(None, ws.agents.get("elsewhere")).name == "ollama/llama3"
     (agents / "elsewhere.md").write_text("---\nname: elsewhere\nmodel: openai/other\n---\nHelp.\n")
     ws.reload_agents()
-    assert ws._turn_model(None, ws.agents.get("elsewhere")) is ws.model  # changed: trust again
+    assert ws.resolver.model_for(None, ws.agents.get("elsewhere")) is ws.model  # changed: trust again

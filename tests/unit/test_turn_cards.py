@@ -12,9 +12,9 @@ from typing import Any
 from blitz_kernel.core.attachments import AttachmentSummary
 from blitz_kernel.core.usage import UsageTotals
 from blitz_kernel.engine.events import (
-    ErrorEvent,
     Event,
     ModelSwitchEvent,
+    NoticeEvent,
     PendingCall,
     PermissionRequest,
     ToolCallEvent,
@@ -198,8 +198,8 @@ def test_GR01_the_switch_and_the_context_fill_are_on_the_footer_and_the_usage_li
 
 def test_notices_accumulate_one_a_line_and_the_static_rendering_keeps_them():
     state = folded([
-        START, ErrorEvent(kind="notice", message="untrusted workspace: approval.tools held back; %blitz_trust"),
-        ErrorEvent(kind="unpriced", message="m has no price"), ErrorEvent(kind="unpriced", message="m has no price"),
+        START, NoticeEvent(kind="untrusted_workspace", message="untrusted workspace: approval.tools held back; %blitz_trust"),
+        NoticeEvent(kind="unpriced_model", message="m has no price"), NoticeEvent(kind="unpriced_model", message="m has no price"),
         DONE.model_copy(update={"not_saved": "the store is read-only"}),
     ])
     assert state.synced_value("notice").split("\n") == [

@@ -21,7 +21,7 @@ from ...core.terms import DecidedBy, Policy, ToolOutcome
 from ...core.text import shorten
 from ...errors import WatchdogError
 from ...models.base import supports_vision
-from ...tools.registry import Tool, ToolError, ToolKind, ToolOutput
+from ...tools.registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput
 from ..events import Event, PendingCall, PermissionDecision, ToolCallEvent, ToolResultEvent, shown_images
 from ..safety.approval import resolve_policy
 from ..safety.audit import ARGUMENT_CHARS, AuditRecord
@@ -73,9 +73,17 @@ class ToolBatch:
     """The calls of one response; `run` once, then `in_call_order` has a result per call."""
 
     def __init__(
-        self, setup: TurnSetup, control: TurnControl, emit: Emit, calls: list[ToolCall], watch: RepeatWatch
+        self,
+        setup: TurnSetup,
+        tool_context: ToolContext,
+        control: TurnControl,
+        emit: Emit,
+        calls: list[ToolCall],
+        watch: RepeatWatch,
     ) -> None:
         self.setup = setup
+        self.tool_context = tool_context
+        """The turn's tool context (its deadline and its access to the turn)."""
         self.control = control
         self.emit = emit
         self.calls = calls
@@ -156,11 +164,11 @@ class ToolBatch:
     def _screen(self, call: ToolCall, mode: TurnMode) -> Screened | Refused:
         """Refusals the model should read (ENG-17, ENG-20, ENG-30) or the call with its policy."""
         setup = self.setup
-        tool = setup.tools.get(call.name)
+        tool = setup.runtime.tools.get(call.name)
         if tool is None:
-            return _refused(call, f"unknown tool {call.name!r}; available: {', '.join(setup.tools)}")
-        if setup.allowed_tools is not None and call.name not in setup.allowed_tools:
-            allowed = ", ".join(setup.allowed_tools)
+            return _refused(call, f"unknown tool {call.name!r}; available: {', '.join(setup.runtime.tools)}")
+        if setup.runtime.allowed_tools is not None and call.name not in setup.runtime.allowed_tools:
+            allowed = ", ".join(setup.runtime.allowed_tools)
             return _refused(call, f"{call.name} isn't among the tools this command allows ({allowed})")
         refused = refusal(mode, tool)
         if refused is not None:
@@ -172,8 +180,8 @@ class ToolBatch:
         policy, decided_by = resolve_policy(
             call.name,
             tool.kind is ToolKind.MUTATING,
-            setup.policies,
-            setup.approve_override,
+            setup.runtime.policies,
+            setup.runtime.approve_override,
             setup.session.always_allowed,
         )
         if policy == "deny":
@@ -187,7 +195,7 @@ class ToolBatch:
 
     async def _ask(self, asking: list[Screened]) -> list[Screened]:
         """ENG-24: one permission request for the batch; returns the calls that may run."""
-        gate = self.setup.gate
+        gate = self.setup.runtime.gate
         request = gate.new_request(
             [
                 PendingCall(
@@ -223,17 +231,17 @@ class ToolBatch:
         if preview is None:
             return None
         try:
-            text = await preview(screened.args, self.setup.tool_context)
+            text = await preview(screened.args, self.tool_context)
         except Exception:  # a preview bug must not cost the user the question
             return None
-        return self.setup.redactor.redact(text) if text is not None else None
+        return self.setup.runtime.redactor.redact(text) if text is not None else None
 
     # -- running ------------------------------------------------------------------------------
 
     async def _run_concurrently(self, runnable: list[Screened]) -> None:
         if not runnable:
             return
-        limit = asyncio.Semaphore(self.setup.max_parallel)
+        limit = asyncio.Semaphore(self.setup.runtime.max_parallel)
 
         async def run_one(screened: Screened) -> None:
             async with limit:
@@ -256,7 +264,7 @@ class ToolBatch:
 
     async def _pre_tool(self, screened: Screened) -> str | None:
         """ENG-20: pre_tool hooks after approval; a block is what the model reads instead."""
-        hooks = self.setup.hooks
+        hooks = self.setup.runtime.hooks
         if not hooks:
             return None
         call = screened.call
@@ -268,7 +276,7 @@ class ToolBatch:
 
     def _post_tool(self, screened: Screened, result: ToolResultMessage) -> None:
         """ENG-21: post_tool hooks observe; the turn does not wait for them."""
-        hooks = self.setup.hooks
+        hooks = self.setup.runtime.hooks
         if hooks:
             preview = shorten((result.output if result.ok else result.error) or "", PREVIEW_CHARS)
             payload = {
@@ -289,7 +297,7 @@ class ToolBatch:
 
     async def _invoke(self, screened: Screened) -> ToolResultMessage:
         call = screened.call
-        telemetry = self.setup.telemetry
+        telemetry = self.setup.observers.telemetry
         attributes = {
             "blitz.tool": call.name,
             "blitz.call_id": call.id,
@@ -305,18 +313,18 @@ class ToolBatch:
     async def _invoke_tool(self, screened: Screened) -> ToolResultMessage:
         call, tool, setup = screened.call, screened.tool, self.setup
         try:
-            output = await tool.func(screened.args, dataclasses.replace(setup.tool_context, call_id=call.id))
+            output = await tool.func(screened.args, dataclasses.replace(self.tool_context, call_id=call.id))
         except ToolError as exc:
             self._shown_images[call.id] = exc.display_images
-            return error_result(call, setup.redactor.redact(str(exc)))
+            return error_result(call, setup.runtime.redactor.redact(str(exc)))
         except Exception as exc:  # a tool bug must not end the turn: the model reads it
-            return error_result(call, setup.redactor.redact(f"{call.name} failed: {type(exc).__name__}: {exc}"))
+            return error_result(call, setup.runtime.redactor.redact(f"{call.name} failed: {type(exc).__name__}: {exc}"))
         if not isinstance(output, ToolOutput):
-            return ToolResultMessage(call_id=call.id, name=call.name, output=setup.redactor.redact(output))
+            return ToolResultMessage(call_id=call.id, name=call.name, output=setup.runtime.redactor.redact(output))
         self._shown_images[call.id] = output.display_images
-        if output.images and not supports_vision(setup.model):
-            return error_result(call, blind_model_text(setup.model.name))
-        text = setup.redactor.redact(output.text)
+        if output.images and not supports_vision(setup.choice.model):
+            return error_result(call, blind_model_text(setup.choice.model.name))
+        text = setup.runtime.redactor.redact(output.text)
         return ToolResultMessage(call_id=call.id, name=call.name, output=text, images=output.images)
 
     # -- results ------------------------------------------------------------------------------

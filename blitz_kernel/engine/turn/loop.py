@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import json
 import time
@@ -36,8 +37,10 @@ from ..events import (
     ErrorEvent,
     Event,
     ModelSwitchEvent,
+    NoticeEvent,
     PlanEvent,
     SteerEvent,
+    SubagentEvent,
     TextEvent,
     TurnDone,
     TurnStarted,
@@ -51,6 +54,7 @@ from .budget import Budget
 from .compaction import Compactor, automatic_window, estimate_tokens
 from .modes import MODE_INSTRUCTIONS, TurnMode, plan_feedback
 from .setup import TURN_SPAN, TurnResult, TurnSetup
+from .subagents import subagent_answer
 from .watchdog import RepeatWatch
 
 CONTINUE_LABEL = "(continuing the previous turn)"
@@ -80,30 +84,32 @@ class TurnRunner:
         self.usage = UsageTotals()
         self.model_calls = 0
         self._warned_unpriced = False
-        self._specs = [tool.spec() for tool in setup.tools.values()]
+        self._specs = [tool.spec() for tool in setup.runtime.tools.values()]
         self._last_prompt_tokens: int | None = None
         self.watch = RepeatWatch(setup.limits.repeat_warn, setup.limits.repeat_stop)
         self.budget = Budget(setup.session, setup.limits.max_cost_usd, setup.limits.max_cost_usd_session, control)
         self._schema_tokens = len(json.dumps([spec.model_dump() for spec in self._specs])) // 4
         self.mode = setup.mode
         """The turn's mode; `enter_plan_mode` switches it from the next call (ENG-34)."""
-        self.system = setup.system
+        self.system = setup.choice.system
         self.proposed_plan: str | None = None
         self.plan_status: PlanStatus | None = None
         self._end_with: str | None = None
         """Set when the turn must end after the current batch, with this text as its answer."""
         self.recorder: TurnRecorder | None = None
-        """What the turn changed, for undo (WS-03); a user's turn only, once it started."""
-        setup.tool_context.turn = self
+        """What the turn changed, for undo; a user's turn only, once it started."""
+        self.tool_context = dataclasses.replace(setup.runtime.context, turn=self)
+        """The turn's own tool context: the setup's template with this turn's access and,
+        once the turn starts, its deadline (a sub-agent's is its caller's)."""
 
     async def run(self, prompt: str | None, attachments: list[Attachment] | None = None) -> TurnResult:
         """The turn, inside its span (ENG-90): the root of its own trace, linked to the
         session's previous turn (ENG-91)."""
         setup = self.setup
-        telemetry = setup.telemetry
+        telemetry = setup.observers.telemetry
         attributes = {
-            "blitz.agent": setup.agent,
-            "blitz.model": setup.model.name,
+            "blitz.agent": setup.choice.agent,
+            "blitz.model": setup.choice.model.name,
             "blitz.session": setup.session.name,
             "blitz.turn_index": setup.session.turns,
             "blitz.prompt_length": len(prompt or ""),
@@ -115,8 +121,8 @@ class TurnRunner:
             "blitz.mode": setup.mode.value,
             "blitz.prompt": telemetry.content(prompt or ""),
         }
-        previous = None if setup.span_name != TURN_SPAN else setup.session.last_turn_span
-        with telemetry.root_span(setup.span_name, attributes, previous) as span:
+        previous = None if setup.observers.span_name != TURN_SPAN else setup.session.last_turn_span
+        with telemetry.root_span(setup.observers.span_name, attributes, previous) as span:
             result = await self._run(prompt, attachments or [])
             span.set_attributes(
                 {
@@ -130,7 +136,7 @@ class TurnRunner:
             )
             if result.error is not None:
                 mark_error(span, result.error)
-            if setup.span_name == TURN_SPAN:
+            if setup.observers.span_name == TURN_SPAN:
                 setup.session.last_turn_span = span.get_span_context()
         return result
 
@@ -146,29 +152,34 @@ class TurnRunner:
         if blocked is not None:  # WS-04: nothing is recorded
             return await self._refused_result(blocked, turn_index, "blocked")
         if prompt is not None:
-            self._commit(prompt_with_attachments(prompt, attachments, vision=supports_vision(setup.model)))
-        if setup.depth == 0 and setup.span_name == TURN_SPAN:
-            self.recorder = TurnRecorder(setup.session, turn_index, setup.tool_context.workspace, setup.keep_turns)
+            self._commit(prompt_with_attachments(prompt, attachments, vision=supports_vision(setup.choice.model)))
+        if setup.depth == 0 and setup.observers.span_name == TURN_SPAN:
+            self.recorder = TurnRecorder(
+                setup.session, turn_index, self.tool_context.workspace, setup.runtime.keep_turns
+            )
         text, error = "", None
         stop: StopReason = "end_turn"
         left = setup.limits.time_left()
         deadline = asyncio.timeout(left)
-        if left is not None:
-            # Tools that block the loop (run_python) cannot be reached by asyncio.timeout; they
-            # read this and stop themselves in time (ENG-14).
-            setup.tool_context.deadline = time.monotonic() + left
+        # Tools that block the loop (run_python) cannot be reached by asyncio.timeout; they
+        # read this and stop themselves in time. A sub-agent runs inside its caller's.
+        inherited = self.parent.tool_context.deadline if self.parent is not None else None
+        own = time.monotonic() + left if left is not None else None
+        ends = [moment for moment in (inherited, own) if moment is not None]
+        if ends:
+            self.tool_context = dataclasses.replace(self.tool_context, deadline=min(ends))
         try:
             await self._emit(
                 TurnStarted(
                     session=setup.session.name,
                     turn_index=turn_index,
                     prompt=prompt if prompt is not None else CONTINUE_LABEL,
-                    agent=setup.agent,
-                    model=setup.model.name,
+                    agent=setup.choice.agent,
+                    model=setup.choice.model.name,
                     attachments=[a.summary() for a in attachments],
                 )
             )
-            for notice in setup.notices:
+            for notice in setup.observers.notices:
                 await self._emit(notice)
             async with deadline:
                 text = await self._steps()
@@ -193,7 +204,7 @@ class TurnRunner:
         return await self._finish(text, stop, error, turn_index)
 
     async def _prompt_hooks(self, prompt: str, turn_index: int) -> str | None:
-        hooks = self.setup.hooks
+        hooks = self.setup.runtime.hooks
         if not hooks or self.setup.depth > 0:
             return None
         reason = await hooks.prompt_submit({"session": self.setup.session.name, "turn": turn_index, "prompt": prompt})
@@ -234,11 +245,11 @@ class TurnRunner:
             leftovers=leftovers,
             not_saved=session.not_saved,
             context_used=self._last_prompt_tokens,
-            context_window=self.setup.context.tokens,
+            context_window=self.setup.choice.context.tokens,
             undoable=undoable,
         )
         self.events.append(done)
-        handler = self.setup.on_event
+        handler = self.setup.observers.on_event
         if handler is not None:
             for event in self.events[-2 if error is not None else -1 :]:
                 # The turn is over: a failing handler must not lose its record.
@@ -274,7 +285,9 @@ class TurnRunner:
             await self._compact_if_needed()
             if self.budget.limited:  # the estimate walks the history: only when a ceiling is set
                 self.budget.check_before_call(
-                    self.usage.cost_usd, self._prompt_estimate(), self.setup.prices.lookup(self.setup.model.name)
+                    self.usage.cost_usd,
+                    self._prompt_estimate(),
+                    self.setup.choice.prices.lookup(self.setup.choice.model.name),
                 )
             response = await self._model_step_with_context_retry()
             if not response.tool_calls:
@@ -283,7 +296,9 @@ class TurnRunner:
                 return response.text
             response.tool_calls = unique_call_ids(response.tool_calls)
             self.pending = response.to_message()
-            self.batch = ToolBatch(self.setup, self.control, self._emit, response.tool_calls, self.watch)
+            self.batch = ToolBatch(
+                self.setup, self.tool_context, self.control, self._emit, response.tool_calls, self.watch
+            )
             await self._record_usage(response.model, response.usage)
             if self.control.stop_requested:
                 raise _GracefulStop
@@ -303,21 +318,21 @@ class TurnRunner:
         try:
             return await self._model_step()
         except ContextWindowError:
-            if not self.setup.compaction or not await self._compact(required=False):
+            if not self.setup.choice.compaction or not await self._compact(required=False):
                 raise
         return await self._model_step()
 
     async def _compact_if_needed(self) -> None:
         """ENG-60: before a step whose prompt (tool schemas included) would pass the threshold."""
         setup = self.setup
-        if not setup.compaction:
+        if not setup.choice.compaction:
             return
-        if self._prompt_estimate() > setup.context.threshold:
+        if self._prompt_estimate() > setup.choice.context.threshold:
             try:
                 await self._compact(required=False)
             except CompactionError as exc:  # the threshold is below the window: try the call as is
                 await self._emit(
-                    ErrorEvent(kind="notice", message=f"automatic compaction failed, going on without it: {exc}")
+                    NoticeEvent(kind="compaction", message=f"automatic compaction failed, going on without it: {exc}")
                 )
 
     def _prompt_estimate(self) -> int:
@@ -330,14 +345,14 @@ class TurnRunner:
         setup = self.setup
         history = setup.session.history
         try:
-            budget = setup.context.threshold // 2  # room for the summary
-            split = automatic_window(history, setup.retain_events, budget)
+            budget = setup.choice.context.threshold // 2  # room for the summary
+            split = automatic_window(history, setup.choice.retain_events, budget)
         except NothingToCompactError:
             if required:
                 raise
             return False
-        with setup.telemetry.child_span("blitz.compaction", {"blitz.automatic": True}):
-            summary, result = await Compactor(setup.model, setup.system).summarise(history, split, None)
+        with setup.observers.telemetry.child_span("blitz.compaction", {"blitz.automatic": True}):
+            summary, result = await Compactor(setup.choice.model, setup.choice.system).summarise(history, split, None)
         setup.session.replace_window(split, summary)
         await self._record_usage(result.model, result.usage)
         await self._emit(
@@ -356,12 +371,12 @@ class TurnRunner:
             system=self.system,
             messages=list(setup.session.history),
             tools=self._specs,
-            temperature=setup.temperature,
-            max_tokens=setup.max_tokens,
+            temperature=setup.choice.temperature,
+            max_tokens=setup.choice.max_tokens,
         )
         response: ModelResponse | None = None
-        with setup.telemetry.child_span("blitz.model_call", {"blitz.model": setup.model.name}) as span:
-            async for item in setup.model.stream(request):
+        with setup.observers.telemetry.child_span("blitz.model_call", {"blitz.model": setup.choice.model.name}) as span:
+            async for item in setup.choice.model.stream(request):
                 if isinstance(item, TextDelta):
                     await self._emit(TextEvent(text=item.text, delta=True, thought=item.thought))
                 elif isinstance(item, ModelSwitch):  # GR-01: every switch is visible
@@ -369,7 +384,7 @@ class TurnRunner:
                 else:
                     response = item
             if response is None:
-                raise ModelError(setup.model.name, "the response stream ended without a final message")
+                raise ModelError(setup.choice.model.name, "the response stream ended without a final message")
             span.set_attributes(
                 {
                     "blitz.answered_by": response.model,
@@ -385,7 +400,7 @@ class TurnRunner:
     async def _record_usage(self, model: str, usage: TokenUsage) -> None:
         """ENG-22/80/81, and the cost ceiling checked after every usage event (ENG-14)."""
         self._last_prompt_tokens = usage.input_tokens or self._last_prompt_tokens
-        price = self.setup.prices.lookup(model)
+        price = self.setup.choice.prices.lookup(model)
         cost = price.cost(usage) if price is not None else None
         self.usage.add(usage, cost)
         self.setup.session.ledger.record(model, usage, cost)
@@ -395,8 +410,8 @@ class TurnRunner:
         if cost is None and self.budget.turn_ceiling is not None and not self._warned_unpriced:
             self._warned_unpriced = True
             await self._emit(
-                ErrorEvent(
-                    kind="unpriced",
+                NoticeEvent(
+                    kind="unpriced_model",
                     message=f"model {model!r} has no price, so --max-cost cannot count it; "
                     f'set prices."{model}" in the configuration',
                 )
@@ -440,17 +455,26 @@ class TurnRunner:
     def enter_plan_mode(self) -> None:
         if self.mode is not TurnMode.PLAN:
             self.mode = TurnMode.PLAN
-            self.system = self.setup.system + MODE_INSTRUCTIONS[TurnMode.PLAN]
+            self.system = self.setup.choice.system + MODE_INSTRUCTIONS[TurnMode.PLAN]
 
     def list_agents(self) -> list[tuple[str, str]]:
-        subagents = self.setup.subagents
-        return subagents.available(self.setup.agent) if subagents is not None else []
+        subagents = self.setup.helpers.subagents
+        return subagents.available(self.setup.choice.agent) if subagents is not None else []
 
     async def invoke_agent(self, agent: str, prompt: str, call_id: str) -> str:
-        subagents = self.setup.subagents
+        """Run `agent` on `prompt` for this turn's call `call_id`, inside this turn: its events
+        reach the front end wrapped, its spend and changes are this turn's, Stop stops it."""
+        subagents = self.setup.helpers.subagents
         if subagents is None:
             raise BlitzError("sub-agents are not available in this turn")
-        return await subagents.run(self, agent, prompt, call_id)
+        depth = self.setup.depth + 1
+
+        async def forward(event: Event) -> None:
+            await self._emit(SubagentEvent(call_id=call_id, agent=agent, depth=depth, event=event))
+
+        setup = await subagents.setup_for(self.setup, self.mode, agent, forward)
+        result = await TurnRunner(setup, self.control.child(), parent=self).run(prompt)
+        return subagent_answer(agent, result)
 
     def checkpoint(self) -> TurnRecorder | None:
         """WS-03: where changing tools report; a sub-agent's changes are its caller's turn's."""
@@ -464,7 +488,7 @@ class TurnRunner:
     async def submit_plan(self, plan: str) -> str:
         """ENG-32: show the plan for review; with nobody to review it, it is the answer."""
         self.proposed_plan = plan
-        reviewer = self.setup.plan_reviewer
+        reviewer = self.setup.helpers.plan_reviewer
         reason = None
         review = await reviewer.review(plan) if reviewer is not None else None
         if review is None:
@@ -480,13 +504,9 @@ class TurnRunner:
 
     # -- events -------------------------------------------------------------------------------
 
-    async def emit(self, event: Event) -> None:
-        """Send `event` to the front end (a sub-agent's events come through here, wrapped)."""
-        await self._emit(event)
-
     async def _emit(self, event: Event) -> None:
         self.events.append(event)
-        handler = self.setup.on_event
+        handler = self.setup.observers.on_event
         if handler is None:
             return
         try:

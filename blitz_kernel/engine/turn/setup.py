@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from pydantic import BaseModel, Field
 
@@ -25,7 +26,6 @@ from ..store.session import Session
 from ..tracing import Telemetry
 from .modes import PlanReviewer, TurnMode
 from .options import EventHandler
-from .subagents import Subagents
 
 TURN_SPAN = "blitz.turn"
 """Span of a turn; linked to the session's previous turn (ENG-91)."""
@@ -95,55 +95,104 @@ class TurnLimits:
 
 
 @dataclass(frozen=True)
-class TurnSetup:
-    """Everything one turn needs, resolved by the workspace before it starts."""
+class ModelChoice:
+    """Which agent asks which model, with what instructions, at what price, in what window:
+    resolved once per turn, so the model the pre-flight check looked at is the one that runs."""
 
-    session: Session
     model: Model
     agent: str
     system: str
-    """The agent's instructions plus the mode's (ENG-02, ENG-32)."""
-    tools: dict[str, Tool]
-    """The agent's tools (ENG-04)."""
-    tool_context: ToolContext
-    gate: ApprovalGate
+    """The agent's instructions plus the mode's."""
     prices: PriceBook
-    limits: TurnLimits = field(default_factory=TurnLimits)
-    allowed_tools: tuple[str, ...] | None = None
-    """ENG-17: when set, every other tool is refused."""
-    policies: dict[str, ToolPolicy] = field(default_factory=dict)
-    approve_override: Policy | None = None
-    max_parallel: int = 8
-    mode: TurnMode = TurnMode.NORMAL
-    """The mode the turn starts in (ENG-30)."""
-    compaction: bool = True
-    """Automatic compaction allowed (asides never compact, ENG-51)."""
     context: ContextWindow = field(
         default_factory=lambda: ContextWindow(
             DEFAULT_CONTEXT_WINDOW, "default", int(DEFAULT_CONTEXT_WINDOW * THRESHOLD_SHARE)
         )
     )
-    retain_events: int = 20
-    plan_reviewer: PlanReviewer | None = None
-    """Who reviews a proposed plan; None means nobody can (the plan is the answer)."""
-    telemetry: Telemetry = field(default_factory=lambda: Telemetry(enabled=False))
-    span_name: str = TURN_SPAN
     temperature: float | None = None
     max_tokens: int | None = None
-    on_event: EventHandler | None = None
-    hooks: HookRunner | None = None
-    """prompt_submit / pre_tool / post_tool hooks (WS-04)."""
+    compaction: bool = True
+    """Automatic compaction allowed (asides never compact: they must not change the session)."""
+    retain_events: int = 20
+    """Events kept verbatim after an automatic compaction."""
+
+
+@dataclass(frozen=True)
+class ToolRuntime:
+    """Everything a tool batch talks to: the tools, what they may touch, who approves them,
+    which policies and hooks apply, how results are redacted, how many run at once. One object,
+    so a new rule about running tools changes this and the batch, not the loop."""
+
+    tools: dict[str, Tool]
+    """The agent's tools."""
+    context: ToolContext
+    """The template of the turn's tool context; the runner derives the turn's own (with its
+    deadline and its access to the turn) from it, so the setup is never changed."""
+    gate: ApprovalGate
     redactor: Redactor = field(default_factory=lambda: Redactor(()))
-    """Secrets replaced in every tool result before anyone reads it (WS-08)."""
-    depth: int = 0
-    """0 for a turn the user started; 1.. for sub-agents (ENG-70)."""
-    subagents: Subagents | None = None
-    """Starts sub-agents for `invoke_agent`; None where there are none to start."""
+    """Secrets replaced in every tool result before anyone reads it."""
+    policies: dict[str, ToolPolicy] = field(default_factory=dict)
+    allowed_tools: tuple[str, ...] | None = None
+    """When set, every other tool is refused (`--tools`)."""
+    approve_override: Policy | None = None
+    """`--approve` for this turn."""
+    hooks: HookRunner | None = None
+    """prompt_submit / pre_tool / post_tool hooks."""
+    max_parallel: int = 8
     keep_turns: int = 5
     """Turns whose replaced variables stay referenced for undo (`checkpoints.keep_turns`)."""
+
+
+@dataclass(frozen=True)
+class Observers:
+    """Who hears about the turn: the front end's event handler, the tracer, and the notices
+    found while setting the turn up (sent right after `turn_started`)."""
+
+    on_event: EventHandler | None = None
+    telemetry: Telemetry = field(default_factory=lambda: Telemetry(enabled=False))
+    span_name: str = TURN_SPAN
     notices: tuple[Event, ...] = ()
-    """Problems found while setting the turn up (an MCP server that did not start), sent to
-    the front end right after `turn_started`."""
+
+
+class SubagentLauncher(Protocol):
+    """What the loop asks of the sub-agents service: who can be invoked, and the setup of a
+    sub-agent's turn under the calling turn's limits. The loop runs that turn itself, so this
+    module and the service never import the loop."""
+
+    def available(self, caller: str) -> list[tuple[str, str]]:
+        """(name, description) of every agent the caller may invoke."""
+        ...
+
+    async def setup_for(self, caller: TurnSetup, mode: TurnMode, agent: str, on_event: EventHandler) -> TurnSetup:
+        """The sub-agent's turn, resolved like any turn's but inside the caller's limits."""
+        ...
+
+
+@dataclass(frozen=True)
+class Helpers:
+    """The collaborators a turn may call on: a plan reviewer and the sub-agents service."""
+
+    plan_reviewer: PlanReviewer | None = None
+    """Who reviews a proposed plan; None means nobody can (the plan is the answer)."""
+    subagents: SubagentLauncher | None = None
+    """Starts sub-agents for `invoke_agent`; None where there are none to start."""
+
+
+@dataclass(frozen=True)
+class TurnSetup:
+    """Everything one turn needs, resolved by the workspace before it starts and never changed
+    afterwards: what changes while the turn runs (its mode, deadline, steps) is the runner's."""
+
+    session: Session
+    choice: ModelChoice
+    runtime: ToolRuntime
+    limits: TurnLimits = field(default_factory=TurnLimits)
+    observers: Observers = field(default_factory=Observers)
+    helpers: Helpers = field(default_factory=Helpers)
+    mode: TurnMode = TurnMode.NORMAL
+    """The mode the turn starts in."""
+    depth: int = 0
+    """0 for a turn the user started; 1.. for sub-agents."""
 
 
 async def refused_before_start(

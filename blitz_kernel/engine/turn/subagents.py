@@ -19,26 +19,22 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from ...errors import SubagentDepthError, UnknownAgentError
-from ..events import Event, SubagentEvent
 from ..store.session import Session
 from .modes import TurnMode
-from .options import FrontEnd, RunOptions
-
-if TYPE_CHECKING:
-    from .loop import TurnRunner
-    from .setup import TurnSetup
+from .options import EventHandler, FrontEnd, RunOptions
+from .setup import TurnResult, TurnSetup
 
 MAX_DEPTH = 3
 """How deep sub-agents may nest: the root is depth 0, its sub-agents 1, and so on."""
 
-SetupBuilder = Callable[[Session, RunOptions, FrontEnd, int], Awaitable["TurnSetup"]]
+SetupBuilder = Callable[[Session, RunOptions, FrontEnd, int], Awaitable[TurnSetup]]
 
 
 class Subagents:
-    """Starts sub-agents for the turns of one workspace; numbers their sessions per kernel."""
+    """Sets up sub-agents' turns for the turns of one workspace (the loop runs them); numbers
+    their sessions per kernel."""
 
     def __init__(self, build_setup: SetupBuilder, agents: Callable[[], list[tuple[str, str]]]) -> None:
         self._build_setup = build_setup
@@ -49,36 +45,32 @@ class Subagents:
         """(name, description) of every agent but the caller."""
         return [(name, description) for name, description in self._agents() if name != caller]
 
-    async def run(self, parent: TurnRunner, agent: str, prompt: str, call_id: str) -> str:
-        """Run `agent` on `prompt` for the caller's call `call_id`; its final non-thought text."""
-        from .loop import TurnRunner
-
-        depth = parent.setup.depth + 1
+    async def setup_for(self, caller: TurnSetup, mode: TurnMode, agent: str, on_event: EventHandler) -> TurnSetup:
+        """The setup of `agent`'s turn for a call of `caller`'s, which runs in `mode` now."""
+        depth = caller.depth + 1
         if depth > MAX_DEPTH:
             raise SubagentDepthError(MAX_DEPTH)
         if agent not in dict(self._agents()):
-            raise UnknownAgentError(agent, [name for name, _ in self.available(parent.setup.agent)])
+            raise UnknownAgentError(agent, [name for name, _ in self.available(caller.choice.agent)])
         session = Session(name=f"subagent-{agent}-{next(self._sequence)}")
-        session.always_allowed = parent.setup.session.always_allowed  # "Always" answers hold in both
-        caller = parent.setup
-
-        async def forward(event: Event) -> None:
-            await parent.emit(SubagentEvent(call_id=call_id, agent=agent, depth=depth, event=event))
-
+        session.always_allowed = caller.session.always_allowed  # "Always" answers hold in both
+        runtime = caller.runtime
         options = RunOptions(
             agent=agent,
-            mode=parent.mode if parent.mode.read_only else TurnMode.NORMAL,
-            tools=caller.allowed_tools,
-            approve=caller.approve_override,
+            mode=mode if mode.read_only else TurnMode.NORMAL,
+            tools=runtime.allowed_tools,
+            approve=runtime.approve_override,
         )
-        front_end = FrontEnd(approver=caller.gate.approver, on_event=forward, kernel=caller.tool_context.kernel)
-        setup = await self._build_setup(session, options, front_end, depth)
-        setup.tool_context.deadline = caller.tool_context.deadline
-        result = await TurnRunner(setup, parent.control.child(), parent=parent).run(prompt)
-        if result.stop_reason != "end_turn":
-            reason = result.error or result.stop_reason
-            raise SubagentStopped(f"sub-agent {agent!r} stopped ({result.stop_reason}): {reason}")
-        return result.text or f"(sub-agent {agent!r} gave no answer)"
+        front_end = FrontEnd(approver=runtime.gate.approver, on_event=on_event, kernel=runtime.context.kernel)
+        return await self._build_setup(session, options, front_end, depth)
+
+
+def subagent_answer(agent: str, result: TurnResult) -> str:
+    """The sub-agent's final non-thought text, or SubagentStopped saying why there is none."""
+    if result.stop_reason != "end_turn":
+        reason = result.error or result.stop_reason
+        raise SubagentStopped(f"sub-agent {agent!r} stopped ({result.stop_reason}): {reason}")
+    return result.text or f"(sub-agent {agent!r} gave no answer)"
 
 
 class SubagentStopped(Exception):

@@ -1,11 +1,11 @@
 """One-time notices at a turn's start: what the user should know once per kernel, not on
-every turn — settings an untrusted workspace holds back (WS-06), agent files that were skipped
+every turn — settings an untrusted workspace holds back, agent files that were skipped
 because they could not be read (each named once)."""
 
 from __future__ import annotations
 
 from ...config.trust import TrustState
-from ..events import ErrorEvent
+from ..events import NoticeEvent
 from ..turn.agents import AgentRegistry
 
 
@@ -16,14 +16,14 @@ class NoticeBoard:
         self._trust_due = trust_due
         self._shown: set[str] = set()
 
-    def take(self, trust: TrustState, agents: AgentRegistry) -> tuple[ErrorEvent, ...]:
+    def take(self, trust: TrustState, agents: AgentRegistry) -> tuple[NoticeEvent, ...]:
         """The notices for the next turn the user started, each at most once."""
-        notices: list[str] = []
+        notices: list[NoticeEvent] = []
         if self._trust_due and trust.holding_back:
             self._trust_due = False
-            notices.append(trust.notice())
+            notices.append(NoticeEvent(kind="untrusted_workspace", message=trust.notice()))
         for problem in agents.skipped.values():
             if problem not in self._shown:
                 self._shown.add(problem)
-                notices.append(problem)
-        return tuple(ErrorEvent(kind="notice", message=notice) for notice in notices)
+                notices.append(NoticeEvent(kind="agent_file", message=problem))
+        return tuple(notices)

@@ -136,5 +136,3 @@ class AttachmentChip(TypedDict):
 
 
 OPEN_STATUSES = ("queued", "waiting", "running")
-NOTICE_KINDS = ("unpriced", "notice", "mcp")
-"""Error events that are warnings to show, not the turn's failure."""

@@ -28,7 +28,7 @@ from ...engine.events import (
     ToolResultEvent,
     TurnDone,
 )
-from .items import FINAL_STATUS, NOTICE_KINDS, OPEN_STATUSES, Item, TextItem, ToolItem
+from .items import FINAL_STATUS, OPEN_STATUSES, Item, TextItem, ToolItem
 
 Path = tuple[str, ...]
 """The `invoke_agent` call ids from the root turn down to one sub-agent turn."""
@@ -100,7 +100,7 @@ class Scope:
             return True
         if isinstance(event, PermissionDecision):
             return self.decide(event)
-        if isinstance(event, ErrorEvent) and event.kind not in NOTICE_KINDS:
+        if isinstance(event, ErrorEvent):
             self.items.append({"kind": "error", "message": event.message})
             return True
         if isinstance(event, TurnDone):

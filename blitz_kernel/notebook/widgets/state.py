@@ -11,17 +11,17 @@ controller and the presenters read them and never edit one in place.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, Any
 
 from ...core.terms import Verdict
 from ...core.usage import UsageTotals
 from ...engine.events import (
     CompactionEvent,
-    ErrorEvent,
     Event,
     ModelSwitchEvent,
+    NoticeEvent,
     PermissionDecision,
     PermissionRequest,
     PlanEvent,
@@ -43,7 +43,6 @@ from ..lines import (
 )
 from .items import (
     FINAL_STATUS,
-    NOTICE_KINDS,
     OPEN_STATUSES,
     AsideEntry,
     AsideStatus,
@@ -67,7 +66,6 @@ from .nested import Path, SubagentCards, new_tool
 
 __all__ = [
     "FINAL_STATUS",
-    "NOTICE_KINDS",
     "OPEN_STATUSES",
     "AsideEntry",
     "AsideStatus",
@@ -186,39 +184,35 @@ class TurnState:
     # -- engine events --------------------------------------------------------------------
 
     def apply(self, event: Event) -> None:
-        """Fold one engine event into the state."""
-        match event:
-            case TurnStarted():
-                self._on_started(event)
-            case TextEvent():
-                self._on_text(event)
-            case ToolCallEvent():
-                self._on_tool_call(event)
-            case PermissionRequest():
-                self._on_permission_request(event)
-            case PermissionDecision():
-                self._on_decision(event)
-            case ToolResultEvent():
-                self._on_tool_result(event)
-            case SteerEvent():
-                self._on_steer(event)
-            case UsageEvent():
-                self._on_usage(event)
-            case CompactionEvent():
-                self._on_compaction(event)
-            case PlanEvent():
-                self._on_plan(event)
-            case ErrorEvent():
-                self._on_error(event)
-            case TurnDone():
-                self._on_done(event)
-            case ModelSwitchEvent():
-                self.switches.append(switch_note(event))  # the footer says it
-                self.dirty.add("footer")
-            case SubagentEvent():
-                self._on_subagent(event)
-            case _:
-                assert_never(event)
+        """Fold one engine event into the state: each event type has its handler (a new event
+        type without one fails here, loudly, rather than being dropped)."""
+        handler = self._handlers().get(event.type)
+        if handler is None:
+            raise TypeError(f"the turn state has no handler for {event.type!r} events")
+        handler(event)
+
+    def _handlers(self) -> dict[str, Callable[[Any], None]]:
+        return {
+            "turn_started": self._on_started,
+            "text": self._on_text,
+            "tool_call": self._on_tool_call,
+            "permission_request": self._on_permission_request,
+            "permission_decision": self._on_decision,
+            "tool_result": self._on_tool_result,
+            "steer": self._on_steer,
+            "usage": self._on_usage,
+            "compaction": self._on_compaction,
+            "plan": self._on_plan,
+            "error": lambda event: None,  # the failure itself is shown from turn_done's error
+            "notice": self._on_notice,
+            "turn_done": self._on_done,
+            "model_switch": self._on_model_switch,
+            "subagent": self._on_subagent,
+        }
+
+    def _on_model_switch(self, event: ModelSwitchEvent) -> None:
+        self.switches.append(switch_note(event))  # the footer says it
+        self.dirty.add("footer")
 
     def _on_started(self, event: TurnStarted) -> None:
         self.model, self.agent, self.turn_index = event.model, event.agent, event.turn_index
@@ -270,7 +264,7 @@ class TurnState:
             self._on_permission_request(inner, agent=agent, scope=path)
         elif isinstance(inner, PermissionDecision):
             self._decide_pending(inner.call_id, inner.decision, path)
-        elif isinstance(inner, ErrorEvent) and inner.kind in NOTICE_KINDS:
+        elif isinstance(inner, NoticeEvent):
             self.add_notice(f"{agent}: {inner.message}")
         if changed:
             self.dirty.add("items")
@@ -405,9 +399,8 @@ class TurnState:
             }
         )
 
-    def _on_error(self, event: ErrorEvent) -> None:
-        if event.kind in NOTICE_KINDS:
-            self.add_notice(event.message)
+    def _on_notice(self, event: NoticeEvent) -> None:
+        self.add_notice(event.message)
 
     def _on_done(self, event: TurnDone) -> None:
         self.done_seen = True

@@ -30,7 +30,7 @@ from .static import static_bundle
 
 if TYPE_CHECKING:
     from ...engine.workspace import Workspace
-    from ..presenters import WidgetOutput
+    from .output import WidgetOutput
     from .state import TurnState
 
 STATIC = Path(__file__).parent / "static"

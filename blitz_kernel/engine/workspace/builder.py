@@ -1,0 +1,174 @@
+"""Builds a turn's `TurnSetup` from the workspace's services: the resolved agent and model, its
+instructions, tools (MCP's included), limits, approvals and observers. Everything a turn needs is
+resolved here, once; the loop only reads the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.usage import PriceBook
+from ...mcp.manager import McpManager, server_entries
+from ...mcp.toolset import Offer, offer
+from ...models.base import Model, supports_vision
+from ...tools.registry import KernelContext, ToolContext
+from ...tools.session_search import SEARCHER
+from ..events import Event, NoticeEvent
+from ..safety.approval import ApprovalGate, HeadlessApprover, PendingApprovals
+from ..store.session import Session
+from ..store.sessions import SessionBook
+from ..turn.agents import AgentDefinition, agent_tools, check_tool_names
+from ..turn.context import ContextWindows
+from ..turn.instructions import MemoryFile, memory_files, root_instructions
+from ..turn.modes import MODE_INSTRUCTIONS, SUBAGENT_READ_ONLY, TurnMode
+from ..turn.options import FrontEnd, RunOptions
+from ..turn.setup import (
+    ASIDE_SPAN,
+    TURN_SPAN,
+    Helpers,
+    ModelChoice,
+    Observers,
+    SubagentLauncher,
+    ToolRuntime,
+    TurnLimits,
+    TurnSetup,
+)
+from .configuration import Configuration
+from .notices import NoticeBoard
+from .resolution import Resolved, Resolver
+
+
+@dataclass
+class TurnBuilder:
+    """Turns a session, the run's options and its front end into a `TurnSetup`."""
+
+    configuration: Configuration
+    resolver: Resolver
+    sessions: SessionBook
+    contexts: ContextWindows
+    notices: NoticeBoard
+    mcp: McpManager
+    waiting_approvals: PendingApprovals
+    kernel: KernelContext | None
+    subagents: SubagentLauncher | None = None
+
+    async def build(
+        self,
+        state: Session,
+        options: RunOptions,
+        front_end: FrontEnd,
+        depth: int = 0,
+        resolved: Resolved | None = None,
+    ) -> TurnSetup:
+        """The setup of one turn. `depth` > 0 is a sub-agent's turn: its own instructions only,
+        no workflow tools. `resolved` is the agent and model the pre-flight check looked at."""
+        config = self.configuration.config
+        resolved = resolved or self.resolver.resolve(options.agent, options.model)
+        definition, model = resolved.definition, resolved.model
+        settings = config.model_settings(model.name)  # per-model settings beat the global ones
+        mode = options.mode
+        aside = mode is TurnMode.BTW
+        mcp = await self._mcp_offer(definition, model)
+        choice = ModelChoice(
+            model=model,
+            agent=definition.name,
+            system=self.instructions(definition, model, depth, mode) + mcp.system_note(),
+            prices=PriceBook(dict(config.prices), model.price),
+            # The model's context window may need its provider library loaded (litellm: seconds
+            # on first use): looked up off the event loop so a widget stays responsive.
+            context=await self.contexts.lookup(model, config),
+            temperature=settings.temperature,
+            max_tokens=settings.max_tokens,
+            compaction=not aside,  # asides never compact
+            retain_events=config.context.retain_events,
+        )
+        runtime = ToolRuntime(
+            tools={**agent_tools(self.configuration.tools, definition, root=depth == 0), **mcp.tools},
+            context=ToolContext(
+                workspace=self.configuration.root,
+                kernel=front_end.kernel or self.kernel,
+                session=state.name,
+                variable_values=config.privacy.variables == "full",
+                extras={SEARCHER: self.sessions},  # search_session reads the transcript
+            ),
+            gate=ApprovalGate(
+                front_end.approver or HeadlessApprover(),
+                headless_policy=config.approval.headless,
+                max_pending=config.approval.max_pending,
+                timeout_s=config.approval.timeout_s,
+                waiting=self.waiting_approvals,
+            ),
+            redactor=self.configuration.redactor,
+            policies=dict(config.approval.tools),
+            allowed_tools=check_tool_names(self.configuration.tools, options.tools),
+            approve_override=options.approve,
+            hooks=self.configuration.hooks,
+            max_parallel=config.tools.max_parallel,
+            keep_turns=config.checkpoints.keep_turns,
+        )
+        observers = Observers(
+            on_event=front_end.on_event,
+            telemetry=self.configuration.telemetry,
+            span_name=ASIDE_SPAN if aside else TURN_SPAN,
+            notices=self._notices(depth, mode)
+            + tuple(NoticeEvent(kind="mcp_server", message=p) for p in mcp.problems.values()),
+        )
+        return TurnSetup(
+            session=state,
+            choice=choice,
+            runtime=runtime,
+            limits=self.limits(options),
+            observers=observers,
+            helpers=Helpers(plan_reviewer=front_end.plan_reviewer, subagents=self.subagents),
+            mode=mode,
+            depth=depth,
+        )
+
+    def limits(self, options: RunOptions) -> TurnLimits:
+        """The run's limits: its own options, else the configuration's."""
+        defaults = self.configuration.config.limits
+        return TurnLimits(
+            max_turns=options.max_turns if options.max_turns is not None else defaults.max_turns,
+            max_cost_usd=options.max_cost_usd if options.max_cost_usd is not None else defaults.max_cost_usd,
+            timeout_s=options.timeout_s if options.timeout_s is not None else defaults.timeout_s,
+            max_cost_usd_session=defaults.max_cost_usd_session,
+            repeat_warn=defaults.repeat_warn,
+            repeat_stop=defaults.repeat_stop,
+        )
+
+    def _notices(self, depth: int, mode: TurnMode) -> tuple[Event, ...]:
+        """One-time notices, for turns the user started only."""
+        if depth > 0 or mode is TurnMode.BTW:
+            return ()
+        return self.notices.take(self.configuration.trust, self.configuration.agents)
+
+    async def _mcp_offer(self, definition: AgentDefinition, model: Model) -> Offer:
+        """The MCP tools the agent's list names (every enabled server's for an agent without a
+        list), their servers started first; the servers that could not start are reported."""
+        if not self.configuration.config.mcp.servers and not self.mcp.connections:
+            return Offer()
+        return await offer(self.mcp_servers(), definition.tools, vision=supports_vision(model))
+
+    def mcp_servers(self) -> McpManager:
+        """The MCP servers as the configuration says now (a changed server restarts on its
+        next use), for a turn or `%blitz_mcp`."""
+        configuration = self.configuration
+        self.mcp.configure(server_entries(configuration.config.mcp, configuration.root, configuration.home))
+        return self.mcp
+
+    def instructions(self, definition: AgentDefinition, model: Model, depth: int, mode: TurnMode) -> str:
+        """The root agent's prompt with project memory, language and image note, then the
+        mode's text; a sub-agent's own prompt and, when read-only, a note saying so."""
+        if depth > 0:
+            return definition.instructions + (SUBAGENT_READ_ONLY if mode.read_only else "")
+        base = root_instructions(
+            definition.instructions,
+            self.memory(),
+            language=self.configuration.config.language,
+            vision=supports_vision(model),
+        )
+        return base + MODE_INSTRUCTIONS.get(mode, "")
+
+    def memory(self) -> list[MemoryFile]:
+        """The project-memory files the next turn's instructions include."""
+        return memory_files(self.configuration.root, self.configuration.home)

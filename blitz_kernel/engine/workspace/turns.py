@@ -1,0 +1,162 @@
+"""The turns service: run, continue, aside, compact, steer and stop, one turn per session at a
+time. A turn's agent and model are resolved once, checked (can this model ever answer?), then
+built into its setup and handed to the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+
+from ...core.attachments import Attachment
+from ...core.terms import StopReason
+from ...core.usage import PriceBook
+from ...errors import BlitzError, SessionBusyError, SteerTooLateError
+from ...tools.registry import KernelContext
+from ..steering import TurnControl
+from ..store.session import Session
+from ..store.sessions import SessionBook
+from ..turn.compaction import CompactionResult, Compactor, manual_window
+from ..turn.loop import TurnRunner
+from ..turn.modes import TurnMode
+from ..turn.options import EventHandler, FrontEnd, RunOptions
+from ..turn.setup import TurnResult, refused_before_start
+from .builder import TurnBuilder
+from .configuration import Configuration
+from .resolution import Resolver
+
+
+class Turns:
+    """Starts and controls the turns of one workspace's sessions."""
+
+    def __init__(
+        self, configuration: Configuration, resolver: Resolver, builder: TurnBuilder, sessions: SessionBook
+    ) -> None:
+        self.configuration = configuration
+        self.resolver = resolver
+        self.builder = builder
+        self.sessions = sessions
+
+    async def run(
+        self, prompt: str, session: str, options: RunOptions, front_end: FrontEnd, attachments: list[Attachment] | None
+    ) -> TurnResult:
+        """One turn. `--timeout` covers the lookups before the first model call too (they may
+        load a provider library or start MCP servers); the turn then gets what is left."""
+        limit = options.timeout_s if options.timeout_s is not None else self.configuration.config.limits.timeout_s
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(limit):
+                # a model that can never answer (or an unknown agent): the turn ends in error before
+                # anything is recorded: no session created, no prompt in the history, no turn counted
+                resolved = self.resolver.resolve(options.agent, options.model)
+                problem = await self.resolver.problem(resolved.model)
+        except TimeoutError:
+            return await self._refused(setup_timeout(limit), session, front_end, "timeout")
+        if problem is not None:
+            return await self._refused(problem, session, front_end)
+        state = self.sessions.get(session)
+        claim(state)
+        context = front_end.kernel or self.builder.kernel
+        state.prepare_resume_note(context.user_ns if context is not None else None)  # the restart note
+        control = TurnControl()
+        state.running = control  # at once: a second run or a steer meanwhile sees this turn
+        try:
+            try:
+                async with asyncio.timeout(limit - (time.monotonic() - started) if limit else None):
+                    setup = await self.builder.build(state, options, front_end, resolved=resolved)
+            except TimeoutError:
+                return await self._refused(setup_timeout(limit), session, front_end, "timeout")
+            spent = dataclasses.replace(setup.limits, spent_before_s=time.monotonic() - started)
+            return await TurnRunner(dataclasses.replace(setup, limits=spent), control).run(prompt, attachments)
+        finally:
+            state.running = None
+
+    async def continue_turn(self, session: str, options: RunOptions, front_end: FrontEnd) -> TurnResult:
+        """A turn that stopped at `max_turns` goes on for `options.max_turns` more steps in the
+        same context: no new prompt, the model takes the next step."""
+        state = self.sessions.get(session)
+        if not state.history or state.history[-1].kind != "tool_result":
+            raise BlitzError(f"session {session!r} has no turn to continue: its last turn ended with an answer")
+        claim(state)
+        control = TurnControl()
+        state.running = control
+        try:
+            setup = await self.builder.build(state, options, front_end)
+            return await TurnRunner(setup, control).run(None)
+        finally:
+            state.running = None
+
+    async def aside(
+        self, session: str, question: str, on_event: EventHandler | None, kernel: KernelContext | None
+    ) -> TurnResult:
+        """Answer `question` from a deep copy of the session in the read-only mode `btw`.
+        Nothing reaches the session's history; the tokens count toward its usage. It may run
+        while the session's own turn runs."""
+        source = self.sessions.get(session)
+        throwaway = Session(
+            name=f"{session} (aside)",
+            history=[message.model_copy(deep=True) for message in source.history],
+            turns=source.turns,
+        )
+        options, front_end = RunOptions(mode=TurnMode.BTW), FrontEnd(on_event=on_event, kernel=kernel)
+        setup = await self.builder.build(throwaway, options, front_end)
+        result = await TurnRunner(setup, TurnControl()).run(question)
+        source.ledger.merge(throwaway.ledger)
+        if source.running is not None:  # its tokens count toward the running turn's --max-cost
+            source.running.charged_usd += throwaway.ledger.total.cost_usd
+        return result
+
+    async def compact(self, session: str, focus: str | None, keep_turns: int) -> CompactionResult:
+        """Summarise everything before the keep_turns-th most recent user turn with the current
+        model. Raises NothingToCompactError or CompactionError (history unchanged)."""
+        state = self.sessions.get(session)
+        claim(state)
+        state.compacting = True
+        configuration = self.configuration
+        try:
+            split = manual_window(state.history, keep_turns)
+            resolved = self.resolver.resolve(None, None)
+            model = resolved.model
+            attributes = {"blitz.session": session, "blitz.model": model.name, "blitz.keep_turns": keep_turns}
+            with configuration.telemetry.root_span("blitz.compaction", attributes):
+                compactor = Compactor(model, resolved.definition.instructions)
+                summary, result = await compactor.summarise(state.history, split, focus)
+        finally:
+            state.compacting = False
+        state.replace_window(split, summary)
+        price = PriceBook(dict(configuration.config.prices), model.price).lookup(result.model)
+        state.record_usage(result.model, result.usage, price.cost(result.usage) if price else None)
+        return result
+
+    def steer(self, session: str, text: str) -> None:
+        """Queue `text` for the running turn, or raise SteerTooLateError."""
+        control = self.sessions.get(session).running
+        if control is None:
+            raise SteerTooLateError(f"session {session!r} has no running turn; send it as a prompt")
+        control.steer(text)
+
+    def stop(self, session: str) -> bool:
+        """Ask the running turn to stop after its current step; False when none runs."""
+        control = self.sessions.get(session).running
+        if control is None:
+            return False
+        control.request_stop()
+        return True
+
+    async def _refused(self, reason: str, session: str, front_end: FrontEnd, stop: StopReason = "error") -> TurnResult:
+        """A turn that could not start: the front end shows why, nothing is recorded."""
+        turns = self.sessions.get(session).turns if session in self.sessions.names() else 0
+        return await refused_before_start(reason, session, turns, front_end.on_event, stop)
+
+
+def claim(state: Session) -> None:
+    """One turn or compaction at a time per session (SessionBusyError otherwise)."""
+    if state.running is not None:
+        raise SessionBusyError(f"session {state.name!r} already has a running turn")
+    if state.compacting:
+        raise SessionBusyError(f"session {state.name!r} is being compacted")
+
+
+def setup_timeout(limit: float | None) -> str:
+    return f"turn timed out after {limit or 0:g} s, before its first model call (looking up the model)"

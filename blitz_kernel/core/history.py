@@ -142,3 +142,18 @@ def user_prompt(text: str, images: list[ImagePart] | None = None) -> UserMessage
     """The user message of a turn: attachments (images first), then the prompt text (ENG-10)."""
     parts: list[TextPart | ImagePart] = [*(images or []), TextPart(text=text)]
     return UserMessage(parts=parts)
+
+
+def unique_call_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """Results are matched to calls by id; a provider that repeats an id (or sends none) would
+    leave a call without its result. Rename the repeats (`id~2`) so every call has its own."""
+    seen: set[str] = set()
+    unique: list[ToolCall] = []
+    for index, call in enumerate(calls):
+        call_id = call.id or f"call_{index}"
+        suffix = 2
+        while call_id in seen:
+            call_id, suffix = f"{call.id or 'call'}~{suffix}", suffix + 1
+        seen.add(call_id)
+        unique.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
+    return unique

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol, assert_never
 from ..core.text import one_line
 from ..engine.events import (
     CompactionEvent,
+    ErrorEvent,
     Event,
     ModelSwitchEvent,
-    ErrorEvent,
     NoticeEvent,
     PermissionDecision,
     PermissionRequest,

@@ -1,11 +1,8 @@
-"""One turn: model step → tool batch → model step … until the model answers (ENGINE.md §2, §3).
+"""One turn: model step → tool batch → model step … until the model answers (docs/architecture.md).
 
-Reads top-down like the rules: `run` wraps the turn in its limits and turns every way a turn
-can end into a stop reason; `_steps` is the step loop; a `ToolBatch` (batch.py) runs one
-response's tool calls (screening, approval, at most `max_parallel` at once, results in call
-order).
-Whatever happens, the history stays valid: every tool call gets a result, a cancelled one if
-need be, and the turn's messages reach the session in one piece at the end.
+`run` wraps the turn in its limits and turns every way a turn can end into a stop reason;
+`_steps` is the step loop; a `ToolBatch` runs one response's tool calls. Whatever happens, the
+history stays valid: every call gets a result (a cancelled one if need be), committed in units.
 """
 
 from __future__ import annotations
@@ -19,41 +16,36 @@ import time
 from typing import cast
 
 from ...core.attachments import Attachment, prompt_with_attachments
-from ...core.history import AssistantMessage, Message, ToolCall, ToolResultMessage, check_history
-from ...core.terms import PlanStatus, StopReason
-from ...core.usage import TokenUsage, UsageTotals
+from ...core.history import AssistantMessage, Message, ToolResultMessage, check_history, unique_call_ids
+from ...core.terms import StopReason
 from ...errors import (
     BlitzError,
-    CompactionError,
     ContextWindowError,
     MaxTurnsError,
     ModelError,
-    NothingToCompactError,
     TurnLimitError,
 )
 from ...models.base import ModelRequest, ModelResponse, ModelSwitch, TextDelta, supports_vision
 from ..events import (
-    CompactionEvent,
     ErrorEvent,
     Event,
     ModelSwitchEvent,
-    NoticeEvent,
-    PlanEvent,
     SteerEvent,
     SubagentEvent,
     TextEvent,
     TurnDone,
     TurnStarted,
-    UsageEvent,
 )
 from ..steering import TurnControl
 from ..tracing import mark_error
 from ..undo.recorder import TurnRecorder
+from .auto_compaction import AutoCompaction
 from .batch import ToolBatch
 from .budget import Budget
-from .compaction import Compactor, automatic_window, estimate_tokens
-from .modes import MODE_INSTRUCTIONS, TurnMode, plan_feedback
+from .plan_flow import PlanFlow
 from .setup import TURN_SPAN, TurnResult, TurnSetup
+from .spans import outcome_attributes, turn_attributes
+from .spend import TurnSpend
 from .subagents import subagent_answer
 from .watchdog import RepeatWatch
 
@@ -81,21 +73,17 @@ class TurnRunner:
         self.batch: ToolBatch | None = None
         """The pending response's calls; it holds their results as they finish."""
         self.events: list[Event] = []
-        self.usage = UsageTotals()
         self.model_calls = 0
-        self._warned_unpriced = False
         self._specs = [tool.spec() for tool in setup.runtime.tools.values()]
-        self._last_prompt_tokens: int | None = None
         self.watch = RepeatWatch(setup.limits.repeat_warn, setup.limits.repeat_stop)
         self.budget = Budget(setup.session, setup.limits.max_cost_usd, setup.limits.max_cost_usd_session, control)
-        self._schema_tokens = len(json.dumps([spec.model_dump() for spec in self._specs])) // 4
-        self.mode = setup.mode
-        """The turn's mode; `enter_plan_mode` switches it from the next call (ENG-34)."""
-        self.system = setup.choice.system
-        self.proposed_plan: str | None = None
-        self.plan_status: PlanStatus | None = None
-        self._end_with: str | None = None
-        """Set when the turn must end after the current batch, with this text as its answer."""
+        caller = parent.spend if parent is not None else None
+        self.spend: TurnSpend = TurnSpend(setup.session, setup.choice.prices, self.budget, self._emit, caller)
+        self.usage = self.spend.usage
+        schema_tokens = len(json.dumps([spec.model_dump() for spec in self._specs])) // 4
+        self.compaction = AutoCompaction(setup, schema_tokens, self._emit, self.spend.record)
+        self.plan = PlanFlow(setup.mode, setup.choice.system, setup.helpers.plan_reviewer, self._emit)
+        """The mode the turn runs in now, and the plan it proposed."""
         self.recorder: TurnRecorder | None = None
         """What the turn changed, for undo; a user's turn only, once it started."""
         self.tool_context = dataclasses.replace(setup.runtime.context, turn=self)
@@ -107,33 +95,11 @@ class TurnRunner:
         session's previous turn (ENG-91)."""
         setup = self.setup
         telemetry = setup.observers.telemetry
-        attributes = {
-            "blitz.agent": setup.choice.agent,
-            "blitz.model": setup.choice.model.name,
-            "blitz.session": setup.session.name,
-            "blitz.turn_index": setup.session.turns,
-            "blitz.prompt_length": len(prompt or ""),
-            "blitz.attachments": len(attachments or []),
-            "blitz.max_turns": setup.limits.max_turns,
-            "blitz.max_cost_usd": setup.limits.max_cost_usd,
-            "blitz.timeout_s": setup.limits.timeout_s,
-            "blitz.plan": setup.mode is TurnMode.PLAN,
-            "blitz.mode": setup.mode.value,
-            "blitz.prompt": telemetry.content(prompt or ""),
-        }
+        attributes = turn_attributes(setup, telemetry, prompt, attachments)
         previous = None if setup.observers.span_name != TURN_SPAN else setup.session.last_turn_span
         with telemetry.root_span(setup.observers.span_name, attributes, previous) as span:
             result = await self._run(prompt, attachments or [])
-            span.set_attributes(
-                {
-                    "blitz.model_calls": self.model_calls,
-                    "blitz.input_tokens": result.usage.input_tokens,
-                    "blitz.output_tokens": result.usage.output_tokens,
-                    "blitz.cost_usd": result.usage.cost_usd,
-                    "blitz.priced": result.usage.priced,
-                    "blitz.stop_reason": result.stop_reason,
-                }
-            )
+            span.set_attributes(outcome_attributes(result, self.model_calls))
             if result.error is not None:
                 mark_error(span, result.error)
             if setup.observers.span_name == TURN_SPAN:
@@ -244,7 +210,7 @@ class TurnRunner:
             error=error,
             leftovers=leftovers,
             not_saved=session.not_saved,
-            context_used=self._last_prompt_tokens,
+            context_used=self.spend.last_prompt_tokens,
             context_window=self.setup.choice.context.tokens,
             undoable=undoable,
         )
@@ -267,8 +233,8 @@ class TurnRunner:
             dropped=dropped,
             session=session.name,
             turn_index=turn_index,
-            plan=self.proposed_plan,
-            plan_status=self.plan_status,
+            plan=self.plan.proposed,
+            plan_status=self.plan.status,
             undoable=undoable,
         )
 
@@ -282,35 +248,35 @@ class TurnRunner:
             if self.model_calls >= limits.max_turns:
                 raise MaxTurnsError(limits.max_turns)
             self.model_calls += 1
-            await self._compact_if_needed()
+            await self.compaction.if_needed(self.plan.system)
             if self.budget.limited:  # the estimate walks the history: only when a ceiling is set
                 self.budget.check_before_call(
                     self.usage.cost_usd,
-                    self._prompt_estimate(),
+                    self.compaction.prompt_estimate(self.plan.system),
                     self.setup.choice.prices.lookup(self.setup.choice.model.name),
                 )
             response = await self._model_step_with_context_retry()
             if not response.tool_calls:
                 self._commit(response.to_message())
-                await self._record_usage(response.model, response.usage)
+                await self.spend.record(response.model, response.usage)
                 return response.text
             response.tool_calls = unique_call_ids(response.tool_calls)
             self.pending = response.to_message()
             self.batch = ToolBatch(
                 self.setup, self.tool_context, self.control, self._emit, response.tool_calls, self.watch
             )
-            await self._record_usage(response.model, response.usage)
+            await self.spend.record(response.model, response.usage)
             if self.control.stop_requested:
                 raise _GracefulStop
-            results = await self.batch.run(self.mode)
-            if self._end_with is None:  # else the model takes no further step: they stay leftovers
+            results = await self.batch.run(self.plan.mode)
+            if self.plan.end_with is None:  # else the model takes no further step: they stay leftovers
                 await self._attach_steering(results)
             self._commit(self.pending, *results)
             tripped, self.pending, self.batch = self.batch.tripped, None, None
             if tripped is not None:
                 raise tripped
-            if self._end_with is not None:
-                return self._end_with
+            if self.plan.end_with is not None:
+                return self.plan.end_with
 
     async def _model_step_with_context_retry(self) -> ModelResponse:
         """A provider that rejects the prompt as too long gets one compaction and one retry;
@@ -318,57 +284,14 @@ class TurnRunner:
         try:
             return await self._model_step()
         except ContextWindowError:
-            if not self.setup.choice.compaction or not await self._compact(required=False):
+            if not self.compaction.enabled or not await self.compaction.compact(required=False):
                 raise
         return await self._model_step()
-
-    async def _compact_if_needed(self) -> None:
-        """ENG-60: before a step whose prompt (tool schemas included) would pass the threshold."""
-        setup = self.setup
-        if not setup.choice.compaction:
-            return
-        if self._prompt_estimate() > setup.choice.context.threshold:
-            try:
-                await self._compact(required=False)
-            except CompactionError as exc:  # the threshold is below the window: try the call as is
-                await self._emit(
-                    NoticeEvent(kind="compaction", message=f"automatic compaction failed, going on without it: {exc}")
-                )
-
-    def _prompt_estimate(self) -> int:
-        """Tokens the next request will carry: system prompt, history and the tool schemas
-        (about 2.5K tokens for the built-in tools, sent with every step)."""
-        return estimate_tokens(self.system, self.setup.session.history) + self._schema_tokens
-
-    async def _compact(self, *, required: bool) -> bool:
-        """Summarise all but the retained tail; False when there was nothing to compact."""
-        setup = self.setup
-        history = setup.session.history
-        try:
-            budget = setup.choice.context.threshold // 2  # room for the summary
-            split = automatic_window(history, setup.choice.retain_events, budget)
-        except NothingToCompactError:
-            if required:
-                raise
-            return False
-        with setup.observers.telemetry.child_span("blitz.compaction", {"blitz.automatic": True}):
-            summary, result = await Compactor(setup.choice.model, setup.choice.system).summarise(history, split, None)
-        setup.session.replace_window(split, summary)
-        await self._record_usage(result.model, result.usage)
-        await self._emit(
-            CompactionEvent(
-                covered_events=result.covered_events,
-                tokens_before=result.tokens_before,
-                tokens_after=result.tokens_after,
-                automatic=True,
-            )
-        )
-        return True
 
     async def _model_step(self) -> ModelResponse:
         setup = self.setup
         request = ModelRequest(
-            system=self.system,
+            system=self.plan.system,
             messages=list(setup.session.history),
             tools=self._specs,
             temperature=setup.choice.temperature,
@@ -397,36 +320,6 @@ class TurnRunner:
             await self._emit(TextEvent(text=response.text, repeat=True))
         return response
 
-    async def _record_usage(self, model: str, usage: TokenUsage) -> None:
-        """ENG-22/80/81, and the cost ceiling checked after every usage event (ENG-14)."""
-        self._last_prompt_tokens = usage.input_tokens or self._last_prompt_tokens
-        price = self.setup.choice.prices.lookup(model)
-        cost = price.cost(usage) if price is not None else None
-        self.usage.add(usage, cost)
-        self.setup.session.ledger.record(model, usage, cost)
-        await self._emit(UsageEvent(model=model, usage=usage, cost_usd=cost))
-        if self.parent is not None:
-            self.parent.charge(model, usage, cost)
-        if cost is None and self.budget.turn_ceiling is not None and not self._warned_unpriced:
-            self._warned_unpriced = True
-            await self._emit(
-                NoticeEvent(
-                    kind="unpriced_model",
-                    message=f"model {model!r} has no price, so --max-cost cannot count it; "
-                    f'set prices."{model}" in the configuration',
-                )
-            )
-        self.budget.check_after_usage(self.usage.cost_usd)
-
-    def charge(self, model: str, usage: TokenUsage, cost: float | None) -> None:
-        """A sub-agent's call, counted as this turn's (ENG-70): usage, session ledger and the
-        ceilings (a spent ceiling ends the sub-agent; this turn stops before its next call)."""
-        self.usage.add(usage, cost)
-        self.setup.session.ledger.record(model, usage, cost)
-        if self.parent is not None:
-            self.parent.charge(model, usage, cost)
-        self.budget.check_after_usage(self.usage.cost_usd)
-
     async def _attach_steering(self, ordered: list[ToolResultMessage]) -> None:
         """ENG-40: queued steer messages ride on the batch's last result."""
         messages = self.control.take_messages()
@@ -453,9 +346,7 @@ class TurnRunner:
     # -- what workflow tools may do (TurnAccess) --------------------------------------------
 
     def enter_plan_mode(self) -> None:
-        if self.mode is not TurnMode.PLAN:
-            self.mode = TurnMode.PLAN
-            self.system = self.setup.choice.system + MODE_INSTRUCTIONS[TurnMode.PLAN]
+        self.plan.enter_plan_mode()
 
     def list_agents(self) -> list[tuple[str, str]]:
         subagents = self.setup.helpers.subagents
@@ -472,7 +363,7 @@ class TurnRunner:
         async def forward(event: Event) -> None:
             await self._emit(SubagentEvent(call_id=call_id, agent=agent, depth=depth, event=event))
 
-        setup = await subagents.setup_for(self.setup, self.mode, agent, forward)
+        setup = await subagents.setup_for(self.setup, self.plan.mode, agent, forward)
         result = await TurnRunner(setup, self.control.child(), parent=self).run(prompt)
         return subagent_answer(agent, result)
 
@@ -486,21 +377,7 @@ class TurnRunner:
         self.setup.session.todos = items
 
     async def submit_plan(self, plan: str) -> str:
-        """ENG-32: show the plan for review; with nobody to review it, it is the answer."""
-        self.proposed_plan = plan
-        reviewer = self.setup.helpers.plan_reviewer
-        reason = None
-        review = await reviewer.review(plan) if reviewer is not None else None
-        if review is None:
-            status: PlanStatus = "unreviewed"
-        else:
-            status, reason = ("approved" if review.approved else "rejected"), review.reason
-        self.plan_status = status
-        if status != "rejected":
-            self.mode = TurnMode.NORMAL if self.mode is TurnMode.PLAN else self.mode
-            self._end_with = plan
-        await self._emit(PlanEvent(plan=plan, status=status, reason=reason))
-        return plan_feedback(status, reason)
+        return await self.plan.submit(plan)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -517,18 +394,3 @@ class TurnRunner:
             raise
         except Exception as exc:
             raise EventHandlerError(f"an event handler failed on {event.type}: {type(exc).__name__}: {exc}") from exc
-
-
-def unique_call_ids(calls: list[ToolCall]) -> list[ToolCall]:
-    """Results are matched to calls by id; a provider that repeats an id (or sends none) would
-    leave a call without its result. Rename the repeats (`id~2`) so every call has its own."""
-    seen: set[str] = set()
-    unique: list[ToolCall] = []
-    for index, call in enumerate(calls):
-        call_id = call.id or f"call_{index}"
-        suffix = 2
-        while call_id in seen:
-            call_id, suffix = f"{call.id or 'call'}~{suffix}", suffix + 1
-        seen.add(call_id)
-        unique.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
-    return unique

@@ -1,0 +1,66 @@
+"""What a turn spends, counted at the one place every model call's usage passes: the turn's
+totals, the session's ledger, the front end's usage event, the cost ceilings, and — for a
+sub-agent — its caller's spend too, so a sub-agent is never a way around the caller's limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from ...core.usage import PriceBook, TokenUsage, UsageTotals
+from ..events import Event, NoticeEvent, UsageEvent
+from ..store.session import Session
+from .budget import Budget
+
+
+class TurnSpend:
+    """The running turn's usage and cost; a sub-agent's charges its caller's as well."""
+
+    def __init__(
+        self,
+        session: Session,
+        prices: PriceBook,
+        budget: Budget,
+        emit: Callable[[Event], Awaitable[None]],
+        caller: TurnSpend | None = None,
+    ) -> None:
+        self._session = session
+        self._prices = prices
+        self._budget = budget
+        self._emit = emit
+        self._caller = caller
+        self.usage = UsageTotals()
+        self.last_prompt_tokens: int | None = None
+        """The input tokens of the latest call: how full the context is."""
+        self._warned_unpriced = False
+
+    async def record(self, model: str, usage: TokenUsage) -> None:
+        """One model call of this turn: priced, recorded, shown, and checked against the
+        ceilings (which raise to end the turn)."""
+        self.last_prompt_tokens = usage.input_tokens or self.last_prompt_tokens
+        price = self._prices.lookup(model)
+        cost = price.cost(usage) if price is not None else None
+        self.usage.add(usage, cost)
+        self._session.ledger.record(model, usage, cost)
+        await self._emit(UsageEvent(model=model, usage=usage, cost_usd=cost))
+        if self._caller is not None:
+            self._caller.charge(model, usage, cost)
+        if cost is None and self._budget.turn_ceiling is not None and not self._warned_unpriced:
+            self._warned_unpriced = True
+            await self._emit(
+                NoticeEvent(
+                    kind="unpriced_model",
+                    message=f"model {model!r} has no price, so --max-cost cannot count it; "
+                    f'set prices."{model}" in the configuration',
+                )
+            )
+        self._budget.check_after_usage(self.usage.cost_usd)
+
+    def charge(self, model: str, usage: TokenUsage, cost: float | None) -> None:
+        """A sub-agent's call, counted as this turn's: usage, session ledger and the ceilings
+        (a spent ceiling ends the sub-agent; this turn stops before its next call)."""
+        self.usage.add(usage, cost)
+        self._session.ledger.record(model, usage, cost)
+        if self._caller is not None:
+            self._caller.charge(model, usage, cost)
+        self._budget.check_after_usage(self.usage.cost_usd)

@@ -109,6 +109,15 @@ async def test_structured_content_becomes_the_result(mcp_workspace: MakeMcp):
     assert '"celsius": 21.5' in (result_of(model).output or "")
 
 
+async def test_structured_content_that_only_repeats_the_text_is_sent_once(mcp_workspace: MakeMcp):
+    """The reference filesystem server answers a read with the file as text and again as
+    `structuredContent` `{"content": <the same text>}`: the model reads the text once."""
+    text = "line one\nline two: {braces} and \"quotes\""
+    ws, model = mcp_workspace([tool_step(call("mcp__t__read_text", text=text)), {"text": "done"}])
+    await ws.run("read", approve="allow")
+    assert result_of(model).output == text
+
+
 async def test_ENG23_mcp_tools_ask_by_default_even_when_the_server_says_read_only(mcp_workspace: MakeMcp):
     ws, model = mcp_workspace([tool_step(call("mcp__t__echo", text="hi")), {"text": "done"}])
     approver = ScriptedApprover("deny", reason="not now")

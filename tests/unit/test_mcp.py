@@ -310,6 +310,29 @@ async def test_untrusted_workspace_servers_are_refused_with_the_way_out(tmp_path
         await trusted.mcp.aclose()
 
 
+async def test_revoking_trust_stops_the_workspaces_running_server_and_says_so(tmp_path: Path):
+    from blitz_kernel.notebook.mcp_magic import describe_servers
+
+    (tmp_path / "blitz.toml").write_text(
+        f'[mcp.servers.repo]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n'
+    )
+    ws = Workspace.open(tmp_path, model=ScriptedModel([{"text": "ok"}]), environ={}, home=tmp_path / "home",
+                        durable=False)
+    try:
+        ws.trust_workspace()
+        await ws.run("hi")
+        pid = ws.mcp.connections["repo"].pid
+        assert pid is not None and not gone(pid)
+        ws.revoke_trust()
+        ws.mcp_servers()  # what the next turn or %blitz_mcp does first
+        await asyncio.gather(*ws.mcp._retiring)
+        assert gone(pid)  # trust let it start; without trust it does not keep running
+        shown = describe_servers(ws)
+        assert "refused · not running (the workspace is not trusted)" in shown and "pid" not in shown
+    finally:
+        await ws.mcp.aclose()
+
+
 async def test_the_users_own_servers_are_trusted(tmp_path: Path):
     home = tmp_path / "home"
     (home / ".blitz").mkdir(parents=True)

@@ -1,7 +1,7 @@
 """blitz_kernel: an LLM agent engine inside the Jupyter kernel.
 
 `%load_ext blitz_kernel` registers the magics; `from blitz_kernel import Workspace` is the
-Python API. Importing this package stays cheap: litellm and the front end load lazily.
+Python API, and `kernel_workspace()` the Workspace that the kernel's `%%blitz` cells use. Importing this package stays cheap: litellm and the front end load lazily.
 """
 
 from __future__ import annotations
@@ -14,7 +14,14 @@ if TYPE_CHECKING:
     from .engine.turn.setup import TurnResult
     from .engine.workspace import Workspace
 
-__all__ = ["TurnResult", "Workspace", "__version__", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = [
+    "TurnResult",
+    "Workspace",
+    "__version__",
+    "kernel_workspace",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -32,6 +39,15 @@ def __getattr__(name: str) -> Any:
 def _jupyter_labextension_paths() -> list[dict[str, str]]:
     """Where the prebuilt labextension lives, for `jupyter labextension develop .`."""
     return [{"src": "labextension", "dest": "blitz-kernel"}]
+
+
+def kernel_workspace() -> Workspace:
+    """The Workspace this kernel's `%%blitz` cells use (after `%load_ext blitz_kernel`): the
+    same sessions, model and configuration, for Python code in the notebook."""
+    from .notebook.extension import kernel_workspace as current
+
+    workspace: Workspace = current()
+    return workspace
 
 
 def load_ipython_extension(ipython: Any) -> None:

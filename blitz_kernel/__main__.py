@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,9 +14,11 @@ def main(argv: list[str] | None = None) -> int:
         from .cli.run import main as run_main
 
         return run_main(arguments[1:])
-    parser = argparse.ArgumentParser(prog="python -m blitz_kernel", description="blitz_kernel commands")
+    # the name it was called by: `blitz` (the console script) or `python -m blitz_kernel`
+    prog = "blitz" if Path(sys.argv[0]).name == "blitz" else "python -m blitz_kernel"
+    parser = argparse.ArgumentParser(prog=prog, description="blitz_kernel commands")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("run", help="run a notebook with %%%%blitz cells unattended (see `run --help`)")
+    commands.add_parser("run", help=f"run a notebook with %%%%blitz cells unattended (see `{prog} run --help`)")
     install = commands.add_parser(
         "install",
         help='install the "Blitz (Python 3)" kernel (IPython with blitz_kernel loaded)',

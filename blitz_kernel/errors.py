@@ -104,6 +104,18 @@ class ModelUnavailableError(ModelError):
     retryable = True
 
 
+class ModelConnectionError(ModelUnavailableError):
+    """Nothing answered at the model's address (connection refused, host not found): no
+    request reached a provider. Retried like an outage, then left to the fallback chain;
+    the cause names the address, e.g. `could not connect to http://localhost:8000/v1:
+    connection refused`."""
+
+    def __init__(self, model: str, address: str, reason: str) -> None:
+        self.address = address
+        self.reason = reason
+        super().__init__(model, f"could not connect to {address}: {reason}")
+
+
 class ModelTimeoutError(ModelError):
     """The provider did not answer in time."""
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import nbclient
 import nbformat
 
+from blitz_kernel.cli.local_kernel import LocalKernelManager
+
 
 def summarise(cell: nbformat.NotebookNode) -> list[str]:
     lines = []
@@ -29,7 +31,11 @@ def summarise(cell: nbformat.NotebookNode) -> list[str]:
 def main(source: str, target: str) -> int:
     notebook = nbformat.read(source, as_version=4)
     client = nbclient.NotebookClient(
-        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(Path(source).parent)}}
+        notebook,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(Path(source).parent)}},
+        kernel_manager_class=LocalKernelManager,  # IPC sockets: no "running over TCP" warning
     )
     env = {**os.environ, "JPY_SESSION_NAME": str(Path(source).resolve())}
     try:

@@ -15,9 +15,13 @@ fi
 stamp=".venv/.blitz-installed"
 wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
-  echo "== installing blitz_kernel and its dev dependencies into .venv"
+  echo "== installing blitz_kernel and its dev dependencies into .venv (the first time takes a few"
+  echo "   minutes: ~200 packages, then the labextension is built with npm); one line per package:"
   .venv/bin/python -m pip install -q --disable-pip-version-check -U pip 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v "^WARNING: Location" || true
+  # pip's own lines, shortened to what is being fetched and built (no silent minutes)
+  .venv/bin/python -m pip install --disable-pip-version-check -e '.[dev]' 2>&1 \
+    | grep --line-buffered -E "^(Collecting|Building|Installing collected|ERROR)" \
+    | sed -u -E 's/^Installing collected packages:.*/   installing the collected packages …/; s/^(Collecting|Building)/   \1/' || true
   .venv/bin/python -c 'import blitz_kernel, litellm, ipykernel' # fail loudly if the install did not work
   echo "$wanted" > "$stamp"
 fi

@@ -6,7 +6,9 @@
     python tests/mcp_server.py --mute               # never answers (reads stdin, says nothing)
 
 Tools: `echo` (text, read-only hint), `slow` (sleeps), `fail` (raises), `image` (a small PNG),
-`crash` (the process exits mid-call), `structured` (structured content). One resource:
+`crash` (the process exits mid-call), `structured` (structured content), `read_text` (the
+text again as `structuredContent` `{"content": text}`, as the reference filesystem server's
+`read_text_file` answers). One resource:
 `notes://readme`. With BLITZ_TEST_MCP_LOG set, `slow` writes there when it starts and when it
 is cancelled. `--pid-file PATH` writes the server's pid there (the kernel test checks that
 it is gone after shutdown).
@@ -21,7 +23,7 @@ import sys
 import time
 
 from mcp.server.mcpserver import Image, MCPServer
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 PNG_1X1 = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -77,6 +79,11 @@ def build_server() -> MCPServer:
     def structured(city: str) -> dict[str, float | str]:
         """Weather as structured content."""
         return {"city": city, "celsius": 21.5}
+
+    @server.tool()
+    def read_text(text: str) -> CallToolResult:
+        """The text, and the same text as structured content (the filesystem server's way)."""
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content={"content": text})
 
     @server.resource("notes://readme", name="readme", mime_type="text/plain", description="what is in the warehouse")
     def readme() -> str:

@@ -16,7 +16,18 @@ from ..core.usage import UsageTotals
 
 Outcome = Literal["ok", "cell_failed", "usage", "limit", "blocked"]
 EXIT_CODES: dict[Outcome, int] = {"ok": 0, "cell_failed": 1, "usage": 2, "limit": 3, "blocked": 4}
-"""What `blitz run` exits with (README "blitz run")."""
+"""What `blitz run` exits with (docs/blitz-run.md)."""
+
+ERROR_NOTE_TAG = "papermill-error-cell-tag"
+"""papermill's tag on the notes it adds to a failed run's output (at the top, before the cell)."""
+INJECTED_TAG = "injected-parameters"
+"""papermill's tag on the cell holding the `-p` parameters, added after the `parameters` cell."""
+
+CELL_NUMBERING = (
+    "the cell's position in the notebook as given, counting from 0 over all cells (Markdown "
+    "included), as nbformat's `nb.cells[i]` does; the cells papermill adds (injected "
+    "parameters, error notes) are not counted. `blitz run` prints the same number as `[cell N]`."
+)
 
 
 class ToolCallRecord(BaseModel):
@@ -34,7 +45,7 @@ class ToolCallRecord(BaseModel):
 class TurnReport(BaseModel):
     """One agent turn: a `%%blitz` cell runs one, or more with follow-ups."""
 
-    cell_index: int
+    cell_index: int = Field(description=CELL_NUMBERING)
     execution_count: int | None = None
     session: str = ""
     model: str = ""
@@ -50,7 +61,7 @@ class TurnReport(BaseModel):
 class FailedCell(BaseModel):
     """The cell that stopped the run (its index is unknown when the kernel died or timed out)."""
 
-    cell_index: int | None = None
+    cell_index: int | None = Field(default=None, description=CELL_NUMBERING)
     execution_count: int | None = None
     ename: str = ""
     evalue: str = ""
@@ -84,11 +95,36 @@ class RunReport(BaseModel):
     totals: Totals = Field(default_factory=Totals)
 
 
-def turn_records(nb: Any) -> list[TurnReport]:
-    """Every turn record in the notebook's outputs, in cell order."""
+def source_indices(cells: list[Any], *, injected_by_run: bool) -> list[int | None]:
+    """For each cell of a notebook papermill ran, its index in the notebook as given
+    (`CELL_NUMBERING`); None for a cell papermill added: an error note, or the injected
+    parameters when the run injected them (`injected_by_run`: `-p` was given and the
+    notebook had no injected cell of its own, which papermill would have replaced)."""
+    indices: list[int | None] = []
+    position = 0
+    for cell in cells:
+        tags = (cell.get("metadata") or {}).get("tags") or []
+        if ERROR_NOTE_TAG in tags or (injected_by_run and INJECTED_TAG in tags):
+            indices.append(None)
+            continue
+        indices.append(position)
+        position += 1
+    return indices
+
+
+def executed_cells(nb: Any) -> list[Any]:
+    """The cells as they ran: the output notebook without papermill's error notes (which it
+    adds only after the run stopped), so an index papermill reported points into it."""
+    return [c for c in nb.get("cells", []) if ERROR_NOTE_TAG not in ((c.get("metadata") or {}).get("tags") or [])]
+
+
+def turn_records(nb: Any, *, injected_by_run: bool = False) -> list[TurnReport]:
+    """Every turn record in the notebook's outputs, in cell order, numbered as in the notebook
+    as given (`CELL_NUMBERING`)."""
     turns: list[TurnReport] = []
-    for index, cell in enumerate(nb.get("cells", [])):
-        if cell.get("cell_type") != "code":
+    cells = nb.get("cells", [])
+    for index, cell in zip(source_indices(cells, injected_by_run=injected_by_run), cells, strict=True):
+        if cell.get("cell_type") != "code" or index is None:
             continue
         for output in cell.get("outputs", []):
             record = (output.get("metadata") or {}).get("blitz")

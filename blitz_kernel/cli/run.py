@@ -38,7 +38,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar, TextIO
 
-from .report import EXIT_CODES, FailedCell, Outcome, RunReport, totals, turn_records
+from .report import (
+    EXIT_CODES,
+    INJECTED_TAG,
+    FailedCell,
+    Outcome,
+    RunReport,
+    executed_cells,
+    source_indices,
+    totals,
+    turn_records,
+)
 
 LIMIT_STOPS = {"max_turns", "max_cost", "timeout", "watchdog"}
 _STOPPED = re.compile(r"Blitz turn stopped \((\w+)\)")
@@ -126,19 +136,23 @@ class Progress:
     """One line per code cell as it starts, its agent turn's lines as they come, and how it
     ended; hooked into papermill's execution manager (`watch`) and stdout stream (`write`)."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, *, injected_by_run: bool = False) -> None:
         self.out = out
         self._total = 0
         self._agent_cell = False
         self._partial = ""
+        self._injected_by_run = injected_by_run
+        self._numbers: list[int | None] = []
 
     def watch(self, manager: Any) -> None:
         self._total = sum(1 for c in manager.nb.cells if c.get("cell_type") == "code")
+        # papermill counts the cell it injects; `[cell N]` counts the notebook as given
+        self._numbers = source_indices(list(manager.nb.cells), injected_by_run=self._injected_by_run)
         start, complete = manager.cell_start, manager.cell_complete
 
         def cell_start(cell: Any, cell_index: int | None = None, **kwargs: Any) -> Any:
             outcome = start(cell, cell_index, **kwargs)
-            self.cell_started(cell, cell_index)
+            self.cell_started(cell, self._number(cell_index))
             return outcome
 
         def cell_complete(cell: Any, cell_index: int | None = None, **kwargs: Any) -> Any:
@@ -148,9 +162,17 @@ class Progress:
 
         manager.cell_start, manager.cell_complete = cell_start, cell_complete
 
+    def _number(self, cell_index: int | None) -> int | None:
+        in_range = cell_index is not None and 0 <= cell_index < len(self._numbers)
+        return self._numbers[cell_index] if in_range and cell_index is not None else cell_index
+
     def cell_started(self, cell: Any, index: int | None) -> None:
         if cell.get("cell_type") != "code":
             self._agent_cell = False
+            return
+        if index is None and INJECTED_TAG in (cell.get("metadata", {}).get("tags") or []):
+            self._agent_cell = False
+            self._print(f"[parameters] {_shorten(' '.join(str(cell.get('source', '')).split()), 100)}")
             return
         source = str(cell.get("source", ""))
         self._agent_cell = source.lstrip().startswith("%%blitz")
@@ -273,6 +295,15 @@ def check(args: argparse.Namespace) -> Path:
     return notebook
 
 
+def _has_injected_cell(notebook: Path) -> bool:
+    """Whether the notebook as given already has papermill's injected cell (then `-p` replaces
+    it in place, and the cell counts)."""
+    import nbformat
+
+    cells = nbformat.read(notebook, as_version=4).cells
+    return any(INJECTED_TAG in (c.get("metadata", {}).get("tags") or []) for c in cells)
+
+
 def _warn_about_own_sessions(notebook: Path, progress: Progress) -> None:
     """`--budget` covers the notebook's session; a cell with `-s NAME` spends its own."""
     import nbformat
@@ -309,6 +340,7 @@ def execute(
                 progress_bar=False,
                 stdout_file=progress,
                 cwd=str(cwd),
+                kernel_manager_class="blitz_kernel.cli.local_kernel.LocalKernelManager",  # no TCP warning
                 **extra,
             )
         except PapermillExecutionError as error:
@@ -350,7 +382,8 @@ def run(args: argparse.Namespace, err: TextIO) -> int:
     except UsageProblem as problem:
         print(f"blitz run: {problem}", file=err)
         return EXIT_CODES["usage"]
-    progress = Progress(err)
+    injected_by_run = bool(args.parameter) and not _has_injected_cell(notebook)
+    progress = Progress(err, injected_by_run=injected_by_run)
     _warn_about_own_sessions(notebook, progress)
     logging.getLogger("papermill").addFilter(_QuietCommTargets())
     with tempfile.TemporaryDirectory(prefix="blitz-run-") as scratch:
@@ -361,7 +394,10 @@ def run(args: argparse.Namespace, err: TextIO) -> int:
             print(f"blitz run: {problem}", file=err)
             return EXIT_CODES["usage"]
         executed = nbformat.read(output, as_version=4) if output.exists() else {"cells": []}
-    turns = turn_records(executed)
+    turns = turn_records(executed, injected_by_run=injected_by_run)
+    if failed is not None and failed.cell_index is not None:  # papermill's index counts what it injected
+        ran = source_indices(executed_cells(executed), injected_by_run=injected_by_run)
+        failed.cell_index = ran[failed.cell_index] if failed.cell_index < len(ran) else None
     report = RunReport(
         notebook=str(notebook),
         output=str(output) if args.output else None,

@@ -317,9 +317,13 @@ class McpManager:
 
     def configure(self, entries: Mapping[str, ServerEntry]) -> None:
         """The servers as the configuration says now; a server whose settings changed is
-        stopped, and starts with the new ones on its next use."""
+        stopped, and starts with the new ones on its next use. A running server the workspace
+        defined is stopped too once the workspace is no longer trusted (`%blitz_trust
+        --revoke`): trust is what let it start."""
         for name, connection in list(self.connections.items()):
-            if entries.get(name) != connection.entry:
+            entry = entries.get(name)
+            held_back = entry is not None and entry.origin == "workspace" and not self._trusted()
+            if entry != connection.entry or (held_back and connection.status in ("ready", "starting")):
                 del self.connections[name]
                 self._retire(connection)
         for name, entry in entries.items():

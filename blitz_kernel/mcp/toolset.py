@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
@@ -231,10 +232,13 @@ def _resource_text(contents: Any) -> str:
 
 
 def _text_carries(texts: list[str], structured: Any) -> bool:
-    """True when a text block already is the structured content (servers SHOULD send both),
-    or is the value the SDK wrapped as `{"result": …}`."""
-    if isinstance(structured, dict) and list(structured) == ["result"]:
-        value = structured["result"]
+    """True when the text blocks already say everything the structured content says, so
+    sending it too would only double the tokens: a text block is the structured content as
+    JSON (servers SHOULD send both); or the structured content wraps one text block under a
+    single key (the SDK's `{"result": …}`, the filesystem server's `{"content": …}`); or it
+    holds only strings, each already in the text."""
+    if isinstance(structured, dict) and len(structured) == 1:
+        [value] = structured.values()
         if any(text == value or text == json.dumps(value, ensure_ascii=False) for text in texts):
             return True
     for text in texts:
@@ -243,7 +247,21 @@ def _text_carries(texts: list[str], structured: Any) -> bool:
                 return True
         except ValueError:
             continue
-    return False
+    leaves = list(_leaves(structured))
+    joined = "\n".join(texts)
+    return bool(leaves) and all(isinstance(leaf, str) and leaf in joined for leaf in leaves)
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    """The scalar values inside nested dicts and lists."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _leaves(item)
+    else:
+        yield value
 
 
 # -- resources ---------------------------------------------------------------------------------

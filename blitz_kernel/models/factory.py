@@ -87,10 +87,15 @@ def _build_one(
     placeholder_name: str,
 ) -> Model:
     if name.startswith(SCRIPTED_PREFIX):
-        path = Path(name[len(SCRIPTED_PREFIX) :]).expanduser()
-        path = path if path.is_absolute() else workspace / path
+        given = Path(name[len(SCRIPTED_PREFIX) :]).expanduser()
+        path = given if given.is_absolute() else workspace / given
         try:
             return ScriptedModel.from_file(path, name=name)
+        except FileNotFoundError:
+            hint = "" if given.is_absolute() else f" (a relative path is read from the workspace, {workspace})"
+            return PlaceholderModel(
+                f"cannot load the scripted model {name!r}: no such file {path}{hint}", name=placeholder_name
+            )
         except (OSError, ValueError, KeyError) as exc:
             return PlaceholderModel(f"cannot load the scripted model {name!r}: {exc}", name=placeholder_name)
     api_key = None

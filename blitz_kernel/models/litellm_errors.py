@@ -14,9 +14,11 @@ importer).
 from __future__ import annotations
 
 import email.utils
+import errno
 import json
 import os
 import re
+import socket
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -25,6 +27,7 @@ from ..errors import (
     ContextWindowError,
     ModelAuthError,
     ModelBadRequestError,
+    ModelConnectionError,
     ModelError,
     ModelNotFoundError,
     ModelRateLimitError,
@@ -47,6 +50,27 @@ _CONTEXT_WORDS = (
 )
 _FINAL_WORDS = ("insufficient_quota", "exceeded your current quota", "budget")
 _MAX_CAUSE = 400
+_UNREACHABLE = {errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EADDRNOTAVAIL}
+
+
+def _without_password(address: str) -> str:
+    """`https://user:secret@host/v1` as `https://user:***@host/v1`."""
+    return re.sub(r"^([a-z][a-z0-9+.-]*://[^/@:]*):[^/@]*@", r"\1:***@", address, flags=re.IGNORECASE)
+
+
+def _chain(exc: BaseException) -> Iterable[BaseException]:
+    """The exception and everything it wraps: causes, contexts, litellm's `original_exception`."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        for inner in (current.__cause__, current.__context__, getattr(current, "original_exception", None)):
+            if isinstance(inner, BaseException):
+                pending.append(inner)
 
 
 def _environment_secrets() -> list[str]:
@@ -118,8 +142,11 @@ class ErrorMapper:
     prefixes — and never contains the API key (providers echo parts of a rejected key).
     """
 
-    def __init__(self, model: str, secrets: Iterable[str | None], timeout: float | None) -> None:
+    def __init__(
+        self, model: str, secrets: Iterable[str | None], timeout: float | None, api_base: str | None = None
+    ) -> None:
         self.model = model
+        self.api_base = api_base
         self.timeout_cause = f"no answer within {timeout:g} s (request_timeout)" if timeout is not None else "timed out"
         self._secrets = [secret for secret in secrets if secret and len(secret) >= 6]
 
@@ -149,9 +176,29 @@ class ErrorMapper:
             return self.map(original, litellm, mid_stream=mid_stream)
         # litellm gives connection errors and timeouts made-up statuses (500, 408): not shown
         status = None if isinstance(exc, openai.APIConnectionError) else status_of(exc)
-        error = self._typed(exc, status, litellm, openai, mid_stream)
+        refused = None if mid_stream else self._not_connected(exc, openai)
+        error = refused or self._typed(exc, status, litellm, openai, mid_stream)
         retry_after = retry_after_seconds(exc) if error.retryable else None
         return AttemptFailed(error, retry_after, None if self._mentions_secret(exc) else exc)
+
+    def _not_connected(self, exc: BaseException, openai: Any) -> ModelConnectionError | None:
+        """A connection that was never made (refused, unknown host, no route), found anywhere
+        in the chain litellm builds around it (it reports one as "HTTP 500: Connection error.")."""
+        address = self.api_base
+        reason = None
+        for link in _chain(exc):
+            if isinstance(link, openai.APIConnectionError) and address is None:
+                url = getattr(getattr(link, "request", None), "url", None)
+                address = f"{url.scheme}://{url.netloc.decode()}" if url is not None else None
+            if isinstance(link, ConnectionRefusedError):
+                reason = "connection refused"
+            elif isinstance(link, socket.gaierror):
+                reason = "host not found"
+            elif isinstance(link, OSError) and link.errno in _UNREACHABLE and reason is None:
+                reason = (link.strerror or "unreachable").lower()
+        if reason is None:
+            return None
+        return ModelConnectionError(self.model, self.redact(_without_password(address or "the provider")), reason)
 
     def _mentions_secret(self, exc: BaseException) -> bool:
         """Whether the exception or anything chained to it quotes a key."""

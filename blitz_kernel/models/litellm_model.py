@@ -228,7 +228,7 @@ class LiteLLMModel:
         self.stall_first_byte_s = stall_first_byte_s
         self.stall_between_chunks_s = stall_between_chunks_s
         self._api_key = api_key
-        self._errors = ErrorMapper(name, [api_key, self.extra.get("api_key")], request_timeout)
+        self._errors = ErrorMapper(name, [api_key, self.extra.get("api_key")], request_timeout, api_base)
 
     def __repr__(self) -> str:  # never shows the key
         return f"LiteLLMModel({self.name!r}, api_base={self.api_base!r})"

@@ -60,6 +60,7 @@ class ScriptedModel:
         price: Price | None = None,
         context_window: int | None = None,
         delay_s: float = 0.0,
+        stream_delay_s: float = 0.0,
         vision: bool = True,
     ) -> None:
         self.name = name
@@ -68,13 +69,16 @@ class ScriptedModel:
         self._price = price
         self._context_window = context_window
         self._delay_s = delay_s
+        self._stream_delay_s = stream_delay_s
         self._call_ids = 0
         self._vision = vision
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> ScriptedModel:
-        """Load steps from a JSON file: a list of steps, or {"steps": [...], "vision": bool}
-        ("vision": false plays a model that cannot see images)."""
+        """Load steps from a JSON file: a list of steps, or {"steps": [...], "vision": bool,
+        "delay_s": float, "stream_delay_s": float} ("vision": false plays a model that cannot
+        see images; the delays, the seconds before each step and between streamed words, pace
+        a demo so a person can read it, steer it and stop it in the live widget)."""
         source = Path(path)
         try:
             data = json.loads(source.read_text(encoding="utf-8"))
@@ -88,6 +92,9 @@ class ScriptedModel:
             steps = data["steps"]
             if "vision" in data:
                 kwargs.setdefault("vision", bool(data["vision"]))
+            for key in ("delay_s", "stream_delay_s"):
+                if key in data:
+                    kwargs.setdefault(key, _seconds(source.name, key, data[key]))
         else:
             steps = data
         if not isinstance(steps, list):
@@ -136,7 +143,7 @@ class ScriptedModel:
         text = step.get("text", "")
         for piece in _pieces(text):
             yield TextDelta(text=piece)
-            await asyncio.sleep(0)
+            await asyncio.sleep(self._stream_delay_s)
         yield ModelResponse(
             text=text,
             thought=thought,
@@ -182,6 +189,13 @@ def step_problem(step: Any) -> str | None:
     ):
         return f"'usage' must map {', '.join(sorted(USAGE_KEYS))} to whole numbers >= 0"
     return None
+
+
+def _seconds(file: str, key: str, value: Any) -> float:
+    """A pacing value from a script file: a number of seconds in [0, 10]."""
+    if type(value) not in (int, float) or not 0 <= value <= 10:
+        raise ValueError(f"{file}: {key!r} must be a number of seconds from 0 to 10")
+    return float(value)
 
 
 def _pieces(text: str) -> list[str]:

@@ -33,6 +33,17 @@ def load(ipython: Any) -> None:
     cell_log.install(ipython)
 
 
+def kernel_workspace() -> Any:
+    """The Workspace this kernel's `%%blitz` cells use, for Python code in the notebook that
+    wants the same sessions (steer a turn from an event handler, read a session's history)."""
+    magics = _state.get("magics")
+    if magics is None:
+        from ..errors import BlitzError
+
+        raise BlitzError("blitz_kernel is not loaded in this kernel: run %load_ext blitz_kernel first")
+    return magics.workspace()
+
+
 def unload(ipython: Any) -> None:
     bridge.uninstall(ipython)
     cell_log.uninstall(ipython)

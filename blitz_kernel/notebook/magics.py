@@ -22,7 +22,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from ..engine.turn.modes import TurnMode
 from ..engine.turn.options import RunOptions
-from ..errors import BlitzError
+from ..errors import BlitzError, ConfigError
 
 if TYPE_CHECKING:
     from ..engine.turn.setup import TurnResult
@@ -263,7 +263,10 @@ class BlitzMagics(Magics):
         model = _name(args.model, "MODEL", self.blitz_model)
         if model is not None:
             with usage_errors():
-                workspace.set_model(model)
+                try:
+                    workspace.set_model(model)
+                except ConfigError as exc:  # name the magic the user typed, not %blitz_config
+                    raise ConfigError(exc.key, "%blitz_model", exc.problem) from None
         from ..config.loading import redact_url
 
         api_base = workspace.config.api_base

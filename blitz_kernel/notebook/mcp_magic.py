@@ -92,9 +92,16 @@ def _server_lines(workspace: Workspace, connection: ServerConnection) -> list[st
     from ..mcp.toolset import server_tools
 
     entry = connection.entry
-    details = [connection.status, f"{len(connection.tools)} tools" if connection.status == "ready" else "tools unknown"]
-    if connection.pid is not None:
-        details.append(f"pid {connection.pid}")
+    refusal = workspace.mcp.refusal(entry.name)
+    if refusal is not None:  # held back until trusted: say that nothing of it runs
+        details = ["refused", "not running (the workspace is not trusted)"]
+    else:
+        details = [
+            connection.status,
+            f"{len(connection.tools)} tools" if connection.status == "ready" else "tools unknown",
+        ]
+        if connection.pid is not None:
+            details.append(f"pid {connection.pid}")
     if entry.origin == "workspace":
         details.append(f"defined in the workspace's {entry.source}")
     lines = [f"• {entry.name} — {entry.config.describe()} — {' · '.join(details)}"]

@@ -134,3 +134,25 @@ def test_a_nested_subagent_turn_keys_its_cards_by_path(page: Any):
     expect(nested.locator("strong")).to_have_text("now")
     expect(nested.locator('details.blitz-tool[data-tool-id="c1/c1"]')).to_contain_text("read_file")
     assert json.loads(json.dumps(page.evaluate("() => window.sent"))) == [{"kind": "ready", "turn_id": "t1"}]
+
+
+def test_the_tool_card_summary_shows_underscores_and_leading_spaces(page: Any):
+    """The one-line summary of a call is cut sideways, never vertically: its box holds the
+    text's whole height (underscores sit below the baseline) even where the notebook around it
+    sets a tight line-height, and the code's spaces are kept, not collapsed."""
+    code = "import pandas as pd\n    df = pd.read_csv('a.csv')\n    df.to_datetime()"
+    tool = {"kind": "tool", "id": "c1", "name": "run_python", "args": {"code": code}, "status": "done"}
+    widget = render(page, items=[tool])
+    page.evaluate("() => { document.getElementById('widget').style.lineHeight = '1'; }")
+    summary = widget.locator(".blitz-args")
+    expect(summary).to_contain_text("pd.read_csv")
+    fits = page.evaluate("""() => {
+      const el = document.querySelector('.blitz-args');
+      const range = document.createRange();
+      range.selectNodeContents(el);
+      const text = range.getBoundingClientRect(), box = el.getBoundingClientRect();
+      return {text_top: text.top, text_bottom: text.bottom, box_top: box.top, box_bottom: box.bottom,
+              white_space: getComputedStyle(el).whiteSpace};
+    }""")
+    assert fits["text_bottom"] <= fits["box_bottom"] + 0.5 and fits["text_top"] >= fits["box_top"] - 0.5, fits
+    assert fits["white_space"] == "pre", fits  # `nowrap` would collapse "\n    df" to one space

@@ -61,6 +61,7 @@ def test_the_quickstart_demo_runs_clean_with_a_report_and_turn_records(tmp_path:
     [result_line] = [line for line in done.stderr.splitlines() if "↳ run_python:" in line and "region" in line]
     assert "result: region south 84.0" in result_line
     assert "blitz run: ok (exit 0) · 2 agent turn(s), 4 tool call(s)" in done.stderr
+    assert "WARNING" not in done.stderr  # ipykernel's "running over TCP without encryption": our kernel uses IPC
     report = RunReport.model_validate_json(report_path.read_text())
     assert (report.outcome, report.exit_code, report.failed_cell) == ("ok", 0, None)
     first, second = report.turns
@@ -178,3 +179,32 @@ def test_the_console_script_is_the_same_command():
     from blitz_kernel.__main__ import main
 
     assert main(["run", "/nonexistent/x.ipynb"]) == 2
+
+
+def test_one_cell_numbering_in_the_progress_the_report_and_the_failed_cell(tmp_path: Path):
+    """A failing run with `-p` parameters: papermill injects a cell and, once a cell fails, adds
+    error notes to the output; `[cell N]`, `turns[].cell_index` and `failed_cell.cell_index`
+    still all name the failing `%%blitz` cell by its index in the notebook as given (4)."""
+    script(tmp_path / "script.json", {"error": "bad_request", "message": "the model refused"})
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# A failing run"),
+        nbformat.v4.new_code_cell("month = 'jan'", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("%load_ext blitz_kernel"),
+        nbformat.v4.new_markdown_cell("The turn:"),
+        nbformat.v4.new_code_cell("%%blitz\nSummarise {month}."),
+        nbformat.v4.new_code_cell("print('never reached')"),
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "failing.ipynb")
+    done = blitz_run(tmp_path / "failing.ipynb", "-p", "month", "feb", "--model", "scripted:script.json",
+                     "-o", tmp_path / "out.ipynb", "--report", tmp_path / "r.json", home=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "[parameters] # Parameters month = \"feb\"" in done.stderr
+    assert "[cell 4] %%blitz · Summarise {month}." in done.stderr
+    assert "[cell 5]" not in done.stderr
+    assert "stopped at cell 4: " in done.stderr
+    report = RunReport.model_validate_json((tmp_path / "r.json").read_text())
+    assert [turn.cell_index for turn in report.turns] == [4]
+    assert report.failed_cell is not None and report.failed_cell.cell_index == 4
+    assert "cell's position in the notebook as given, counting from 0" in json.dumps(RunReport.model_json_schema())

@@ -80,3 +80,17 @@ def test_progress_shows_only_an_agent_cells_turn_lines_even_split_across_writes(
 )
 def test_cells_with_their_own_session_are_noticed(first_line: str, own: bool):
     assert bool(SESSION_OPTION.search(first_line + " ")) is own
+
+
+@pytest.mark.parametrize(("argv0", "usage"), [("/venv/bin/blitz", "usage: blitz "),
+                                              ("/repo/blitz_kernel/__main__.py", "usage: python -m blitz_kernel ")])
+def test_the_help_names_the_command_it_was_called_by(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                                      argv0: str, usage: str):
+    from blitz_kernel.__main__ import main
+
+    monkeypatch.setattr("sys.argv", [argv0, "--help"])
+    with pytest.raises(SystemExit):
+        main()
+    out = capsys.readouterr().out
+    assert out.startswith(usage), out
+    assert "%%blitz cells unattended" in out

@@ -109,6 +109,15 @@ async def test_structured_content_becomes_the_result(mcp_workspace: MakeMcp):
     assert '"celsius": 21.5' in (result_of(model).output or "")
 
 
+async def test_structured_content_that_only_repeats_the_text_is_sent_once(mcp_workspace: MakeMcp):
+    """The reference filesystem server answers a read with the file as text and again as
+    `structuredContent` `{"content": <the same text>}`: the model reads the text once."""
+    text = "line one\nline two: {braces} and \"quotes\""
+    ws, model = mcp_workspace([tool_step(call("mcp__t__read_text", text=text)), {"text": "done"}])
+    await ws.run("read", approve="allow")
+    assert result_of(model).output == text
+
+
 async def test_ENG23_mcp_tools_ask_by_default_even_when_the_server_says_read_only(mcp_workspace: MakeMcp):
     ws, model = mcp_workspace([tool_step(call("mcp__t__echo", text="hi")), {"text": "done"}])
     approver = ScriptedApprover("deny", reason="not now")
@@ -299,6 +308,29 @@ async def test_untrusted_workspace_servers_are_refused_with_the_way_out(tmp_path
         assert "mcp__repo__echo" in tool_names(model, 1)
     finally:
         await trusted.mcp.aclose()
+
+
+async def test_revoking_trust_stops_the_workspaces_running_server_and_says_so(tmp_path: Path):
+    from blitz_kernel.notebook.mcp_magic import describe_servers
+
+    (tmp_path / "blitz.toml").write_text(
+        f'[mcp.servers.repo]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n'
+    )
+    ws = Workspace.open(tmp_path, model=ScriptedModel([{"text": "ok"}]), environ={}, home=tmp_path / "home",
+                        durable=False)
+    try:
+        ws.trust_workspace()
+        await ws.run("hi")
+        pid = ws.mcp.connections["repo"].pid
+        assert pid is not None and not gone(pid)
+        ws.revoke_trust()
+        ws.mcp_servers()  # what the next turn or %blitz_mcp does first
+        await asyncio.gather(*ws.mcp._retiring)
+        assert gone(pid)  # trust let it start; without trust it does not keep running
+        shown = describe_servers(ws)
+        assert "refused · not running (the workspace is not trusted)" in shown and "pid" not in shown
+    finally:
+        await ws.mcp.aclose()
 
 
 async def test_the_users_own_servers_are_trusted(tmp_path: Path):

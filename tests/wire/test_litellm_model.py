@@ -600,3 +600,38 @@ def test_the_fake_server_runs_as_its_own_process(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_a_refused_connection_says_nothing_answered_at_the_address():
+    """Nothing listens at the address: litellm reports "HTTP 500: Connection error."; the
+    user reads which address could not be reached and why, as a typed, retryable error."""
+    from blitz_kernel.errors import ModelConnectionError
+
+    api_base = f"http://127.0.0.1:{_closed_port()}/v1"
+    model = LiteLLMModel(MODEL, api_base=api_base, api_key=API_KEY, retries=1, backoff_base=0.001, backoff_cap=0.01)
+    with pytest.raises(ModelConnectionError) as caught:
+        await collect(model, simple_request())
+    assert str(caught.value) == f"model '{MODEL}' failed: could not connect to {api_base}: connection refused"
+    assert caught.value.retryable and "HTTP" not in str(caught.value)
+
+
+async def test_the_fallback_chain_answers_when_the_primary_refuses_the_connection():
+    from blitz_kernel.models.fallback import FallbackModel
+    from blitz_kernel.models.scripted import ScriptedModel
+
+    api_base = f"http://127.0.0.1:{_closed_port()}/v1"
+    primary = LiteLLMModel(MODEL, api_base=api_base, api_key=API_KEY, retries=0)
+    chain = FallbackModel([primary, ScriptedModel([{"text": "the fallback answers"}], name="scripted:fallback")])
+    items = await collect(chain, simple_request())  # type: ignore[arg-type]
+    [switch] = [item for item in items if getattr(item, "kind", None) == "model_switch"]
+    assert (switch.failed, switch.next) == (MODEL, "scripted:fallback")
+    assert switch.reason == f"could not connect to {api_base}: connection refused"
+    assert isinstance(items[-1], ModelResponse) and items[-1].text == "the fallback answers"

@@ -133,7 +133,7 @@ def test_agents_magic_lists_the_others_and_warns_about_the_broken_one(magics: Bl
     ("model", "message"),
     [
         ("nosuchprovider/x", "model 'nosuchprovider/x': litellm knows no provider for this name"),
-        ("scripted:missing.json", "cannot load the scripted model 'scripted:missing.json': [Errno 2]"),
+        ("scripted:missing.json", "cannot load the scripted model 'scripted:missing.json': no such file"),
         ("scripted:broken.json", "cannot load the scripted model 'scripted:broken.json': broken.json is not JSON"),
     ],
 )

@@ -1,17 +1,12 @@
-"""`Workspace`: the engine's front door, and the composition root that builds its services.
-
-Opening a directory builds, once and in this order, the configuration (settings, trust, the
-session-wide model), the resolver (agent and model per turn), the sessions, the turn builder
-and the turns service; every public method is a thin delegation to one of them. Opening never
-fails because of the model: a placeholder model explains what is wrong on every call. Where
-each service lives and what it may import: docs/architecture.md.
+"""`Workspace`: the engine's front door. Its services are built by the composition root
+(composition.py); every public method is a thin delegation to one of them. Opening never fails
+because of the model: a placeholder model explains what is wrong on every call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from ...config.settings import BlitzConfig
 from ...config.trust import TrustState
@@ -20,133 +15,56 @@ from ...core.terms import Policy
 from ...core.usage import UsageLedger
 from ...mcp.manager import McpManager
 from ...models.base import Model
-from ...tools import builtin_tools
-from ...tools.notebook import NotebookAccess
-from ...tools.registry import KernelContext, ToolRegistry
-from ..safety.approval import Approver, PendingApprovals
+from ...tools.registry import KernelContext
+from ..safety.approval import Approver
 from ..safety.audit import AuditRecord
 from ..safety.hooks import HookRunner
 from ..store.session import Session
-from ..store.sessions import SessionBook
 from ..tracing import Telemetry
 from ..turn.agents import AgentRegistry
-from ..turn.budget import add_session_budget
 from ..turn.compaction import CompactionResult
-from ..turn.context import ContextWindows
 from ..turn.instructions import MemoryFile
 from ..turn.modes import PlanReviewer, TurnMode
 from ..turn.options import EventHandler, FrontEnd, RunOptions
 from ..turn.setup import TurnResult
-from ..turn.subagents import Subagents
-from ..undo.undo import UndoReport, check_undo_request, undo_turns
-from .builder import TurnBuilder
-from .configuration import Configuration
-from .notices import NoticeBoard
-from .resolution import Resolver
-from .turns import Turns
+from ..undo.undo import UndoReport
+from .composition import Options, compose
+from .delegated import Delegated
 
 
 class Workspace:
     """A directory, its configuration, agents, tools, model and sessions."""
 
-    def __init__(
-        self,
-        root: Path,
-        *,
-        overrides: Mapping[str, Any] | None = None,
-        model: Model | None = None,
-        kernel: KernelContext | None = None,
-        environ: Mapping[str, str] | None = None,
-        home: Path | None = None,
-        durable: bool = True,
-    ) -> None:
+    def __init__(self, root: Path, *, model: Model | None = None, **options: Unpack[Options]) -> None:
+        """`model` replaces the configured one (a test's scripted model); `options`: see Options."""
         self.root = root.resolve()
-        self.tools = ToolRegistry(builtin_tools())
-        self.configuration = Configuration(
-            self.root, self.tools, overrides or {}, model=model, environ=environ, home=home
-        )
-        self.resolver = Resolver(self.configuration)
-        self.notices = NoticeBoard(trust_due=self.configuration.trust.holding_back)
-        # sessions live in <root>/.blitz/blitz.db; `durable=False` keeps them in memory
-        self.sessions = SessionBook.for_workspace(self.root) if durable else SessionBook()
-        self.contexts = ContextWindows()
-        self.waiting_approvals = PendingApprovals()
-        """Permission requests waiting now, over every turn and aside."""
-        # a workspace's own servers reach the config only once it is trusted
-        self.mcp = McpManager(self.root, trusted=lambda: self.configuration.trust.trusted)
-        """The MCP servers, started when a turn first offers their tools."""
-        self.builder = TurnBuilder(
-            self.configuration, self.resolver, self.sessions, self.contexts, self.notices, self.mcp,
-            self.waiting_approvals, kernel,
-        )  # fmt: skip
-        self.subagents = Subagents(self.builder.build, self.resolver.summaries)
-        self.builder.subagents = self.subagents
-        self.turns = Turns(self.configuration, self.resolver, self.builder, self.sessions)
+        services = compose(self.root, model, **options)
+        self.tools, self.configuration, self.resolver = services.tools, services.configuration, services.resolver
+        self.notices, self.sessions, self.contexts = services.notices, services.sessions, services.contexts
+        self.waiting_approvals, self.mcp, self.builder = services.waiting_approvals, services.mcp, services.builder
+        self.subagents, self.turns, self.history = services.subagents, services.turns, services.history
 
     @classmethod
-    def open(
-        cls,
-        path: str | Path = ".",
-        *,
-        model: str | Model | None = None,
-        overrides: Mapping[str, Any] | None = None,
-        kernel: KernelContext | None = None,
-        environ: Mapping[str, str] | None = None,
-        home: Path | None = None,
-        durable: bool = True,
-    ) -> Workspace:
+    def open(cls, path: str | Path = ".", *, model: str | Model | None = None, **options: Unpack[Options]) -> Workspace:
         """Open `path` as a workspace; `model` is a litellm name, `scripted:PATH` or a Model."""
-        merged = dict(overrides or {})
+        overrides = dict(options.get("overrides") or {})
         if isinstance(model, str):
-            merged["model"] = model
-        explicit = model if not isinstance(model, str) and model else None
-        return cls(
-            Path(path), overrides=merged, model=explicit, kernel=kernel, environ=environ, home=home, durable=durable
-        )
+            overrides["model"] = model
+        options["overrides"] = overrides
+        return cls(Path(path), model=None if isinstance(model, str) else model, **options)
 
     # -- configuration (Configuration) -----------------------------------------------------------
 
-    @property
-    def config(self) -> BlitzConfig:
-        return self.configuration.config
-
-    @property
-    def model(self) -> Model:
-        """The session-wide model (`%blitz_model`); a turn may use another (`-m`, an agent pin)."""
-        return self.configuration.model
-
-    @model.setter
-    def model(self, model: Model) -> None:
-        self.configuration.model = model
-
-    @property
-    def kernel(self) -> KernelContext | None:
-        """The kernel the workspace's turns run in (None for a script)."""
-        return self.builder.kernel
-
-    @kernel.setter
-    def kernel(self, kernel: KernelContext | None) -> None:
-        self.builder.kernel = kernel
-
-    @property
-    def trust(self) -> TrustState:
-        return self.configuration.trust
-
-    @property
-    def agents(self) -> AgentRegistry:
-        return self.configuration.agents
-
-    @property
-    def telemetry(self) -> Telemetry:
-        return self.configuration.telemetry
-
-    @property
-    def hooks(self) -> HookRunner:
-        return self.configuration.hooks
-
-    @property
-    def overrides(self) -> dict[str, Any]:
-        return self.configuration.overrides
+    config: Delegated[BlitzConfig] = Delegated("configuration", "config")
+    model: Delegated[Model] = Delegated("configuration", "model", writable=True)
+    """The session-wide model (`%blitz_model`); a turn may use another (`-m`, an agent pin)."""
+    kernel: Delegated[KernelContext | None] = Delegated("builder", "kernel", writable=True)
+    """The kernel the workspace's turns run in (None for a script)."""
+    trust: Delegated[TrustState] = Delegated("configuration", "trust")
+    agents: Delegated[AgentRegistry] = Delegated("configuration", "agents")
+    telemetry: Delegated[Telemetry] = Delegated("configuration", "telemetry")
+    hooks: Delegated[HookRunner] = Delegated("configuration", "hooks")
+    overrides: Delegated[dict[str, Any]] = Delegated("configuration", "overrides")
 
     def configure(self, **dotted: Any) -> BlitzConfig:
         """Set configuration keys (`%blitz_config`); a bad value changes nothing."""
@@ -177,26 +95,25 @@ class Workspace:
         """The MCP servers as the configuration says now, for a turn or `%blitz_mcp`."""
         return self.builder.mcp_servers()
 
-    # -- sessions (SessionBook) ------------------------------------------------------------------
+    # -- sessions (SessionService) -------------------------------------------------------------
 
     def session(self, name: str = "default") -> Session:
         return self.sessions.get(name)
 
     def usage(self, session: str = "default") -> UsageLedger:
-        return self.session(session).ledger
+        return self.history.usage(session)
 
     def add_budget(self, session: str, usd: float) -> float:
         """Add `usd` to the session's budget (lifting a trip); returns what is left."""
-        return add_session_budget(self.session(session), usd, self.config.limits.max_cost_usd_session)
+        return self.history.add_budget(session, usd)
 
     def context_of(self, session: str) -> str | None:
-        """How full the session's context is ("ctx 42 % of 128K (litellm)"), from its last
-        prompt; None before any model call. The window is the current model's."""
-        return self.contexts.fill(self.session(session).ledger.last_prompt_tokens, self.model, self.config)
+        """How full the session's context is ("ctx 42 % of 128K (litellm)"); None before a call."""
+        return self.history.context_of(session)
 
     def audit(self, session: str = "default") -> list[AuditRecord]:
         """Every tool call of the session, with its decision and who made it."""
-        return list(self.session(session).audit)
+        return self.history.audit(session)
 
     async def undo(
         self,
@@ -207,18 +124,9 @@ class Workspace:
         force: bool = False,
         through_turn: int | None = None,
     ) -> UndoReport:
-        """Undo the last `turns` turns of `session`, newest first (docs/undo.md): files, cells
-        and variables as they were before (`files`), and those turns' part of the history
-        (`conversation`); a change made again since is skipped and named unless `force`.
-        `through_turn` (0-based) undoes every turn from the newest down to that one."""
-        check_undo_request(turns, files, conversation, through_turn)
-        if session not in self.sessions.names():  # undoing must not create it
-            return UndoReport(session=session, nothing_to_undo=True)
-        bridge = getattr(self.kernel, "notebook", None) if self.kernel is not None else None
-        notebook = bridge if isinstance(bridge, NotebookAccess) else None
-        return await undo_turns(
-            self.root, self.session(session), notebook, turns, files, conversation, force, through_turn
-        )
+        """Undo the newest `turns` turns of `session` (or down to `through_turn`): files, cells and
+        variables (`files`) and the history (`conversation`); see docs/undo.md."""
+        return await self.history.undo(session, turns, files, conversation, force, through_turn)
 
     # -- turns (Turns) ---------------------------------------------------------------------------
 
@@ -242,8 +150,7 @@ class Workspace:
         attachments: list[Attachment] | None = None,
     ) -> TurnResult:
         """Run one turn in `session`; per-run options override the configuration for this turn
-        only. `plan=True` is a plan-only turn. The keyword arguments are the public contract
-        (docs/interface.md); they build a RunOptions and a FrontEnd."""
+        only; `plan=True` is a plan-only turn (the contract: docs/interface.md)."""
         options = RunOptions(
             agent=agent,
             model=model,

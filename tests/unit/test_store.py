@@ -24,10 +24,10 @@ from blitz_kernel.core.history import (
     user_prompt,
 )
 from blitz_kernel.core.usage import Price
-from blitz_kernel.engine.store.link import open_store
+from blitz_kernel.engine.store.factory import open_store
 from blitz_kernel.engine.store.locks import SessionLocks, SessionNameError
 from blitz_kernel.engine.store.resume import code_names, variable_names
-from blitz_kernel.engine.store.schema import SCHEMA_VERSION
+from blitz_kernel.engine.store.sqlite import SCHEMA_VERSION
 from blitz_kernel.engine.store.sessions import SessionBook
 from blitz_kernel.engine.store.sqlite import Store, StoreError
 from blitz_kernel.engine.workspace import Workspace
@@ -183,7 +183,7 @@ def test_a_newer_schema_is_refused_and_nothing_is_written(tmp_path):
     content, files = path.read_bytes(), sorted(p.name for p in path.parent.iterdir())
     with pytest.raises(StoreError, match=f"schema version {SCHEMA_VERSION + 1}, newer than"):
         Store(path)
-    link = open_store(tmp_path)
+    link = open_store(None, workspace=tmp_path, home=tmp_path / "home")
     assert link.store is None and "upgrade blitz_kernel" in (link.problem or "")
     assert path.read_bytes() == content and sorted(p.name for p in path.parent.iterdir()) == files
 

@@ -20,6 +20,7 @@ from ...config.loading import OVERRIDE_SOURCE, BlitzConfig, check_policy_names, 
 from ...config.trust import TrustState, TrustStore
 from ...core.attachments import Attachment
 from ...core.redact import Redactor
+from ...core.store_url import store_url
 from ...core.terms import StopReason
 from ...core.usage import PriceBook, UsageLedger
 from ...errors import BlitzError, ConfigError, SessionBusyError, SteerTooLateError, UnknownAgentError
@@ -86,7 +87,8 @@ class Workspace:
         self.contexts = ContextWindows()
         self._usable: dict[tuple[str, str, str | None], str | None] = {}
         # WS-02: sessions live in <root>/.blitz/blitz.db; `durable=False` keeps them in memory.
-        self.sessions = SessionBook.for_workspace(self.root) if durable else SessionBook()
+        store = store_url(self.config.store.url, self.config.store.path)
+        self.sessions = SessionBook.for_workspace(self.root, url=store, home=home) if durable else SessionBook()
         self.subagents = Subagents(self._setup, self._agent_summaries)
         self.waiting_approvals = PendingApprovals()
         """Permission requests waiting now, over every turn and aside (ENG-26)."""
@@ -184,6 +186,9 @@ class Workspace:
         be built (a scripted file that is not there, an unset `api_key_env` variable)."""
         candidate = {**self._overrides, **dotted}
         config = self._load(candidate)
+        if config.store != self.config.store:  # the book and its locks were opened with the workspace
+            raise ConfigError("store", OVERRIDE_SOURCE, "is read when the workspace opens; set it in "
+                              "~/.blitz/config.toml or BLITZ_STORE_URL and restart the kernel")
         model_settings = ("model", "api_base", "api_key_env", "model_retries", "stall", "fallback_models", "breaker")
         changed = [key for key in model_settings if getattr(self.config, key) != getattr(config, key)]
         rebuild = "model" in dotted or (bool(changed) and self._explicit_model is None)
@@ -388,7 +393,9 @@ class Workspace:
 
     def _notices(self, depth: int, mode: TurnMode) -> tuple[ErrorEvent, ...]:
         """One-time notices, for turns the user started only."""
-        return () if depth > 0 or mode is TurnMode.BTW else self.notices.take(self.trust, self.agents)
+        if depth > 0 or mode is TurnMode.BTW:
+            return ()
+        return self.notices.take(self.trust, self.agents, self.sessions.take_notices())
 
     def _agent_summaries(self) -> list[tuple[str, str]]:
         """(name, description) of every agent, for list_agents and invoke_agent (ENG-70)."""

@@ -4,6 +4,8 @@ because they could not be read (each named once)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ...config.trust import TrustState
 from ..events import ErrorEvent
 from ..turn.agents import AgentRegistry
@@ -16,9 +18,10 @@ class NoticeBoard:
         self._trust_due = trust_due
         self._shown: set[str] = set()
 
-    def take(self, trust: TrustState, agents: AgentRegistry) -> tuple[ErrorEvent, ...]:
-        """The notices for the next turn the user started, each at most once."""
-        notices: list[str] = []
+    def take(self, trust: TrustState, agents: AgentRegistry, store: Iterable[str] = ()) -> tuple[ErrorEvent, ...]:
+        """The notices for the next turn the user started, each at most once (`store`: the
+        session store's own, such as a foreign database moved aside)."""
+        notices: list[str] = list(store)
         if self._trust_due and trust.holding_back:
             self._trust_due = False
             notices.append(trust.notice())

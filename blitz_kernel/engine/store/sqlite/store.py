@@ -1,16 +1,20 @@
-"""The durable session store: one SQLite database per workspace, `.blitz/blitz.db` (WS-02).
+"""The SQLite backend of the session store (protocol.SessionStore): one database file, by
+default `<workspace>/.blitz/blitz.db` (docs/store.md).
 
 Each session is stored twice:
 - the **event log**, what the model sees: one row per committed history unit (a prompt, an
   answer, a response with all its results, a summary), appended in one transaction each, so the
-  history on disk is valid at every moment. Compaction appends a summary row naming the rows it
-  covers; no row is ever deleted or rewritten. Loading replays the rows.
+  history on disk is valid at every moment. The unit's audit rows and the usage so far go in
+  the same transaction; the turn's outcome and its span link in one more. Compaction appends a
+  summary row naming the rows it covers; no row is ever deleted or rewritten. Loading replays
+  the rows (reads.py).
 - the **transcript**, what search reads: every message's text in full, compacted parts
   included, indexed with FTS5.
 
 Also per session: turn outcomes (with a "turn open" marker, so a turn that was running when its
 process died is reported `interrupted`), the usage ledger per model, and the previous turn's span
-context (ENG-91 links survive a restart). Snapshots are frozen copies of a session's rows.
+context (the link between turns survives a restart). Snapshots are frozen copies of a session's
+rows. Every public method translates SQLite's errors into the store's own (edge.py).
 """
 
 from __future__ import annotations
@@ -21,111 +25,87 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...core.history import HISTORY_ADAPTER, Message, SummaryMessage
-from ...core.usage import UsageLedger, UsageTotals
-from ..safety.audit import AuditRecord
-from .records import (
-    SessionInfo,
-    SpanLink,
-    StoredHit,
-    StoredSession,
-    TurnOutcome,
-    cut,
-    cut_tail,
-    fts_query,
-    replay,
-    role_and_text,
-    turn_starts,
-)
-from .schema import SCHEMA_VERSION, SchemaTooNewError, StoreError, connect
-
-__all__ = [
-    "SCHEMA_VERSION",
-    "SchemaTooNewError",
-    "SessionInfo",
-    "SpanLink",
-    "Store",
-    "StoreError",
-    "StoredHit",
-    "StoredSession",
-    "TurnOutcome",
-    "role_and_text",
-]
+from ....core.history import HISTORY_ADAPTER, Message, SummaryMessage
+from ....core.usage import UsageLedger, UsageTotals
+from ...safety.audit import AuditRecord
+from ..protocol import SEARCH_LIMIT, StoreError
+from ..records import SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail, role_and_text
+from . import reads
+from .edge import edge, translate
+from .schema import connect
 
 DB_NAME = "blitz.db"
-SEARCH_LIMIT = 20
-SNIPPET_TOKENS = 24
-HIGHLIGHT = ("«", "»")
-
-
-@dataclass
-class _Live:
-    """Per-session bookkeeping for appends: the next message number and the event rows whose
-    messages are in the live history now ([event id, first message number, count])."""
-
-    next_message: int
-    rows: list[list[int]] = field(default_factory=list)
-    usage_json: str = ""
+_EMPTY_USAGE = UsageLedger().model_dump_json()
 
 
 class Store:
-    """One workspace's database. Thread-safe; a process opens one per workspace."""
+    """One SQLite database. Thread-safe; a process opens one per store. `Store(path)` opens
+    the file as it is (tests, benches); a kernel opens its store through `factory.open_store`,
+    which checks the file and its identity first (opening.py)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self, path: Path, *, connection: sqlite3.Connection | None = None, location: str | None = None
+    ) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = connect(path)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the session store {path}: {exc}") from exc
+        self.location = location or str(path)
+        if connection is None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                connection = connect(path)
+            except StoreError:
+                raise
+            except (sqlite3.Error, OSError) as exc:
+                raise translate(exc, self.location, "open") from exc
+        self._db = connection
         self._lock = threading.RLock()
-        self._live: dict[int, _Live] = {}
+        self._live: dict[int, reads.Live] = {}
 
     @classmethod
     def for_workspace(cls, root: Path) -> Store:
-        return cls(root / ".blitz" / DB_NAME)
+        return cls(root / ".blitz" / DB_NAME, location=f".blitz/{DB_NAME}")
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, contextlib.suppress(sqlite3.Error):
             self._db.close()
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One transaction: all of it reaches the disk, or none of it."""
         with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StoreError(f"cannot write to the session store {self.path}: {exc}") from exc
+            self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
                 self._db.execute("COMMIT")
-            except BaseException as exc:
+            except BaseException:
                 with contextlib.suppress(sqlite3.Error):
                     self._db.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"cannot write to the session store {self.path}: {exc}") from exc
                 raise
 
     # -- sessions ---------------------------------------------------------------------------
 
+    @edge("open a session in")
     def open_session(self, name: str, holder: str | None = None) -> StoredSession:
-        """Load the session, creating it empty if new. A turn left open by a dead process is
-        closed as `interrupted` (the caller holds the session's lock, so nobody runs it)."""
+        """Load the session, creating it empty if new (a fresh session is one small
+        transaction and no reads). A turn left open by a dead process is closed as
+        `interrupted` (the caller holds the session's lock, so nobody runs it)."""
         now = time.time()
         interrupted = None
         with self._write() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO sessions (name, kind, created, last_used) VALUES (?, 'session', ?, ?)",
-                (name, now, now),
-            )
-            session_id, open_turn, turns = db.execute(
+            row = db.execute(
                 "SELECT id, open_turn, turns FROM sessions WHERE kind = 'session' AND name = ?", (name,)
             ).fetchone()
+            if row is None:
+                fresh = _insert(
+                    db,
+                    "INSERT INTO sessions (name, kind, created, last_used, holder) VALUES (?, 'session', ?, ?, ?)",
+                    (name, now, now, holder),
+                )
+                self._live[fresh] = reads.Live(next_message=0, usage_json=_EMPTY_USAGE)
+                return _empty_session(fresh, name)
+            session_id, open_turn, turns = row
             if open_turn is not None:
                 db.execute(
                     "INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)",
@@ -144,64 +124,14 @@ class Store:
                     "UPDATE sessions SET open_turn = NULL, turns = ? WHERE id = ?",
                     (max(turns, open_turn + 1), session_id),
                 )
-                interrupted = self._outcome(db, session_id, open_turn)
+                interrupted = reads.outcome(db, session_id, open_turn)
             db.execute("UPDATE sessions SET holder = ? WHERE id = ?", (holder, session_id))
-        loaded = self._load(session_id, name)
+        with self._lock:
+            loaded, self._live[session_id] = reads.load_session(self._db, self.location, session_id, name)
         loaded.interrupted = interrupted
         return loaded
 
-    def _load(self, session_id: int, name: str) -> StoredSession:
-        with self._lock:
-            db = self._db
-            rows = db.execute(
-                "SELECT id, kind, messages, first_message, covered, variables, body FROM events WHERE session_id = ? ORDER BY id",
-                (session_id,),
-            ).fetchall()
-            turns, todos, next_message, last_prompt = db.execute(
-                "SELECT turns, todos, messages, last_prompt_tokens FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-            usage = db.execute("SELECT model, totals FROM usage WHERE session_id = ?", (session_id,)).fetchall()
-            span = db.execute(
-                "SELECT trace_id, span_id, trace_flags FROM trace_links WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            audit = db.execute("SELECT record FROM audit WHERE session_id = ? ORDER BY id", (session_id,)).fetchall()
-            (budget,) = db.execute("SELECT budget FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            checkpoints = db.execute(
-                "SELECT turn, record FROM checkpoints WHERE session_id = ? ORDER BY id", (session_id,)
-            ).fetchall()
-            committed, starts = turn_starts(
-                db.execute(
-                    "SELECT turn, kind, messages, covered FROM events WHERE session_id = ? ORDER BY id", (session_id,)
-                ).fetchall()
-            )
-        # One parse for the whole log: each body is a JSON array, so their insides join into one.
-        joined = "[" + ",".join(body[1:-1] for *_, body in rows if len(body) > 2) + "]"
-        messages = HISTORY_ADAPTER.validate_json(joined)
-        history, archive, live = replay(rows, messages)
-        ledger = UsageLedger(last_prompt_tokens=last_prompt)
-        for model, totals in usage:
-            if model:
-                ledger.by_model[model] = UsageTotals.model_validate_json(totals)
-            else:
-                ledger.total = UsageTotals.model_validate_json(totals)
-        self._live[session_id] = _Live(next_message=next_message, rows=live, usage_json=_usage_json(ledger))
-        return StoredSession(
-            id=session_id,
-            name=name,
-            history=history,
-            archive=archive,
-            turns=turns,
-            ledger=ledger,
-            todos=_json_list(todos),
-            last_span=SpanLink(trace_id=span[0], span_id=span[1], trace_flags=span[2]) if span else None,
-            variables=sorted({name for *_, names, _body in rows if names for name in names.split()}),
-            audit=[AuditRecord.model_validate_json(record) for (record,) in audit],
-            checkpoints=[(turn, record) for turn, record in checkpoints],
-            committed=committed,
-            turn_starts=starts,
-            **_budget_fields(budget),
-        )
-
+    @edge("read")
     def sessions(self) -> list[SessionInfo]:
         with self._lock:
             rows = self._db.execute(
@@ -219,6 +149,7 @@ class Store:
             for name, created, last_used, turns, totals in rows
         ]
 
+    @edge("read")
     def exists(self, name: str, kind: str = "session") -> bool:
         with self._lock:
             return self._id(name, kind) is not None
@@ -227,6 +158,7 @@ class Store:
         row = self._db.execute("SELECT id FROM sessions WHERE kind = ? AND name = ?", (kind, name)).fetchone()
         return row[0] if row else None
 
+    @edge("write to")
     def delete(self, name: str, kind: str = "session") -> bool:
         """Remove the session and all its rows; False when there was none."""
         with self._write() as db:
@@ -245,6 +177,7 @@ class Store:
         self._live.pop(session_id, None)
         return True
 
+    @edge("write to")
     def release(self, session_id: int) -> None:
         """The kernel let the session go: forget its bookkeeping and clear its holder."""
         with self._write() as db:
@@ -253,6 +186,7 @@ class Store:
 
     # -- appends ----------------------------------------------------------------------------
 
+    @edge("write to")
     def append(
         self,
         session_id: int,
@@ -261,8 +195,10 @@ class Store:
         *,
         variables: Sequence[str] = (),
         ledger: UsageLedger | None = None,
+        audit: Sequence[AuditRecord] = (),
     ) -> int:
-        """One committed unit, in one transaction; marks the turn open. Returns the row id."""
+        """One committed unit, with the audit rows of its calls and the usage so far, in one
+        transaction; marks the turn open. Returns the row id."""
         live = self._live[session_id]
         now = time.time()
         body = HISTORY_ADAPTER.dump_json(list(messages)).decode()
@@ -282,12 +218,14 @@ class Store:
                 "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ? WHERE id = ?",
                 (now, first + len(messages), turn, session_id),
             )
+            _insert_audit(db, session_id, audit)
             if ledger is not None:
                 self._save_usage(db, session_id, ledger, live)
         live.next_message = first + len(messages)
         live.rows.append([event_id, first, len(messages)])
         return event_id
 
+    @edge("write to")
     def append_summary(self, session_id: int, summary: SummaryMessage, covered: int, turn: int) -> int:
         """Compaction replaced the first `covered` live messages with `summary`: a row naming
         the rows it stands for. Nothing is deleted; the transcript keeps every message."""
@@ -340,6 +278,7 @@ class Store:
             )
             db.execute("INSERT INTO transcript_fts (rowid, text) VALUES (?, ?)", (row_id, text))
 
+    @edge("write to")
     def end_turn(
         self,
         session_id: int,
@@ -349,8 +288,11 @@ class Store:
         *,
         ledger: UsageLedger,
         todos: list[dict[str, str]],
+        audit: Sequence[AuditRecord] = (),
+        span: SpanLink | None = None,
     ) -> None:
-        """The turn's outcome; the turn is no longer open."""
+        """The turn's outcome, its audit rows not yet written and its span link, in one
+        transaction; the turn is no longer open."""
         now = time.time()
         live = self._live[session_id]
         with self._write() as db:
@@ -364,15 +306,19 @@ class Store:
                 "UPDATE sessions SET turns = ?, open_turn = NULL, last_used = ?, todos = ? WHERE id = ?",
                 (turn + 1, now, _json_dump(todos), session_id),
             )
+            _insert_audit(db, session_id, audit)
+            if span is not None:
+                _insert_span(db, session_id, span)
             self._save_usage(db, session_id, ledger, live)
 
+    @edge("write to")
     def save_usage(self, session_id: int, ledger: UsageLedger) -> None:
         live = self._live[session_id]
         with self._write() as db:
             self._save_usage(db, session_id, ledger, live)
 
     @staticmethod
-    def _save_usage(db: sqlite3.Connection, session_id: int, ledger: UsageLedger, live: _Live) -> None:
+    def _save_usage(db: sqlite3.Connection, session_id: int, ledger: UsageLedger, live: reads.Live) -> None:
         """The ledger, per model and total; skipped when nothing changed since the last write."""
         dumped = _usage_json(ledger)
         if dumped == live.usage_json:
@@ -385,22 +331,22 @@ class Store:
         db.execute("UPDATE sessions SET last_prompt_tokens = ? WHERE id = ?", (ledger.last_prompt_tokens, session_id))
         live.usage_json = dumped
 
-    def append_audit(self, session_id: int, record: AuditRecord) -> None:
-        """WS-07: one tool call's audit record."""
+    @edge("write to")
+    def append_audit(self, session_id: int, records: Sequence[AuditRecord]) -> None:
+        """Tool calls' audit records (outside a unit: a unit carries its own)."""
         with self._write() as db:
-            db.execute(
-                "INSERT INTO audit (session_id, turn, time, tool, record) VALUES (?, ?, ?, ?, ?)",
-                (session_id, record.turn, record.time.timestamp(), record.tool, record.model_dump_json()),
-            )
+            _insert_audit(db, session_id, records)
 
+    @edge("write to")
     def append_checkpoint(self, session_id: int, turn: int, kind: str, record: str) -> None:
-        """WS-03: one change a turn made (or an `undone` marker), as it happens."""
+        """One change a turn made (or an `undone` marker), as it happens (docs/undo.md)."""
         with self._write() as db:
             db.execute(
                 "INSERT INTO checkpoints (session_id, turn, time, kind, record) VALUES (?, ?, ?, ?, ?)",
                 (session_id, turn, time.time(), kind, record),
             )
 
+    @edge("write to")
     def append_rewind(self, session_id: int, covered: int, turn: int) -> int:
         """An undo took the last `covered` live messages out of the history: a row saying so
         (replay honours it). Nothing is deleted; the transcript keeps them, marked rewound by
@@ -427,21 +373,21 @@ class Store:
         live.rows = rows
         return event_id
 
+    @edge("write to")
     def save_budget(self, session_id: int, added_usd: float, tripped: bool) -> None:
-        """GR-05: the session budget's state, so a trip outlives the kernel."""
+        """The session budget's state, so a trip outlives the kernel."""
         with self._write() as db:
             db.execute(
                 "UPDATE sessions SET budget = ? WHERE id = ?",
                 (json.dumps({"budget_added_usd": added_usd, "budget_tripped": tripped}), session_id),
             )
 
+    @edge("write to")
     def save_span(self, session_id: int, link: SpanLink) -> None:
         with self._write() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO trace_links (session_id, trace_id, span_id, trace_flags) VALUES (?, ?, ?, ?)",
-                (session_id, link.trace_id, link.span_id, link.trace_flags),
-            )
+            _insert_span(db, session_id, link)
 
+    @edge("read")
     def outcomes(self, name: str) -> list[TurnOutcome]:
         with self._lock:
             session_id = self._id(name)
@@ -450,22 +396,17 @@ class Store:
             rows = self._db.execute(
                 "SELECT turn FROM turns WHERE session_id = ? ORDER BY turn", (session_id,)
             ).fetchall()
-            return [self._outcome(self._db, session_id, turn) for (turn,) in rows]
-
-    @staticmethod
-    def _outcome(db: sqlite3.Connection, session_id: int, turn: int) -> TurnOutcome:
-        started, ended, stop, error = db.execute(
-            "SELECT started, ended, stop_reason, error FROM turns WHERE session_id = ? AND turn = ?", (session_id, turn)
-        ).fetchone()
-        return TurnOutcome(turn=turn, started=started, ended=ended, stop_reason=stop, error=error)
+            return [reads.outcome(self._db, session_id, turn) for (turn,) in rows]
 
     # -- snapshots ----------------------------------------------------------------------------
 
+    @edge("read")
     def snapshot_names(self) -> list[str]:
         with self._lock:
             rows = self._db.execute("SELECT name FROM sessions WHERE kind = 'snapshot' ORDER BY name").fetchall()
         return [name for (name,) in rows]
 
+    @edge("write to")
     def copy(self, source: str, source_kind: str, target: str, target_kind: str) -> None:
         """A snapshot of a session, or a new session from a snapshot: every row copied, in one
         transaction. Event ids move by one offset, so a summary still names the rows it covers."""
@@ -512,46 +453,53 @@ class Store:
 
     # -- search -----------------------------------------------------------------------------
 
+    @edge("search")
     def search(self, text: str, session: str | None = None, limit: int = SEARCH_LIMIT) -> list[StoredHit]:
         """Ranked passages (FTS5 bm25) of the sessions' transcripts, compacted parts included.
         Every word of `text` must occur (as a word or a word's beginning)."""
-        query = fts_query(text)
-        if query is None:
-            return []
-        where, parameters = "transcript_fts MATCH ? AND s.kind = 'session'", [query]
-        if session is not None:
-            where += " AND s.name = ?"
-            parameters.append(session)
         with self._lock:
-            rows = self._db.execute(
-                "SELECT s.name, t.message, t.turn, t.role, t.time, "
-                f"snippet(transcript_fts, 0, '{HIGHLIGHT[0]}', '{HIGHLIGHT[1]}', '…', {SNIPPET_TOKENS}), "
-                "s.first_live, s.live_summary, EXISTS (SELECT 1 FROM events r WHERE r.session_id = t.session_id "
-                "AND r.kind = 'rewind' AND t.event_id BETWEEN r.covers_from AND r.covers_to) FROM transcript_fts JOIN transcript t ON t.id = transcript_fts.rowid "
-                f"JOIN sessions s ON s.id = t.session_id WHERE {where} ORDER BY rank LIMIT ?",  # noqa: S608
-                (*parameters, limit),
-            ).fetchall()
-        return [
-            StoredHit(
-                session=name,
-                message=message,
-                turn=turn,
-                role=role,
-                time=when,
-                excerpt=excerpt,
-                compacted=message != live_summary if role == "summary" else message < first_live,
-                rewound=bool(rewound),
-            )
-            for name, message, turn, role, when, excerpt, first_live, live_summary, rewound in rows
-        ]
+            return reads.search(self._db, text, session, limit)
+
+    # -- identity (opening.py) ----------------------------------------------------------------
+
+    @edge("read")
+    def store_id(self) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        return row[0] if row else None
+
+    @edge("write to")
+    def set_store_id(self, store_id: str) -> None:
+        with self._write() as db:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('store_id', ?)", (store_id,))
 
 
-def _budget_fields(text: str) -> dict[str, Any]:
-    stored = json.loads(text or "{}")
-    return {
-        "budget_added_usd": float(stored.get("budget_added_usd", 0.0)),
-        "budget_tripped": bool(stored.get("budget_tripped", False)),
-    }
+def _empty_session(session_id: int, name: str) -> StoredSession:
+    return StoredSession(
+        id=session_id,
+        name=name,
+        history=[],
+        archive=[],
+        turns=0,
+        ledger=UsageLedger(),
+        todos=[],
+        last_span=None,
+        variables=[],
+    )
+
+
+def _insert_audit(db: sqlite3.Connection, session_id: int, records: Sequence[AuditRecord]) -> None:
+    if records:
+        db.executemany(
+            "INSERT INTO audit (session_id, turn, time, tool, record) VALUES (?, ?, ?, ?, ?)",
+            [(session_id, r.turn, r.time.timestamp(), r.tool, r.model_dump_json()) for r in records],
+        )
+
+
+def _insert_span(db: sqlite3.Connection, session_id: int, link: SpanLink) -> None:
+    db.execute(
+        "INSERT OR REPLACE INTO trace_links (session_id, trace_id, span_id, trace_flags) VALUES (?, ?, ?, ?)",
+        (session_id, link.trace_id, link.span_id, link.trace_flags),
+    )
 
 
 def _insert(db: sqlite3.Connection, sql: str, parameters: tuple[Any, ...]) -> int:
@@ -566,8 +514,3 @@ def _usage_json(ledger: UsageLedger) -> str:
 
 def _json_dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
-
-
-def _json_list(text: str) -> list[dict[str, str]]:
-    value = json.loads(text or "[]")
-    return value if isinstance(value, list) else []

@@ -167,3 +167,77 @@ def test_delete_leaves_no_event_row_of_the_session(tmp_path):
     book.get("kept").commit([user_prompt("remember the zebra too")], 0)
     book.delete("gone")
     assert rows(tmp_path, "SELECT count(*) FROM events") == [(1,)]
+
+
+# -- speed: what a turn costs the store ------------------------------------------------------
+
+
+def statements(store: Any) -> list[str]:
+    """Every statement the store's connection runs from now on (SQLite's trace hook)."""
+    seen: list[str] = []
+    store._db.set_trace_callback(seen.append)
+    return seen
+
+
+async def test_one_transaction_per_unit_with_its_audit_rows_and_one_for_the_outcome_and_span(tmp_path):
+    """Regression: each unit, each audit row, the outcome and the span link committed on their
+    own (10 commits for this turn); now its 4 units and the outcome with the span: 5."""
+    ws, _ = open_workspace(
+        tmp_path,
+        [
+            tool_step(call("list_files"), call("list_files", path=".")),
+            tool_step(call("list_files", path="./"), call("list_files", path="././")),
+            {"text": "done"},
+        ],
+        **{"telemetry.enabled": True, "telemetry.exporter": "memory"},
+    )
+    ws.session("s")
+    seen = statements(ws.sessions.link.store)
+    result = await ws.run("go", session="s")
+    assert result.stop_reason == "end_turn"
+    commits = [sql for sql in seen if sql == "COMMIT"]
+    assert len(commits) == 5  # prompt, two responses with their results, the answer; the outcome
+    ws.sessions.close()
+    assert rows(tmp_path, "SELECT count(*) FROM audit") == [(4,)]
+    assert rows(tmp_path, "SELECT count(*) FROM trace_links") == [(1,)]
+    again, _ = open_workspace(tmp_path, [])
+    assert [record.tool for record in again.audit("s")] == ["list_files"] * 4
+
+
+def test_a_fresh_session_is_one_small_transaction_and_reads_no_rows(tmp_path):
+    """Regression: a fresh session ran 13 statements (insert, select, update, then the full
+    load of an empty session); its row now costs one transaction of one look-up and one insert."""
+    book = SQLITE.book(tmp_path)
+    book.get("warm")
+    seen = statements(book.link.store)
+    session = book.get("fresh")
+    assert session.saved and session.history == []
+    assert len(seen) == 4 and seen[0] == "BEGIN IMMEDIATE" and seen[-1] == "COMMIT"
+    assert not [sql for sql in seen if "events" in sql or "audit" in sql]
+
+
+def test_search_runs_no_correlated_subquery_and_finds_rewinds_by_index(tmp_path):
+    """Regression: an EXISTS over the session's events ran for every match, and a snippet was
+    made for every match before the LIMIT."""
+    book = SQLITE.book(tmp_path)
+    session = book.get("s")
+    for turn in range(30):
+        session.commit([user_prompt(f"common word number {turn}")], turn)
+        session.end_turn(turn, "end_turn", None)
+    session.rewind_history([29])
+    store = book.link.store
+    seen = statements(store)
+    hits = book.search("common")
+    assert len(hits) == 20
+    assert [h.rewound for h in book.search("number 29")] == [True]
+    assert [h.rewound for h in book.search("number 28")] == [False]
+    store._db.set_trace_callback(None)
+    plans = {
+        sql: " | ".join(row[-1] for row in store._db.execute("EXPLAIN QUERY PLAN " + sql, ()).fetchall())
+        for sql in [s for s in seen if s.startswith("SELECT") and "?" not in s]
+    }
+    assert plans and not [plan for plan in plans.values() if "CORRELATED" in plan]
+    rewind_plans = [plan for sql, plan in plans.items() if "kind = 'rewind'" in sql]
+    assert rewind_plans and all("events_by_kind" in plan for plan in rewind_plans)
+    snippets = [sql for sql in seen if "snippet(" in sql]
+    assert len(snippets) == 1 and snippets[0].count(",") > 20  # one query, for the 20 rows returned

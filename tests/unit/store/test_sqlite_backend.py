@@ -229,9 +229,11 @@ def test_search_runs_no_correlated_subquery_and_finds_rewinds_by_index(tmp_path)
     seen = statements(store)
     hits = book.search("common")
     assert len(hits) == 20
+    store._db.set_trace_callback(None)
+    snippets = [sql for sql in seen if "snippet(" in sql]
+    assert len(snippets) == 1 and snippets[0].count(",") > 20  # one query, for the 20 rows returned
     assert [h.rewound for h in book.search("number 29")] == [True]
     assert [h.rewound for h in book.search("number 28")] == [False]
-    store._db.set_trace_callback(None)
     plans = {
         sql: " | ".join(row[-1] for row in store._db.execute("EXPLAIN QUERY PLAN " + sql, ()).fetchall())
         for sql in [s for s in seen if s.startswith("SELECT") and "?" not in s]
@@ -239,5 +241,3 @@ def test_search_runs_no_correlated_subquery_and_finds_rewinds_by_index(tmp_path)
     assert plans and not [plan for plan in plans.values() if "CORRELATED" in plan]
     rewind_plans = [plan for sql, plan in plans.items() if "kind = 'rewind'" in sql]
     assert rewind_plans and all("events_by_kind" in plan for plan in rewind_plans)
-    snippets = [sql for sql in seen if "snippet(" in sql]
-    assert len(snippets) == 1 and snippets[0].count(",") > 20  # one query, for the 20 rows returned

@@ -18,7 +18,7 @@ from ....core.history import HISTORY_ADAPTER, Message
 from ....core.usage import UsageLedger, UsageTotals
 from ...safety.audit import AuditRecord
 from ..protocol import HIGHLIGHT
-from ..records import SpanLink, StoredHit, StoredSession, TurnOutcome, fts_query, replay, turn_starts
+from ..records import SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, fts_query, replay, turn_starts
 from .edge import damaged_row
 
 SNIPPET_TOKENS = 24
@@ -225,3 +225,34 @@ def _rewinds(db: sqlite3.Connection, sessions: set[int]) -> dict[int, list[tuple
             if low is not None and high is not None
         ]
     return found
+
+
+def empty_session(session_id: int, name: str) -> StoredSession:
+    return StoredSession(
+        id=session_id,
+        name=name,
+        history=[],
+        archive=[],
+        turns=0,
+        ledger=UsageLedger(),
+        todos=[],
+        last_span=None,
+        variables=[],
+    )
+
+
+def list_sessions(db: sqlite3.Connection) -> list[SessionInfo]:
+    rows = db.execute(
+        "SELECT s.name, s.created, s.last_used, s.turns, u.totals FROM sessions s "
+        "LEFT JOIN usage u ON u.session_id = s.id AND u.model = '' WHERE s.kind = 'session' ORDER BY s.name"
+    ).fetchall()
+    return [
+        SessionInfo(
+            name=name,
+            created=created,
+            last_used=last_used,
+            turns=turns,
+            usage=UsageTotals.model_validate_json(totals) if totals else UsageTotals(),
+        )
+        for name, created, last_used, turns, totals in rows
+    ]

@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from ....core.history import HISTORY_ADAPTER, Message, SummaryMessage
-from ....core.usage import UsageLedger, UsageTotals
+from ....core.usage import UsageLedger
 from ...safety.audit import AuditRecord
 from ..protocol import SEARCH_LIMIT, StoreError
-from ..records import SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail, role_and_text
+from ..records import SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail
 from . import reads
+from . import rows as writes
 from .edge import edge, translate
 from .schema import connect
 
@@ -98,33 +99,16 @@ class Store:
                 "SELECT id, open_turn, turns FROM sessions WHERE kind = 'session' AND name = ?", (name,)
             ).fetchone()
             if row is None:
-                fresh = _insert(
+                fresh = writes.insert(
                     db,
                     "INSERT INTO sessions (name, kind, created, last_used, holder) VALUES (?, 'session', ?, ?, ?)",
                     (name, now, now, holder),
                 )
                 self._live[fresh] = reads.Live(next_message=0, usage_json=_EMPTY_USAGE)
-                return _empty_session(fresh, name)
+                return reads.empty_session(fresh, name)
             session_id, open_turn, turns = row
             if open_turn is not None:
-                db.execute(
-                    "INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)",
-                    (session_id, open_turn, now),
-                )
-                db.execute(
-                    "UPDATE turns SET ended = ?, stop_reason = 'interrupted', error = ? WHERE session_id = ? AND turn = ?",
-                    (
-                        now,
-                        "the kernel stopped during this turn; its committed messages were kept",
-                        session_id,
-                        open_turn,
-                    ),
-                )
-                db.execute(
-                    "UPDATE sessions SET open_turn = NULL, turns = ? WHERE id = ?",
-                    (max(turns, open_turn + 1), session_id),
-                )
-                interrupted = reads.outcome(db, session_id, open_turn)
+                interrupted = writes.close_interrupted(db, session_id, open_turn, turns, now)
             db.execute("UPDATE sessions SET holder = ? WHERE id = ?", (holder, session_id))
         with self._lock:
             loaded, self._live[session_id] = reads.load_session(self._db, self.location, session_id, name)
@@ -134,20 +118,7 @@ class Store:
     @edge("read")
     def sessions(self) -> list[SessionInfo]:
         with self._lock:
-            rows = self._db.execute(
-                "SELECT s.name, s.created, s.last_used, s.turns, u.totals FROM sessions s "
-                "LEFT JOIN usage u ON u.session_id = s.id AND u.model = '' WHERE s.kind = 'session' ORDER BY s.name"
-            ).fetchall()
-        return [
-            SessionInfo(
-                name=name,
-                created=created,
-                last_used=last_used,
-                turns=turns,
-                usage=UsageTotals.model_validate_json(totals) if totals else UsageTotals(),
-            )
-            for name, created, last_used, turns, totals in rows
-        ]
+            return reads.list_sessions(self._db)
 
     @edge("read")
     def exists(self, name: str, kind: str = "session") -> bool:
@@ -165,15 +136,7 @@ class Store:
             session_id = self._id(name, kind)
             if session_id is None:
                 return False
-            if kind == "session":
-                db.execute(
-                    "INSERT INTO transcript_fts (transcript_fts, rowid, text) "
-                    "SELECT 'delete', id, text FROM transcript WHERE session_id = ?",
-                    (session_id,),
-                )
-            for table in ("transcript", "events", "turns", "usage", "trace_links", "checkpoints"):
-                db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))  # noqa: S608 - fixed names
-            db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            writes.delete_rows(db, session_id, kind)
         self._live.pop(session_id, None)
         return True
 
@@ -204,13 +167,13 @@ class Store:
         body = HISTORY_ADAPTER.dump_json(list(messages)).decode()
         first = live.next_message
         with self._write() as db:
-            event_id = _insert(
+            event_id = writes.insert(
                 db,
                 "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, variables) "
                 "VALUES (?, ?, ?, 'unit', ?, ?, ?, ?)",
                 (session_id, turn, now, len(messages), first, body, " ".join(variables) or None),
             )
-            self._transcribe(db, session_id, event_id, first, turn, now, messages)
+            writes.transcribe(db, session_id, event_id, first, turn, now, messages)
             db.execute(
                 "INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)", (session_id, turn, now)
             )
@@ -218,9 +181,9 @@ class Store:
                 "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ? WHERE id = ?",
                 (now, first + len(messages), turn, session_id),
             )
-            _insert_audit(db, session_id, audit)
+            writes.insert_audit(db, session_id, audit)
             if ledger is not None:
-                self._save_usage(db, session_id, ledger, live)
+                writes.save_usage(db, session_id, ledger, live)
         live.next_message = first + len(messages)
         live.rows.append([event_id, first, len(messages)])
         return event_id
@@ -235,7 +198,7 @@ class Store:
         number = live.next_message
         first_live = rows[0][1] if rows else number + 1
         with self._write() as db:
-            event_id = _insert(
+            event_id = writes.insert(
                 db,
                 "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
                 "covers_to, covered) VALUES (?, ?, ?, 'summary', 1, ?, ?, ?, ?, ?)",
@@ -250,7 +213,7 @@ class Store:
                     covered,
                 ),
             )
-            self._transcribe(db, session_id, event_id, number, turn, now, [summary])
+            writes.transcribe(db, session_id, event_id, number, turn, now, [summary])
             db.execute(
                 "UPDATE sessions SET last_used = ?, messages = ?, first_live = ?, live_summary = ? WHERE id = ?",
                 (now, number + 1, first_live, number, session_id),
@@ -258,25 +221,6 @@ class Store:
         live.next_message = number + 1
         live.rows = [[event_id, number, 1], *rows]
         return event_id
-
-    @staticmethod
-    def _transcribe(
-        db: sqlite3.Connection,
-        session_id: int,
-        event_id: int,
-        first: int,
-        turn: int,
-        now: float,
-        messages: Sequence[Message],
-    ) -> None:
-        for offset, message in enumerate(messages):
-            role, text = role_and_text(message)
-            row_id = _insert(
-                db,
-                "INSERT INTO transcript (session_id, event_id, message, turn, time, role, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (session_id, event_id, first + offset, turn, now, role, text),
-            )
-            db.execute("INSERT INTO transcript_fts (rowid, text) VALUES (?, ?)", (row_id, text))
 
     @edge("write to")
     def end_turn(
@@ -306,36 +250,22 @@ class Store:
                 "UPDATE sessions SET turns = ?, open_turn = NULL, last_used = ?, todos = ? WHERE id = ?",
                 (turn + 1, now, _json_dump(todos), session_id),
             )
-            _insert_audit(db, session_id, audit)
+            writes.insert_audit(db, session_id, audit)
             if span is not None:
-                _insert_span(db, session_id, span)
-            self._save_usage(db, session_id, ledger, live)
+                writes.insert_span(db, session_id, span)
+            writes.save_usage(db, session_id, ledger, live)
 
     @edge("write to")
     def save_usage(self, session_id: int, ledger: UsageLedger) -> None:
         live = self._live[session_id]
         with self._write() as db:
-            self._save_usage(db, session_id, ledger, live)
-
-    @staticmethod
-    def _save_usage(db: sqlite3.Connection, session_id: int, ledger: UsageLedger, live: reads.Live) -> None:
-        """The ledger, per model and total; skipped when nothing changed since the last write."""
-        dumped = _usage_json(ledger)
-        if dumped == live.usage_json:
-            return
-        rows = [("", ledger.total), *ledger.by_model.items()]
-        db.executemany(
-            "INSERT OR REPLACE INTO usage (session_id, model, totals) VALUES (?, ?, ?)",
-            [(session_id, model, totals.model_dump_json()) for model, totals in rows],
-        )
-        db.execute("UPDATE sessions SET last_prompt_tokens = ? WHERE id = ?", (ledger.last_prompt_tokens, session_id))
-        live.usage_json = dumped
+            writes.save_usage(db, session_id, ledger, live)
 
     @edge("write to")
     def append_audit(self, session_id: int, records: Sequence[AuditRecord]) -> None:
         """Tool calls' audit records (outside a unit: a unit carries its own)."""
         with self._write() as db:
-            _insert_audit(db, session_id, records)
+            writes.insert_audit(db, session_id, records)
 
     @edge("write to")
     def append_checkpoint(self, session_id: int, turn: int, kind: str, record: str) -> None:
@@ -355,7 +285,7 @@ class Store:
         rows, removed = cut_tail(live.rows, covered)
         now = time.time()
         with self._write() as db:
-            event_id = _insert(
+            event_id = writes.insert(
                 db,
                 "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
                 "covers_to, covered) VALUES (?, ?, ?, 'rewind', 0, ?, '[]', ?, ?, ?)",
@@ -385,7 +315,7 @@ class Store:
     @edge("write to")
     def save_span(self, session_id: int, link: SpanLink) -> None:
         with self._write() as db:
-            _insert_span(db, session_id, link)
+            writes.insert_span(db, session_id, link)
 
     @edge("read")
     def outcomes(self, name: str) -> list[TurnOutcome]:
@@ -414,42 +344,7 @@ class Store:
             source_id = self._id(source, source_kind)
             if source_id is None:
                 raise StoreError(f"no {source_kind} {source!r}")
-            now = time.time()
-            target_id = _insert(
-                db,
-                "INSERT INTO sessions (name, kind, created, last_used, turns, messages, first_live, live_summary, "
-                "last_prompt_tokens, todos, source) SELECT ?, ?, ?, ?, turns, messages, first_live, live_summary, "
-                "last_prompt_tokens, todos, name FROM sessions WHERE id = ?",
-                (target, target_kind, now, now, source_id),
-            )
-            low = db.execute("SELECT min(id) FROM events WHERE session_id = ?", (source_id,)).fetchone()[0]
-            top = db.execute("SELECT max(id) FROM events").fetchone()[0] or 0
-            offset = top + 1 - (low or 0)
-            db.execute(
-                "INSERT INTO events (id, session_id, turn, time, kind, messages, first_message, body, covers_from, "
-                "covers_to, covered, variables) SELECT id + ?, ?, turn, time, kind, messages, first_message, body, "
-                "covers_from + ?, covers_to + ?, covered, variables FROM events WHERE session_id = ? ORDER BY id",
-                (offset, target_id, offset, offset, source_id),
-            )
-            db.execute(
-                "INSERT INTO transcript (session_id, event_id, message, turn, time, role, text) "
-                "SELECT ?, event_id + ?, message, turn, time, role, text FROM transcript WHERE session_id = ? ORDER BY id",
-                (target_id, offset, source_id),
-            )
-            if target_kind == "session":  # snapshots are not searched: no index for them
-                db.execute(
-                    "INSERT INTO transcript_fts (rowid, text) SELECT id, text FROM transcript WHERE session_id = ?",
-                    (target_id,),
-                )
-            for table, columns in (
-                ("turns", "turn, started, ended, stop_reason, error"),
-                ("usage", "model, totals"),
-                ("trace_links", "trace_id, span_id, trace_flags"),
-            ):
-                db.execute(
-                    f"INSERT INTO {table} (session_id, {columns}) SELECT ?, {columns} FROM {table} WHERE session_id = ?",  # noqa: S608
-                    (target_id, source_id),
-                )
+            writes.copy_rows(db, source_id, target, target_kind)
 
     # -- search -----------------------------------------------------------------------------
 
@@ -471,41 +366,6 @@ class Store:
     def set_store_id(self, store_id: str) -> None:
         with self._write() as db:
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('store_id', ?)", (store_id,))
-
-
-def _empty_session(session_id: int, name: str) -> StoredSession:
-    return StoredSession(
-        id=session_id,
-        name=name,
-        history=[],
-        archive=[],
-        turns=0,
-        ledger=UsageLedger(),
-        todos=[],
-        last_span=None,
-        variables=[],
-    )
-
-
-def _insert_audit(db: sqlite3.Connection, session_id: int, records: Sequence[AuditRecord]) -> None:
-    if records:
-        db.executemany(
-            "INSERT INTO audit (session_id, turn, time, tool, record) VALUES (?, ?, ?, ?, ?)",
-            [(session_id, r.turn, r.time.timestamp(), r.tool, r.model_dump_json()) for r in records],
-        )
-
-
-def _insert_span(db: sqlite3.Connection, session_id: int, link: SpanLink) -> None:
-    db.execute(
-        "INSERT OR REPLACE INTO trace_links (session_id, trace_id, span_id, trace_flags) VALUES (?, ?, ?, ?)",
-        (session_id, link.trace_id, link.span_id, link.trace_flags),
-    )
-
-
-def _insert(db: sqlite3.Connection, sql: str, parameters: tuple[Any, ...]) -> int:
-    row_id = db.execute(sql, parameters).lastrowid
-    assert row_id is not None
-    return row_id
 
 
 def _usage_json(ledger: UsageLedger) -> str:

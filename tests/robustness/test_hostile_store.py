@@ -198,7 +198,11 @@ async def test_a_store_the_user_names_is_adopted(tmp_path):
     root.mkdir()
     model = ScriptedModel([])
     named = Workspace.open(
-        root, model=model, overrides={"store.path": str(made / ".blitz" / "blitz.db")}, environ={}, home=tmp_path / "home"
+        root,
+        model=model,
+        overrides={"store.path": str(made / ".blitz" / "blitz.db")},
+        environ={},
+        home=tmp_path / "home",
     )
     assert len(named.session("default").history) == 2
     assert (made / ".blitz" / "locks" / "default.lock").exists()
@@ -222,12 +226,15 @@ def execute(root: Path, sql: str) -> None:
     ("sql", "named"),
     [
         ("UPDATE events SET body = 'not json at all' WHERE id = 1", "row 1 of table events"),
-        ("UPDATE events SET body = '[{\"kind\": \"user\", \"parts\": 7}]' WHERE id = 1", "row 1 of table events"),
-        ("UPDATE usage SET totals = '{\"calls\": \"many\"}'", "table usage"),
+        ('UPDATE events SET body = \'[{"kind": "user", "parts": 7}]\' WHERE id = 1', "row 1 of table events"),
+        ('UPDATE usage SET totals = \'{"calls": "many"}\'', "table usage"),
         ("UPDATE audit SET record = '[]'", "table audit"),
         ("UPDATE sessions SET todos = '{oops'", "table sessions"),
         ("UPDATE sessions SET budget = '[1, 2]'", "table sessions"),
-        ("INSERT INTO checkpoints (session_id, turn, time, kind, record) VALUES (1, 0, 0, 'file', '{bad')", "table checkpoints"),
+        (
+            "INSERT INTO checkpoints (session_id, turn, time, kind, record) VALUES (1, 0, 0, 'file', '{bad')",
+            "table checkpoints",
+        ),
     ],
 )
 async def test_an_invalid_row_is_named_and_the_session_goes_on_in_memory(tmp_path, sql, named):

@@ -46,7 +46,9 @@ def dump(messages: list[Any]) -> list[dict[str, Any]]:
 
 def run_script(code: str, *args: str) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", code, *args], env=environment, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], env=environment, capture_output=True, text=True, timeout=60
+    )
 
 
 class FakeKernel:
@@ -127,7 +129,11 @@ async def test_snapshot_survives_restart_and_loading_it_starts_a_new_session(sto
     loaded = again.sessions.load("before")
     assert loaded.name == "before-2"
     await again.run("branch question", session="before-2")
-    assert [getattr(m, "text", "") for m in model.requests[0].messages] == ["first question", "first answer", "branch question"]
+    assert [getattr(m, "text", "") for m in model.requests[0].messages] == [
+        "first question",
+        "first answer",
+        "branch question",
+    ]
     assert again.sessions.names() == ["before-2", "main"]
     assert len(again.session("main").history) == 4
 
@@ -183,8 +189,12 @@ sys.stdin.readline()
 def holder_process(store_backend: Backend, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
     """A second process (another kernel) that holds session 'analysis' until killed."""
     process = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(tmp_path), store_backend.url(tmp_path) or ""], env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-c", HOLDER, str(tmp_path), store_backend.url(tmp_path) or ""],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None
     line = process.stdout.readline()  # blocks until it holds the lock (or dies)
@@ -301,9 +311,13 @@ def test_code_names_are_created_and_read_user_variables():
 
 
 async def test_after_a_restart_the_first_prompt_names_the_variables_that_are_gone(store_backend: Backend, tmp_path):
-    first, _ = store_backend.workspace(tmp_path, [
-        tool_step(call("run_python", code="df = load(path)\ntotal = df.sum()")), {"text": "done"},
-    ])
+    first, _ = store_backend.workspace(
+        tmp_path,
+        [
+            tool_step(call("run_python", code="df = load(path)\ntotal = df.sum()")),
+            {"text": "done"},
+        ],
+    )
     await first.run("load it", session="s", approve="deny")
     first.sessions.close()
 
@@ -367,13 +381,17 @@ def test_many_appends_load_back_in_order(store_backend: Backend, tmp_path):
 
 async def test_search_session_tool_finds_compacted_passages_in_plan_mode(store_backend: Backend, tmp_path):
     (await a_conversation(store_backend, tmp_path)).sessions.close()
-    again, model = store_backend.workspace(tmp_path, [tool_step(call("search_session", query="march")), {"text": "found it"}])
+    again, model = store_backend.workspace(
+        tmp_path, [tool_step(call("search_session", query="march")), {"text": "found it"}]
+    )
     result = await again.run("where was the outlier?", session="s", plan=True)
     assert result.stop_reason == "end_turn"
     [found] = [m for m in model.requests[1].messages if getattr(m, "name", None) == "search_session"]
     assert found.error is None and found.output is not None
     header, excerpt = found.output.split("\n")[:2]
-    assert header.startswith("[message 2, result of read_file, ") and header.endswith("(compacted away: only the summary stands for it in what you see)")
+    assert header.startswith("[message 2, result of read_file, ") and header.endswith(
+        "(compacted away: only the summary stands for it in what you see)"
+    )
     assert excerpt.endswith("\tthe outlier is in «March»")  # read_file numbers its lines
 
 
@@ -390,7 +408,9 @@ def test_the_plain_usage_line_says_the_session_is_not_saved():
         lines.append(usage_line(state))
     saved, unsaved = lines
     assert "not saved" not in saved
-    assert unsaved.startswith(saved.rsplit(" · ", 2)[0]) and unsaved.endswith(" · end_turn · ⚠ session not saved (%blitz_session show says why)")
+    assert unsaved.startswith(saved.rsplit(" · ", 2)[0]) and unsaved.endswith(
+        " · end_turn · ⚠ session not saved (%blitz_session show says why)"
+    )
 
 
 def test_two_compactions_replay_exactly_and_mark_what_the_model_no_longer_sees(store_backend: Backend, tmp_path):

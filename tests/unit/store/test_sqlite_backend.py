@@ -65,7 +65,6 @@ async def test_compaction_appends_a_summary_row_and_keeps_every_row(tmp_path):
     assert [m for m, _ in transcript] == list(range(len(transcript)))
 
 
-
 def test_migration_from_version_0(tmp_path):
     path = tmp_path / ".blitz" / "blitz.db"
     path.parent.mkdir()
@@ -78,8 +77,16 @@ def test_migration_from_version_0(tmp_path):
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"sessions", "events", "transcript", "transcript_fts", "turns", "usage", "trace_links", "unrelated"} <= tables
-
+    assert {
+        "sessions",
+        "events",
+        "transcript",
+        "transcript_fts",
+        "turns",
+        "usage",
+        "trace_links",
+        "unrelated",
+    } <= tables
 
 
 def test_a_newer_schema_is_refused_and_nothing_is_written(tmp_path):
@@ -95,21 +102,29 @@ def test_a_newer_schema_is_refused_and_nothing_is_written(tmp_path):
     assert path.read_bytes() == content and sorted(p.name for p in path.parent.iterdir()) == files
 
 
-
 def test_two_processes_write_different_sessions_at_once_and_lose_no_row(tmp_path):
     units = 300
     Store.for_workspace(tmp_path).close()  # created once, as the first kernel would
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), name, str(units)], env=environment,
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path), name, str(units)],
+            env=environment,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for name in ("a", "b")
     ]
     outputs = [writer.communicate("go\n", timeout=60) for writer in writers]
-    assert [(w.returncode, out.strip()) for w, (out, _) in zip(writers, outputs, strict=True)] == [(0, "done")] * 2, outputs
-    counts = rows(tmp_path, "SELECT s.name, count(*) FROM events e JOIN sessions s ON s.id = e.session_id GROUP BY s.name")
+    assert [(w.returncode, out.strip()) for w, (out, _) in zip(writers, outputs, strict=True)] == [(0, "done")] * 2, (
+        outputs
+    )
+    counts = rows(
+        tmp_path, "SELECT s.name, count(*) FROM events e JOIN sessions s ON s.id = e.session_id GROUP BY s.name"
+    )
     assert sorted(counts) == [("a", units), ("b", units)]
-
 
 
 def test_lock_file_says_who_holds_it(tmp_path, monkeypatch):
@@ -119,7 +134,6 @@ def test_lock_file_says_who_holds_it(tmp_path, monkeypatch):
     content = (tmp_path / "locks" / "s.lock").read_text()
     assert f'"pid":{os.getpid()}' in content and "analysis.ipynb" in content
     locks.release("s")
-
 
 
 async def test_a_corrupt_database_falls_back_to_memory_with_one_line(tmp_path):
@@ -134,13 +148,11 @@ async def test_a_corrupt_database_falls_back_to_memory_with_one_line(tmp_path):
     assert result.events[-1].not_saved == problem  # type: ignore[union-attr] - the usage line says so
 
 
-
 async def test_a_store_path_that_cannot_be_a_directory_falls_back_to_memory(tmp_path):
     (tmp_path / ".blitz").write_text("a file where the directory should be")
     ws, _ = open_workspace(tmp_path, [{"text": "fine"}])
     assert ws.sessions.store_problem is not None and "memory" in ws.sessions.store_problem
     assert (await ws.run("hi")).text == "fine"
-
 
 
 async def test_a_full_disk_mid_session_keeps_the_turn_in_memory(tmp_path):
@@ -157,8 +169,6 @@ async def test_a_full_disk_mid_session_keeps_the_turn_in_memory(tmp_path):
     assert not session.saved and "full" in (ws.sessions.store_problem or "")
     assert result.events[-1].not_saved == ws.sessions.store_problem  # type: ignore[union-attr]
     assert rows(tmp_path, "SELECT count(*) FROM events") == [(2,)]  # what was saved stays valid
-
-
 
 
 def test_delete_leaves_no_event_row_of_the_session(tmp_path):

@@ -64,15 +64,14 @@ def _open_locked(
             )
             info = None
     created = info is None
-    if created:
-        info = folder.create_exclusive(name)
-    store = _connect(folder, name, location, info)
+    checked = folder.create_exclusive(name) if info is None else info
+    store = _connect(folder, name, location, checked)
     try:
         if created or adopt:
             store_id = (None if created else store.store_id()) or new_store_id()
             store.set_store_id(store_id)
             try:
-                identities.record(store_id, folder.path / name, info)
+                identities.record(store_id, folder.path / name, checked)
             except OSError as exc:
                 raise StoreUnavailableError(
                     f"cannot record the store's identity in {identities.describe()}: {exc.strerror}"

@@ -41,7 +41,11 @@ from blitz_kernel.core.history import (
 from blitz_kernel.engine.store.sessions import SessionBook
 from blitz_kernel.engine.store.sqlite import Store
 
-VOCABULARY = [f"{stem}{n}" for stem in ("data", "frame", "plot", "model", "merge", "column", "value", "outlier") for n in range(250)]
+VOCABULARY = [
+    f"{stem}{n}"
+    for stem in ("data", "frame", "plot", "model", "merge", "column", "value", "outlier")
+    for n in range(250)
+]
 COMMON = ["turn", "let", "compute", "answer", "result", "mentions"]
 """Words in (nearly) every turn: the most matches to rank."""
 RARE_EVERY = 400
@@ -51,12 +55,20 @@ RARE_EVERY = 400
 def turn_units(rng: random.Random, turn: int) -> list[list[Message]]:
     """The three units of one turn."""
     words = " ".join(rng.choices(VOCABULARY, k=25)) + (f" rare{turn // RARE_EVERY}" if turn % RARE_EVERY == 7 else "")
-    call = ToolCall(id=f"call_{turn}", name="run_python", arguments=json.dumps({"code": f"df.groupby({rng.choice(VOCABULARY)!r}).mean()"}))
-    result = "result:\n" + "\n".join(f"{rng.choice(VOCABULARY):<12} {rng.random():.6f} {rng.random():.6f}" for _ in range(30))
+    call = ToolCall(
+        id=f"call_{turn}",
+        name="run_python",
+        arguments=json.dumps({"code": f"df.groupby({rng.choice(VOCABULARY)!r}).mean()"}),
+    )
+    result = "result:\n" + "\n".join(
+        f"{rng.choice(VOCABULARY):<12} {rng.random():.6f} {rng.random():.6f}" for _ in range(30)
+    )
     return [
         [user_prompt(f"Turn {turn}: {words}?")],
-        [AssistantMessage(text="Let me compute that.", tool_calls=[call], model="bench"),
-         ToolResultMessage(call_id=call.id, name="run_python", output=result)],
+        [
+            AssistantMessage(text="Let me compute that.", tool_calls=[call], model="bench"),
+            ToolResultMessage(call_id=call.id, name="run_python", output=result),
+        ],
         [AssistantMessage(text=f"The answer mentions {' '.join(rng.choices(VOCABULARY, k=40))}.", model="bench")],
     ]
 
@@ -116,7 +128,9 @@ def bench_appends(folder: Path, count: int) -> None:
         baseline.append(time.perf_counter() - started)
     bare.close()
     ours, floor = median_ms(samples), median_ms(baseline)
-    print(f"append, median of {count} units:       {ours:.3f} ms (goal ≤ 1 ms); p95 {sorted(samples)[int(len(samples) * 0.95)] * 1000:.3f} ms")
+    print(
+        f"append, median of {count} units:       {ours:.3f} ms (goal ≤ 1 ms); p95 {sorted(samples)[int(len(samples) * 0.95)] * 1000:.3f} ms"
+    )
     print(f"  baseline, bare INSERT + COMMIT of the JSON: {floor:.3f} ms → ratio {ours / floor:.1f}×")
 
 
@@ -138,7 +152,9 @@ def bench_resume(folder: Path, events: int, label: str, goal: str) -> None:
     reopened.close()
     ours, floor = median_ms(samples), median_ms(baseline)
     print(f"resume {label} ({len(expected):,} messages): {ours / 1000:.3f} s{goal}")
-    print(f"  baseline, parsing the same history from one JSON document: {floor / 1000:.3f} s → ratio {ours / floor:.2f}×")
+    print(
+        f"  baseline, parsing the same history from one JSON document: {floor / 1000:.3f} s → ratio {ours / floor:.2f}×"
+    )
 
 
 def bench_fresh(folder: Path, count: int) -> None:
@@ -211,16 +227,22 @@ def bench_search_and_size(folder: Path, turns: int) -> None:
         everywhere = [time_calls(lambda word=word: store.search(word), 1)[0] for word in words]  # type: ignore[misc]
         baseline = [time_calls(lambda word=word: like_scan(word), 1)[0] for word in words]  # type: ignore[misc]
         hits = len(store.search(words[0], "big"))
-        print(f"  {label}, {len(words)} queries: median {median_ms(ours):.2f} ms, p95 {p95_ms(ours):.2f} ms"
-              f" (goal ≤ 50 ms, aim ≤ 5); all sessions: median {median_ms(everywhere):.2f} ms; {hits} hits shown")
-        print(f"    baseline, a LIKE scan (first 20 rows, unranked): median {median_ms(baseline):.2f} ms"
-              f" → ratio {median_ms(ours) / median_ms(baseline):.2f}×")
+        print(
+            f"  {label}, {len(words)} queries: median {median_ms(ours):.2f} ms, p95 {p95_ms(ours):.2f} ms"
+            f" (goal ≤ 50 ms, aim ≤ 5); all sessions: median {median_ms(everywhere):.2f} ms; {hits} hits shown"
+        )
+        print(
+            f"    baseline, a LIKE scan (first 20 rows, unranked): median {median_ms(baseline):.2f} ms"
+            f" → ratio {median_ms(ours) / median_ms(baseline):.2f}×"
+        )
     like.close()
     store.close()
     per_thousand = size / turns * 1000
     print(f"size on disk: {per_thousand / 1e6:.2f} MB per 1,000 turns ({size / 1e6:.1f} MB for {turns:,} turns)")
-    print(f"  baseline, the history as JSON: {json_size / turns * 1000 / 1e6:.2f} MB per 1,000 turns → ratio {size / json_size:.2f}×"
-          " (event log + transcript + FTS index)")
+    print(
+        f"  baseline, the history as JSON: {json_size / turns * 1000 / 1e6:.2f} MB per 1,000 turns → ratio {size / json_size:.2f}×"
+        " (event log + transcript + FTS index)"
+    )
 
 
 def main() -> None:

@@ -187,8 +187,12 @@ class Workspace:
         candidate = {**self._overrides, **dotted}
         config = self._load(candidate)
         if config.store != self.config.store:  # the book and its locks were opened with the workspace
-            raise ConfigError("store", OVERRIDE_SOURCE, "is read when the workspace opens; set it in "
-                              "~/.blitz/config.toml or BLITZ_STORE_URL and restart the kernel")
+            raise ConfigError(
+                "store",
+                OVERRIDE_SOURCE,
+                "is read when the workspace opens; set it in "
+                "~/.blitz/config.toml or BLITZ_STORE_URL and restart the kernel",
+            )
         model_settings = ("model", "api_base", "api_key_env", "model_retries", "stall", "fallback_models", "breaker")
         changed = [key for key in model_settings if getattr(self.config, key) != getattr(config, key)]
         rebuild = "model" in dotted or (bool(changed) and self._explicit_model is None)

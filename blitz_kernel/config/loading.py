@@ -175,6 +175,7 @@ _ENV_KEYS = {
     "BLITZ_AGENT": "agent",
     "BLITZ_APPROVAL_HEADLESS": "approval.headless",
     "BLITZ_BUDGET_USD": "limits.max_cost_usd_session",
+    "BLITZ_STORE_URL": "store.url",
 }
 _TRUTHY = {"1", "true", "yes", "on"}
 _FALSY = {"0", "false", "no", "off"}

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from ..core.store_url import StoreUrlError, check_store_url
 from ..core.terms import HeadlessPolicy, ToolPolicy
 from ..core.usage import Price
 from ..mcp.config import McpConfig
@@ -193,6 +194,33 @@ class PrivacyConfig(_Section):
     describe or reprs)."""
 
 
+class StoreConfig(_Section):
+    """Where sessions are kept (docs/store.md). Read when the workspace opens; a workspace's
+    own file cannot set it without trust."""
+
+    url: str | None = None
+    """`sqlite:///PATH` (relative to the workspace; `~` expanded); unset: `.blitz/blitz.db`.
+    `postgresql://…` is not supported yet."""
+    path: str | None = Field(default=None, min_length=1)
+    """The SQLite file's path: the same as `url = "sqlite:///PATH"`."""
+
+    @field_validator("url")
+    @classmethod
+    def _known_backend(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                check_store_url(value)
+            except StoreUrlError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_of(self) -> StoreConfig:
+        if self.url is not None and self.path is not None:
+            raise ValueError("set store.url or store.path, not both")
+        return self
+
+
 def _no_unknown_price_keys(value: Any) -> Any:
     """`Price` ignores unknown keys, so a typo (`inptu`) would vanish silently; refuse it here."""
     if isinstance(value, Mapping):
@@ -260,6 +288,8 @@ class BlitzConfig(_Section):
     """What variable descriptions send."""
     checkpoints: CheckpointsConfig = CheckpointsConfig()
     """Per-turn checkpoints for undo (WS-03)."""
+    store: StoreConfig = StoreConfig()
+    """Where sessions are kept (`store.url`, `store.path`)."""
     language: str | None = Field(default=None, min_length=1, max_length=40)
     """Reply language, added to the root agent's instructions (ENG-02)."""
 

@@ -8,6 +8,7 @@ the user trusts that workspace:
 - `api_base`, `api_key_env` (where prompts, data and the key would go);
 - `hooks.*` (commands the repository chose);
 - `mcp.*` (servers, i.e. commands or hosts the repository chose);
+- `store.*` (where sessions are written: a repository must not pick the file);
 - an agent file's `model` pin (`.blitz/agents/*.md`): it chooses where that agent's prompts go,
   so a provider other than the user's own model's is a different host (`scripted:` pins, which
   send nothing anywhere, are exempt).
@@ -31,7 +32,7 @@ from typing import Any
 
 TRUST_ENV = "BLITZ_TRUST_WORKSPACE"
 PERMISSIVE_TOOL_POLICIES = ("allow", "ask-if-risky")
-HELD_TABLES = ("hooks", "mcp")
+HELD_TABLES = ("hooks", "mcp", "store")
 HELD_KEYS = ("api_base", "api_key_env")
 AGENT_PIN_PREFIX = "agents."
 """Held-back agent model pins are named `agents.<name>.model` (they are not config keys: the

@@ -25,6 +25,7 @@ from ..engine.turn.options import RunOptions
 from ..errors import BlitzError, ConfigError
 
 if TYPE_CHECKING:
+    from ..engine.store.sessions import SessionBook
     from ..engine.turn.setup import TurnResult
     from ..engine.workspace import Workspace
 
@@ -455,12 +456,17 @@ class BlitzMagics(Magics):
             self._session_action(args.action, words, scope)
 
     def _session_action(self, action: str, name: str, scope: str | None = None) -> None:
-        import time
-
         book = self.workspace().sessions
         current = self._current_session()
-        if book.store_problem:
-            print(f"⚠ {book.store_problem}")
+        try:
+            self._session_step(book, action, name, scope, current)
+        finally:  # after the action: a damaged row it came across is named too
+            if book.store_problem:
+                print(f"⚠ {book.store_problem}")
+
+    def _session_step(self, book: SessionBook, action: str, name: str, scope: str | None, current: str) -> None:
+        import time
+
         if action == "list":
             listing = book.listing()
             if listing:
@@ -501,7 +507,9 @@ class BlitzMagics(Magics):
         book = self.workspace().sessions
         state = book.get(name)
         kinds = [m.kind for m in state.history]
-        saved = "saved in .blitz/blitz.db" if state.saved else "in memory only (not saved)"
+        reason = state.not_saved
+        saved = f"saved in {book.location}" if state.saved else "in memory only (not saved)"
+        saved += f": {reason}" if reason and not state.saved and reason != book.store_problem else ""
         print(
             f"session {name!r}: {state.turns} turn(s), {len(kinds)} message(s) in the history"
             f" ({kinds.count('summary')} summary), {len(state.archive)} compacted away; {saved}"

@@ -1,10 +1,11 @@
-"""One kernel per session (WS-02): an OS file lock per session under `.blitz/locks/`.
+"""One kernel per session: an OS file lock per session under `.blitz/locks/` (docs/store.md).
 
 `fcntl.flock` on `<workspace>/.blitz/locks/<session>.lock`, held for as long as the kernel
 holds the session. The kernel that dies (kill -9, out of memory) loses its locks with its file
 descriptors, so a crash never leaves a session locked. The file also says who holds it (pid,
 notebook, since when), so a second kernel can say where the session is open. The file is left
-in place when released: unlinking a lock file races with another process opening it.
+in place when released: unlinking a lock file races with another process opening it. Lock
+files are opened without following links and only when a kernel made them (SessionLocks).
 """
 
 from __future__ import annotations
@@ -15,17 +16,20 @@ import os
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import IO
 
 from pydantic import BaseModel, ValidationError
 
 from ...errors import BlitzError, SessionBusyError
+from .private import PrivateDir
+from .protocol import StoreRefusedError
 
 MAX_NAME_CHARS = 200
 ACQUIRE_TRIES = 20
 """A `list` in another kernel probes a lock for microseconds; retrying a few times over
 ~0.1 s keeps such a probe from looking like a holder."""
 RETRY_PAUSE_S = 0.005
+MAX_LOCK_BYTES = 4096
+"""A holder record is well under this; a bigger lock file is not one a kernel wrote."""
 
 
 class SessionNameError(BlitzError):
@@ -79,60 +83,80 @@ def busy_message(name: str, holder: Holder | None) -> str:
 
 
 class SessionLocks:
-    """The session locks this process holds in one workspace."""
+    """The session locks this process holds on one store (protocol.SessionLockManager).
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self._held: dict[str, IO[str]] = {}
+    Lock files live in a PrivateDir (private.py): opened descriptor-relative, never through a
+    link. An existing lock file is used only when it is a regular file of this user with one
+    name, holding nothing or a holder record (what a kernel writes): anything else is not a
+    lock file a kernel created, so it is never truncated or written, and the session stays in
+    memory with a one-line StoreRefusedError."""
+
+    def __init__(self, directory: PrivateDir | Path) -> None:
+        if isinstance(directory, Path):
+            directory = PrivateDir(directory.parent, (directory.name,), directory.name)
+        self.folder = directory
+        self.directory = directory.path
+        self._held: dict[str, int] = {}
 
     def path(self, name: str) -> Path:
-        return self.directory / f"{check_session_name(name)}.lock"
+        return self.directory / self._file(name)
+
+    @staticmethod
+    def _file(name: str) -> str:
+        return f"{check_session_name(name)}.lock"
 
     def holds(self, name: str) -> bool:
         return name in self._held
 
     def acquire(self, name: str) -> None:
-        """Take the session's lock, or raise SessionBusyError naming the holder."""
+        """Take the session's lock, or raise SessionBusyError naming the holder
+        (StoreRefusedError: the lock file is not one a kernel made)."""
         if name in self._held:
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path(name), "a+", encoding="utf-8")  # noqa: SIM115 - held until release
-        if not _try_lock(handle, tries=ACQUIRE_TRIES):
-            holder = _read_holder(handle)
-            handle.close()
-            raise SessionBusyError(busy_message(name, holder))
-        handle.seek(0)
-        handle.truncate()
-        handle.write(Holder.current().model_dump_json())
-        handle.flush()
-        self._held[name] = handle
+        file = self._file(name)
+        fd, created = self.folder.open_file(file)
+        try:
+            if not created:
+                _check_lock_content(fd, f"{self.folder.shown}/{file}")
+            if not _try_lock(fd, tries=ACQUIRE_TRIES):
+                raise SessionBusyError(busy_message(name, _read_holder(fd)))
+            record = Holder.current().model_dump_json().encode()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, record, 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._held[name] = fd
 
     def release(self, name: str) -> None:
-        handle = self._held.pop(name, None)
-        if handle is not None:
+        fd = self._held.pop(name, None)
+        if fd is not None:
             with contextlib.suppress(OSError):
-                handle.truncate(0)
-            handle.close()  # closing the descriptor releases the flock
+                os.ftruncate(fd, 0)
+            os.close(fd)  # closing the descriptor releases the flock
 
     def release_all(self) -> None:
         for name in list(self._held):
             self.release(name)
 
     def holder(self, name: str) -> Holder | None:
-        """Who holds the session, if another process does (a quick, non-blocking probe)."""
+        """Who holds the session, if another process does (a quick, non-blocking probe).
+        A lock file that cannot be one (a link, a folder) holds nobody."""
         if name in self._held:
             return None
-        path = self.path(name)
-        if not path.exists():
+        try:
+            if self.folder.file_state(self._file(name)) is None:
+                return None
+            fd, _ = self.folder.open_file(self._file(name), create=False)
+        except (OSError, StoreRefusedError):
             return None
         try:
-            with open(path, encoding="utf-8") as handle:
-                if _try_lock(handle, tries=1):
-                    fcntl.flock(handle, fcntl.LOCK_UN)
-                    return None
-                return _read_holder(handle) or Holder(pid=0, since=0)
-        except OSError:
-            return None
+            if _try_lock(fd, tries=1):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                return None
+            return _read_holder(fd) or Holder(pid=0, since=0)
+        finally:
+            os.close(fd)
 
     def check_free(self, name: str) -> None:
         """SessionBusyError when another process holds the session."""
@@ -141,10 +165,25 @@ class SessionLocks:
             raise SessionBusyError(busy_message(name, holder if holder.pid else None))
 
 
-def _try_lock(handle: IO[str], *, tries: int) -> bool:
+def _check_lock_content(fd: int, shown: str) -> None:
+    """An existing lock file holds nothing or a holder record; anything else was not written
+    by a kernel (a repository shipped it), so it is left as it is."""
+    content = os.pread(fd, MAX_LOCK_BYTES + 1, 0)
+    if not content.strip():
+        return
+    try:
+        Holder.model_validate_json(content)
+    except ValidationError:
+        raise StoreRefusedError(
+            f"{shown} is not a lock file blitz_kernel wrote (it holds other data) and is left untouched; "
+            f"move it aside (mv {shown} {shown}.aside) to let blitz_kernel use it"
+        ) from None
+
+
+def _try_lock(fd: int, *, tries: int) -> bool:
     for attempt in range(tries):
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return True
         except BlockingIOError:
             if attempt + 1 < tries:
@@ -152,9 +191,8 @@ def _try_lock(handle: IO[str], *, tries: int) -> bool:
     return False
 
 
-def _read_holder(handle: IO[str]) -> Holder | None:
+def _read_holder(fd: int) -> Holder | None:
     try:
-        handle.seek(0)
-        return Holder.model_validate_json(handle.read())
+        return Holder.model_validate_json(os.pread(fd, MAX_LOCK_BYTES, 0))
     except (ValidationError, OSError, ValueError):
         return None

@@ -3,7 +3,10 @@
 The history is a typed list (`HISTORY_ADAPTER` saves and loads it). A session that came from
 the workspace's store writes through to it: every unit the turn loop commits is appended in
 the same moment it reaches the in-memory history (`commit`), so the history on disk is always
-a valid one; the turn's outcome is written when it ends (`end_turn`).
+a valid one; the turn's outcome is written when it ends (`end_turn`). The audit records of a
+unit's tool calls and the turn's span link wait for the next of those two writes and go in
+its transaction (one commit per unit, not one per record): what a kernel killed mid-unit loses
+is that unit and its records together.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from ..safety.audit import AuditRecord
 from ..steering import TurnControl
 from .checkpoints import CellChange, CheckpointBook, CodeRun, FileChange
 from .link import StoreLink
+from .protocol import SessionStore
+from .records import SpanLink, StoredSession, TurnOutcome
 from .resume import resume_note, variable_names
-from .sqlite import SpanLink, Store, StoredSession, TurnOutcome
 
 
 @dataclass
@@ -32,7 +36,7 @@ class SessionLog:
     link: StoreLink
     session_id: int
 
-    def write(self, action: Callable[[Store, int], object]) -> bool:
+    def write(self, action: Callable[[SessionStore, int], object]) -> bool:
         """Run one write; a failing store is dropped (the session goes on in memory)."""
         return self.link.write(lambda store: action(store, self.session_id))
 
@@ -80,6 +84,10 @@ class Session:
     prompt, since a continued turn (`continue_turn`) has no prompt of its own."""
     _span: Any = field(default=None, repr=False)
     _note: str | None = field(default=None, repr=False)
+    _pending_audit: list[AuditRecord] = field(default_factory=list, repr=False)
+    """Audit records the next unit (or the turn's end) writes with it."""
+    _pending_span: SpanLink | None = field(default=None, repr=False)
+    """The running turn's span link, written with the turn's outcome."""
 
     @classmethod
     def from_store(cls, stored: StoredSession, log: SessionLog, *, resumed: bool) -> Session:
@@ -133,6 +141,7 @@ class Session:
 
     @last_turn_span.setter
     def last_turn_span(self, context: Any) -> None:
+        """While a turn runs, the link waits for the turn's outcome (one transaction)."""
         self._span = context
         if self.log is not None and isinstance(context, SpanContext) and context.is_valid:
             link = SpanLink(
@@ -140,7 +149,10 @@ class Session:
                 span_id=f"{context.span_id:016x}",
                 trace_flags=int(context.trace_flags),
             )
-            self.log.write(lambda store, session_id: store.save_span(session_id, link))
+            if self.running is not None:
+                self._pending_span = link
+            else:
+                self.log.write(lambda store, session_id: store.save_span(session_id, link))
 
     def prepare_resume_note(self, namespace: Container[str] | None) -> None:
         """After a restart, arm the note the next prompt carries: which variables earlier turns
@@ -162,9 +174,10 @@ class Session:
         self.committed += len(unit)
         if self.log is not None:
             names = variable_names(unit)
+            audit, self._pending_audit = self._pending_audit, []
             self.log.write(
                 lambda store, session_id: store.append(
-                    session_id, unit, turn_index, variables=names, ledger=self.ledger
+                    session_id, unit, turn_index, variables=names, ledger=self.ledger, audit=audit
                 )
             )
 
@@ -172,9 +185,18 @@ class Session:
         """The turn is over: count it, and record how it ended."""
         self.turns += 1
         if self.log is not None:
+            audit, self._pending_audit = self._pending_audit, []
+            span, self._pending_span = self._pending_span, None
             self.log.write(
                 lambda store, session_id: store.end_turn(
-                    session_id, turn_index, stop_reason, error, ledger=self.ledger, todos=self.todos
+                    session_id,
+                    turn_index,
+                    stop_reason,
+                    error,
+                    ledger=self.ledger,
+                    todos=self.todos,
+                    audit=audit,
+                    span=span,
                 )
             )
 
@@ -245,10 +267,15 @@ class Session:
             self.log.write(lambda store, session_id: store.save_usage(session_id, ledger))
 
     def record_audit(self, record: AuditRecord) -> None:
-        """WS-07: keep the record with the session and in the store."""
+        """Keep the record with the session; in the store with the next unit or the turn's
+        end during a turn, at once outside one."""
         self.audit.append(record)
-        if self.log is not None:
-            self.log.write(lambda store, session_id: store.append_audit(session_id, record))
+        if self.log is None:
+            return
+        if self.running is not None:
+            self._pending_audit.append(record)
+        else:
+            self.log.write(lambda store, session_id: store.append_audit(session_id, [record]))
 
     def replace_window(self, split: int, summary: Message) -> None:
         """Put `summary` in place of the first `split` messages, archiving them (ENG-64). A

@@ -1,12 +1,14 @@
 """The workspace's sessions and snapshots, and search over what they said (`%blitz_session`).
 
-Durable (WS-02) when the book has a store: the first use of a session in this kernel takes its
+Durable when the book has a store (docs/store.md): the first use of a session in this kernel takes its
 lock (one kernel per session) and loads it, history, archive, turns, usage and the previous
 turn's span; every committed unit is written through. A snapshot is a frozen copy of a
 session's rows; loading one starts a new session from it, so the snapshot never changes.
 
 Without a store (it could not be opened, or a test wants none) the same operations work in
-memory, and `store_problem` says why sessions are not being saved.
+memory, and `store_problem` says why sessions are not being saved. A store that fails later
+(a damaged row, a full disk) is dropped the same way: every read and write goes through the
+link, which catches the store's typed errors only.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from pydantic import BaseModel
 from ...core.usage import UsageTotals
 from ...errors import BlitzError, SessionBusyError
 from .checkpoints import session_folder
-from .link import StoreLink, open_store
-from .locks import Holder, SessionLocks, check_session_name
+from .factory import open_store
+from .link import StoreLink
+from .locks import Holder, check_session_name
+from .protocol import HIGHLIGHT, SessionLockManager, StoreError, StoreRefusedError
+from .records import SessionInfo, TurnOutcome, role_and_text
 from .session import Session, SessionLog
-from .sqlite import HIGHLIGHT, StoreError, TurnOutcome, role_and_text
 
 SEARCH_CONTEXT_CHARS = 80
 
@@ -63,20 +67,31 @@ class SessionBook:
     """Sessions by name, plus snapshots."""
 
     def __init__(
-        self, link: StoreLink | None = None, locks: SessionLocks | None = None, root: Path | None = None
+        self, link: StoreLink | None = None, locks: SessionLockManager | None = None, root: Path | None = None
     ) -> None:
         self.link = link or StoreLink(None)
-        self.locks = locks
+        self.locks = locks if locks is not None else self.link.locks
         self.root = root
         """The workspace, where the sessions' checkpoint copies live (WS-03)."""
         self._sessions: dict[str, Session] = {}
         self._snapshots: dict[str, Session] = {}
 
     @classmethod
-    def for_workspace(cls, root: Path) -> SessionBook:
-        """The durable book of `<root>/.blitz/`; in memory, with `store_problem` set, when the
-        database cannot be opened."""
-        return cls(open_store(root), SessionLocks(root / ".blitz" / "locks"), root)
+    def for_workspace(cls, root: Path, *, url: str | None = None, home: Path | None = None) -> SessionBook:
+        """The durable book of the store `url` names (None: `<root>/.blitz/blitz.db`); in
+        memory, with `store_problem` set, when the store cannot be opened. `home`: whose
+        `~/.blitz/stores/` records the stores this user created (identity.py)."""
+        return cls(open_store(url, workspace=root, home=home), root=root)
+
+    @property
+    def location(self) -> str | None:
+        """Where the sessions are saved, as the user reads it; None in memory."""
+        return self.link.store.location if self.link.store is not None else None
+
+    def take_notices(self) -> list[str]:
+        """The store's one-time notices (a foreign database moved aside), each given once."""
+        notices, self.link.notices = self.link.notices, []
+        return notices
 
     @property
     def store_problem(self) -> str | None:
@@ -95,7 +110,10 @@ class SessionBook:
         store = self.link.store
         if store is None or self.locks is None:
             return Session(name=name, unsaved_reason=self.link.problem)
-        self.locks.acquire(name)
+        try:
+            self.locks.acquire(name)
+        except StoreRefusedError as exc:  # a lock file that is not one: this session in memory
+            return Session(name=name, unsaved_reason=f"{exc}; this session is kept in memory only")
         try:
             stored = store.open_session(name, holder=Holder.current().model_dump_json())
         except StoreError as exc:
@@ -104,15 +122,17 @@ class SessionBook:
             return Session(name=name, unsaved_reason=self.link.problem)
         return Session.from_store(stored, SessionLog(self.link, stored.id), resumed=resumed)
 
+    def _stored(self) -> list[SessionInfo]:
+        return self.link.read(lambda store: store.sessions(), [])
+
     def names(self) -> list[str]:
-        stored = [info.name for info in self.link.store.sessions()] if self.link.store else []
-        return sorted({*self._sessions, *stored})
+        return sorted({*self._sessions, *(info.name for info in self._stored())})
 
     def listing(self) -> list[SessionListing]:
         """Every session, stored or in memory, without opening (or locking) any of them."""
         rows: dict[str, SessionListing] = {}
         if self.link.store is not None:
-            for info in self.link.store.sessions():
+            for info in self._stored():
                 held = self.locks.holder(info.name) if self.locks is not None else None
                 rows[info.name] = SessionListing(
                     name=info.name,
@@ -127,11 +147,11 @@ class SessionBook:
         return [rows[name] for name in sorted(rows)]
 
     def snapshot_names(self) -> list[str]:
-        stored = self.link.store.snapshot_names() if self.link.store else []
+        stored: list[str] = self.link.read(lambda store: store.snapshot_names(), [])
         return sorted({*self._snapshots, *stored})
 
     def _exists(self, name: str) -> bool:
-        return name in self._sessions or (self.link.store is not None and self.link.store.exists(name))
+        return name in self._sessions or self.link.read(lambda store: store.exists(name), False)
 
     def create(self, name: str) -> Session:
         if self._exists(check_session_name(name)):
@@ -176,6 +196,8 @@ class SessionBook:
         if self.link.store is not None:
             self.link.store.close()
             self.link.store = None
+        if self.locks is not None:
+            self.locks.release_all()
 
     def snapshot(self, session: str, label: str) -> None:
         """A named frozen copy of the session as it is now."""
@@ -220,7 +242,8 @@ class SessionBook:
         best first when stored (FTS5), in order when in memory."""
         if session is not None and not self._exists(session):
             raise SessionError(f"no session {session!r} (sessions: {', '.join(self.names()) or 'none'})")
-        if self.link.store is not None:
+        stored = self.link.read(lambda store: store.search(text, session), None)
+        if stored is not None:
             return [
                 SearchHit(
                     session=hit.session,
@@ -232,7 +255,7 @@ class SessionBook:
                     compacted=hit.compacted,
                     rewound=hit.rewound,
                 )
-                for hit in self.link.store.search(text, session)
+                for hit in stored
             ]
         return self._search_memory(text, session)
 
@@ -260,7 +283,7 @@ class SessionBook:
 
     def outcomes(self, name: str) -> list[TurnOutcome]:
         """How each stored turn of the session ended (empty in memory)."""
-        return self.link.store.outcomes(name) if self.link.store is not None else []
+        return self.link.read(lambda store: store.outcomes(name), [])
 
     def _existing(self, name: str) -> Session:
         if name not in self._sessions:

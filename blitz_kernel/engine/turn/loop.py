@@ -98,12 +98,12 @@ class TurnRunner:
         attributes = turn_attributes(setup, telemetry, prompt, attachments)
         previous = None if setup.observers.span_name != TURN_SPAN else setup.session.last_turn_span
         with telemetry.root_span(setup.observers.span_name, attributes, previous) as span:
+            if setup.observers.span_name == TURN_SPAN:  # known from the start: saved with the turn's outcome
+                setup.session.last_turn_span = span.get_span_context()
             result = await self._run(prompt, attachments or [])
             span.set_attributes(outcome_attributes(result, self.model_calls))
             if result.error is not None:
                 mark_error(span, result.error)
-            if setup.observers.span_name == TURN_SPAN:
-                setup.session.last_turn_span = span.get_span_context()
         return result
 
     async def _run(self, prompt: str | None, attachments: list[Attachment]) -> TurnResult:

@@ -140,7 +140,7 @@ class TurnBuilder:
         """One-time notices, for turns the user started only."""
         if depth > 0 or mode is TurnMode.BTW:
             return ()
-        return self.notices.take(self.configuration.trust, self.configuration.agents)
+        return self.notices.take(self.configuration.trust, self.configuration.agents, self.sessions.take_notices())
 
     async def _mcp_offer(self, definition: AgentDefinition, model: Model) -> Offer:
         """The MCP tools the agent's list names (every enabled server's for an agent without a

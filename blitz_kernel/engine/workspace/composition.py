@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
+from ...core.store_url import store_url
 from ...mcp.manager import McpManager
 from ...models.base import Model
 from ...tools import builtin_tools
@@ -74,7 +75,9 @@ def compose(root: Path, model: Model | None, **options: Unpack[Options]) -> Serv
     resolver = Resolver(configuration)
     notices = NoticeBoard(trust_due=configuration.trust.holding_back)
     # sessions live in <root>/.blitz/blitz.db; `durable=False` keeps them in memory
-    sessions = SessionBook.for_workspace(root) if options.get("durable", True) else SessionBook()
+    store = store_url(configuration.config.store.url, configuration.config.store.path)
+    durable = options.get("durable", True)
+    sessions = SessionBook.for_workspace(root, url=store, home=options.get("home")) if durable else SessionBook()
     contexts, waiting = ContextWindows(), PendingApprovals()
     # a workspace's own servers reach the config only once it is trusted
     mcp = McpManager(root, trusted=lambda: configuration.trust.trusted)

@@ -90,6 +90,12 @@ class Configuration:
         that is not there, an unset `api_key_env` variable)."""
         candidate = {**self._overrides, **dotted}
         config = self._load(candidate)
+        if config.store != self.config.store:  # the book and its locks were opened with the workspace
+            raise ConfigError(
+                "store",
+                OVERRIDE_SOURCE,
+                "is read when the workspace opens; set it in ~/.blitz/config.toml or BLITZ_STORE_URL and restart the kernel",
+            )
         changed = [key for key in MODEL_SETTINGS if getattr(self.config, key) != getattr(config, key)]
         rebuild = "model" in dotted or (bool(changed) and self._explicit_model is None)
         # only when it matters: a rebuilt scripted model restarts its script

@@ -4,6 +4,8 @@ because they could not be read (each named once)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ...config.trust import TrustState
 from ..events import NoticeEvent
 from ..turn.agents import AgentRegistry
@@ -16,9 +18,10 @@ class NoticeBoard:
         self._trust_due = trust_due
         self._shown: set[str] = set()
 
-    def take(self, trust: TrustState, agents: AgentRegistry) -> tuple[NoticeEvent, ...]:
-        """The notices for the next turn the user started, each at most once."""
-        notices: list[NoticeEvent] = []
+    def take(self, trust: TrustState, agents: AgentRegistry, store: Iterable[str] = ()) -> tuple[NoticeEvent, ...]:
+        """The notices for the next turn the user started, each at most once (`store`: the
+        session store's own, such as a foreign database moved aside)."""
+        notices: list[NoticeEvent] = [NoticeEvent(kind="store", message=problem) for problem in store]
         if self._trust_due and trust.holding_back:
             self._trust_due = False
             notices.append(NoticeEvent(kind="untrusted_workspace", message=trust.notice()))

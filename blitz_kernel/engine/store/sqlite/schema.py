@@ -1,4 +1,4 @@
-"""The session store's schema and its migrations (WS-02).
+"""The SQLite store's schema and its migrations (docs/store.md).
 
 The version lives in `PRAGMA user_version`. Each migration takes the database from version n to
 n + 1 inside one transaction, so a database is always at exactly one version. A database newer
@@ -11,7 +11,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from ...errors import BlitzError
+from ..protocol import SchemaTooNewError
 
 BUSY_TIMEOUT_S = 10.0
 """Two kernels writing at once wait for each other this long, rather than failing with
@@ -117,16 +117,18 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX checkpoints_by_session ON checkpoints (session_id, id);
     """,
+    # 3 → 4: the store's identity (a random id the creating kernel writes and records in the
+    # user's ~/.blitz/stores/, so a database that arrived by clone or copy is told apart), and
+    # an index for search's rewind look-up (the rewind rows of a session, found at once).
+    """
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    CREATE INDEX events_by_kind ON events (session_id, kind);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
-
-
-class StoreError(BlitzError):
-    """The session store cannot be used; the message says why in one line."""
-
-
-class SchemaTooNewError(StoreError):
-    """The database was written by a newer blitz_kernel; it is left untouched."""
 
 
 def connect(path: Path) -> sqlite3.Connection:

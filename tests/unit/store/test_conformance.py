@@ -1,11 +1,14 @@
-"""The durable session store (WS-02) on real SQLite files: round trips, compaction, migrations,
-concurrency, locks across processes, interrupted turns, search, and falling back to memory."""
+"""The session store's conformance suite: what every backend must do, through the engine
+(Workspace, SessionBook) and the SessionStore protocol, never through its SQL. Each test that
+takes `store_backend` runs once per backend (conftest.py): round trips, compaction, restarts,
+snapshots, concurrency, locks across processes, interrupted turns, resume notes, search, audit
+and budgets. The SQLite backend's own rows are tested in test_sqlite_backend.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -24,39 +27,28 @@ from blitz_kernel.core.history import (
     user_prompt,
 )
 from blitz_kernel.core.usage import Price
-from blitz_kernel.engine.store.link import open_store
-from blitz_kernel.engine.store.locks import SessionLocks, SessionNameError
+from blitz_kernel.engine.store.locks import SessionNameError
 from blitz_kernel.engine.store.resume import code_names, variable_names
-from blitz_kernel.engine.store.schema import SCHEMA_VERSION
-from blitz_kernel.engine.store.sessions import SessionBook
-from blitz_kernel.engine.store.sqlite import Store, StoreError
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError
 from blitz_kernel.models.scripted import ScriptedModel
 
-from .conftest import call, tool_step
+from ..conftest import call, tool_step
+from .conftest import Backend
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TELEMETRY = {"telemetry.enabled": True, "telemetry.exporter": "memory"}
-
-
-def open_workspace(root: Path, steps: list[Any], **overrides: Any) -> tuple[Workspace, ScriptedModel]:
-    model = ScriptedModel(steps, price=Price(input=1.0, output=2.0))
-    return Workspace.open(root, model=model, overrides=overrides, environ={}, home=root / "home"), model
 
 
 def dump(messages: list[Any]) -> list[dict[str, Any]]:
     return HISTORY_ADAPTER.dump_python(messages, mode="json")
 
 
-def rows(root: Path, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(root / ".blitz" / "blitz.db") as db:
-        return db.execute(sql, parameters).fetchall()
-
-
 def run_script(code: str, *args: str) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", code, *args], env=environment, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], env=environment, capture_output=True, text=True, timeout=60
+    )
 
 
 class FakeKernel:
@@ -67,9 +59,9 @@ class FakeKernel:
         self.hidden_names: dict[str, Any] = {}
 
 
-async def a_conversation(root: Path) -> Workspace:
+async def a_conversation(backend: Backend, root: Path) -> Workspace:
     (root / "notes.txt").write_text("the outlier is in March")
-    ws, _ = open_workspace(
+    ws, _ = backend.workspace(
         root,
         [
             tool_step(call("read_file", path="notes.txt"), call("list_files"), text="Reading."),
@@ -89,13 +81,13 @@ async def a_conversation(root: Path) -> Workspace:
 # -- round trips ---------------------------------------------------------------------------
 
 
-async def test_append_and_load_round_trip_equals_the_in_memory_session(tmp_path):
-    ws = await a_conversation(tmp_path)
+async def test_append_and_load_round_trip_equals_the_in_memory_session(store_backend: Backend, tmp_path):
+    ws = await a_conversation(store_backend, tmp_path)
     before = ws.session("s")
     expected = (dump(before.history), dump(before.archive), before.turns, before.ledger.model_dump())
     ws.sessions.close()
 
-    again, _ = open_workspace(tmp_path, [])
+    again, _ = store_backend.workspace(tmp_path, [])
     loaded = again.session("s")
     assert (dump(loaded.history), dump(loaded.archive), loaded.turns, loaded.ledger.model_dump()) == expected
     assert isinstance(loaded.history[0], SummaryMessage)
@@ -103,37 +95,22 @@ async def test_append_and_load_round_trip_equals_the_in_memory_session(tmp_path)
     check_history(loaded.history)
 
 
-async def test_compaction_appends_a_summary_row_and_keeps_every_row(tmp_path):
-    ws = await a_conversation(tmp_path)
-    events = rows(tmp_path, "SELECT id, kind, messages, covers_from, covers_to, covered FROM events ORDER BY id")
-    kinds = [kind for _, kind, *_ in events]
-    # turn 1: prompt, response + 2 results, answer; turn 2: prompt, answer; summary; turn 3
-    assert kinds == ["unit", "unit", "unit", "unit", "unit", "summary", "unit", "unit"]
-    summary = events[5]
-    assert (summary[3], summary[4]) == (events[0][0], events[2][0])  # it names the rows it covers
-    assert summary[5] == 5  # messages of turn 1 (prompt, response, 2 results, answer)
-    session = ws.session("s")
-    transcript = rows(tmp_path, "SELECT message, role FROM transcript ORDER BY message")
-    assert len(transcript) == len(session.archive) + len(session.history)  # nothing deleted
-    assert [m for m, _ in transcript] == list(range(len(transcript)))
-
-
-async def test_always_allowed_is_not_kept_but_todos_and_turns_are(tmp_path):
-    ws, _ = open_workspace(tmp_path, [{"text": "one"}])
+async def test_always_allowed_is_not_kept_but_todos_and_turns_are(store_backend: Backend, tmp_path):
+    ws, _ = store_backend.workspace(tmp_path, [{"text": "one"}])
     await ws.run("hi", session="s")
     state = ws.session("s")
     state.always_allowed.add("write_file")
     ws.sessions.close()
-    again, _ = open_workspace(tmp_path, [])
+    again, _ = store_backend.workspace(tmp_path, [])
     assert again.session("s").always_allowed == set() and again.session("s").turns == 1
 
 
-async def test_ENG91_previous_turn_link_survives_a_restart(tmp_path):
-    ws, _ = open_workspace(tmp_path, [{"text": "one"}], **TELEMETRY)
+async def test_ENG91_previous_turn_link_survives_a_restart(store_backend: Backend, tmp_path):
+    ws, _ = store_backend.workspace(tmp_path, [{"text": "one"}], **TELEMETRY)
     await ws.run("first", session="s")
     [first] = [s for s in ws.telemetry.memory.get_finished_spans() if s.name == "blitz.turn"]
     ws.sessions.close()
-    again, _ = open_workspace(tmp_path, [{"text": "two"}], **TELEMETRY)
+    again, _ = store_backend.workspace(tmp_path, [{"text": "two"}], **TELEMETRY)
     await again.run("second", session="s")
     [second] = [s for s in again.telemetry.memory.get_finished_spans() if s.name == "blitz.turn"]
     [link] = second.links
@@ -141,18 +118,22 @@ async def test_ENG91_previous_turn_link_survives_a_restart(tmp_path):
     assert link.attributes["link.type"] == "previous_turn"
 
 
-async def test_snapshot_survives_restart_and_loading_it_starts_a_new_session(tmp_path):
-    ws, _ = open_workspace(tmp_path, [{"text": "first answer"}, {"text": "second answer"}])
+async def test_snapshot_survives_restart_and_loading_it_starts_a_new_session(store_backend: Backend, tmp_path):
+    ws, _ = store_backend.workspace(tmp_path, [{"text": "first answer"}, {"text": "second answer"}])
     await ws.run("first question", session="main")
     ws.sessions.snapshot("main", "before")
     await ws.run("second question", session="main")
     ws.sessions.close()
-    again, model = open_workspace(tmp_path, [{"text": "branch answer"}])
+    again, model = store_backend.workspace(tmp_path, [{"text": "branch answer"}])
     assert again.sessions.snapshot_names() == ["before"]
     loaded = again.sessions.load("before")
     assert loaded.name == "before-2"
     await again.run("branch question", session="before-2")
-    assert [getattr(m, "text", "") for m in model.requests[0].messages] == ["first question", "first answer", "branch question"]
+    assert [getattr(m, "text", "") for m in model.requests[0].messages] == [
+        "first question",
+        "first answer",
+        "branch question",
+    ]
     assert again.sessions.names() == ["before-2", "main"]
     assert len(again.session("main").history) == 4
 
@@ -160,45 +141,17 @@ async def test_snapshot_survives_restart_and_loading_it_starts_a_new_session(tmp
 # -- schema ---------------------------------------------------------------------------------
 
 
-def test_migration_from_version_0(tmp_path):
-    path = tmp_path / ".blitz" / "blitz.db"
-    path.parent.mkdir()
-    with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE unrelated (x)")  # version 0: a database with none of our tables
-    store = Store(path)
-    store.open_session("s")
-    store.close()
-    with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"sessions", "events", "transcript", "transcript_fts", "turns", "usage", "trace_links", "unrelated"} <= tables
-
-
-def test_a_newer_schema_is_refused_and_nothing_is_written(tmp_path):
-    path = tmp_path / ".blitz" / "blitz.db"
-    path.parent.mkdir()
-    with sqlite3.connect(path) as db:
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    content, files = path.read_bytes(), sorted(p.name for p in path.parent.iterdir())
-    with pytest.raises(StoreError, match=f"schema version {SCHEMA_VERSION + 1}, newer than"):
-        Store(path)
-    link = open_store(tmp_path)
-    assert link.store is None and "upgrade blitz_kernel" in (link.problem or "")
-    assert path.read_bytes() == content and sorted(p.name for p in path.parent.iterdir()) == files
-
-
 # -- concurrency and locks --------------------------------------------------------------------
 
 
-def test_two_threads_write_different_sessions_at_once_and_lose_no_row(tmp_path):
+def test_two_threads_write_different_sessions_at_once_and_lose_no_row(store_backend: Backend, tmp_path):
     units = 150
     errors: list[BaseException] = []
     start = threading.Barrier(2)
 
     def writer(name: str) -> None:
         try:
-            store = Store.for_workspace(tmp_path)  # its own connection, as another kernel has
+            store = store_backend.bare(tmp_path)  # its own connection, as another kernel has
             session = store.open_session(name)
             start.wait(timeout=30)
             for turn in range(units):
@@ -213,36 +166,9 @@ def test_two_threads_write_different_sessions_at_once_and_lose_no_row(tmp_path):
     for thread in threads:
         thread.join(timeout=60)
     assert errors == []
-    counts = rows(tmp_path, "SELECT s.name, count(*) FROM events e JOIN sessions s ON s.id = e.session_id GROUP BY s.name")
-    assert sorted(counts) == [("a", units), ("b", units)]
-
-
-WRITER = """
-import sys
-from pathlib import Path
-from blitz_kernel.core.history import user_prompt
-from blitz_kernel.engine.store.sqlite import Store
-store = Store.for_workspace(Path(sys.argv[1]))
-session = store.open_session(sys.argv[2])
-sys.stdin.readline()  # go
-for turn in range(int(sys.argv[3])):
-    store.append(session.id, [user_prompt(f"{sys.argv[2]} {turn}")], turn)
-print("done")
-"""
-
-
-def test_two_processes_write_different_sessions_at_once_and_lose_no_row(tmp_path):
-    units = 300
-    Store.for_workspace(tmp_path).close()  # created once, as the first kernel would
-    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
-    writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), name, str(units)], env=environment,
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for name in ("a", "b")
-    ]
-    outputs = [writer.communicate("go\n", timeout=60) for writer in writers]
-    assert [(w.returncode, out.strip()) for w, (out, _) in zip(writers, outputs, strict=True)] == [(0, "done")] * 2, outputs
-    counts = rows(tmp_path, "SELECT s.name, count(*) FROM events e JOIN sessions s ON s.id = e.session_id GROUP BY s.name")
+    bare = store_backend.bare(tmp_path)
+    counts = [(name, len(bare.open_session(name).history)) for name in ("a", "b")]
+    bare.close()
     assert sorted(counts) == [("a", units), ("b", units)]
 
 
@@ -251,7 +177,8 @@ import sys, os
 from pathlib import Path
 os.environ["JPY_SESSION_NAME"] = "/home/me/analysis.ipynb"
 from blitz_kernel.engine.store.sessions import SessionBook
-book = SessionBook.for_workspace(Path(sys.argv[1]))
+root = Path(sys.argv[1])
+book = SessionBook.for_workspace(root, url=sys.argv[2] or None, home=root / "home")
 book.get("analysis")
 print("held", flush=True)
 sys.stdin.readline()
@@ -259,11 +186,15 @@ sys.stdin.readline()
 
 
 @pytest.fixture
-def holder_process(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+def holder_process(store_backend: Backend, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
     """A second process (another kernel) that holds session 'analysis' until killed."""
     process = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(tmp_path)], env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-c", HOLDER, str(tmp_path), store_backend.url(tmp_path) or ""],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None
     line = process.stdout.readline()  # blocks until it holds the lock (or dies)
@@ -274,8 +205,8 @@ def holder_process(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
     process.wait(timeout=30)
 
 
-def test_a_session_held_by_another_process_is_busy_with_who_holds_it(tmp_path, holder_process):
-    book = SessionBook.for_workspace(tmp_path)
+def test_a_session_held_by_another_process_is_busy_with_who_holds_it(store_backend: Backend, tmp_path, holder_process):
+    book = store_backend.book(tmp_path)
     with pytest.raises(SessionBusyError) as raised:
         book.get("analysis")
     message = str(raised.value)
@@ -290,8 +221,8 @@ def test_a_session_held_by_another_process_is_busy_with_who_holds_it(tmp_path, h
     assert book.get("other").name == "other"  # the way out
 
 
-def test_the_lock_is_released_when_the_holder_is_killed(tmp_path, holder_process):
-    book = SessionBook.for_workspace(tmp_path)
+def test_the_lock_is_released_when_the_holder_is_killed(store_backend: Backend, tmp_path, holder_process):
+    book = store_backend.book(tmp_path)
     with pytest.raises(SessionBusyError):
         book.get("analysis")
     holder_process.send_signal(signal.SIGKILL)
@@ -300,38 +231,33 @@ def test_the_lock_is_released_when_the_holder_is_killed(tmp_path, holder_process
     assert book.listing()[0].held_by is None  # held by this book now, not by another kernel
 
 
-def test_delete_removes_every_row_of_a_free_session(tmp_path):
-    book = SessionBook.for_workspace(tmp_path)
+def test_delete_removes_every_row_of_a_free_session(store_backend: Backend, tmp_path):
+    book = store_backend.book(tmp_path)
     session = book.get("gone")
     session.commit([user_prompt("remember the zebra")], 0)
     book.get("kept").commit([user_prompt("remember the zebra too")], 0)
     book.delete("gone")
     assert book.names() == ["kept"]
     assert [hit.session for hit in book.search("zebra")] == ["kept"]
-    assert rows(tmp_path, "SELECT count(*) FROM events") == [(1,)]
+    book.close()
+    bare = store_backend.bare(tmp_path)  # what is left on disk: the kept session alone
+    assert not bare.exists("gone") and [info.name for info in bare.sessions()] == ["kept"]
+    assert len(bare.open_session("kept").history) == 1 and bare.open_session("gone").history == []
+    bare.close()
 
 
 @pytest.mark.parametrize("name", ["", "  ", "a/b", "../up", "x..y", "tab\there", "bell\x07", "back\\slash"])
-def test_bad_session_names_are_a_clear_error(tmp_path, name):
-    book = SessionBook.for_workspace(tmp_path)
+def test_bad_session_names_are_a_clear_error(store_backend: Backend, tmp_path, name):
+    book = store_backend.book(tmp_path)
     with pytest.raises(SessionNameError, match="session name"):
         book.get(name)
     assert not (tmp_path / ".blitz" / "locks").exists() or list((tmp_path / ".blitz" / "locks").iterdir()) == []
 
 
-def test_lock_file_says_who_holds_it(tmp_path, monkeypatch):
-    monkeypatch.setenv("JPY_SESSION_NAME", "work/analysis.ipynb")
-    locks = SessionLocks(tmp_path / "locks")
-    locks.acquire("s")
-    content = (tmp_path / "locks" / "s.lock").read_text()
-    assert f'"pid":{os.getpid()}' in content and "analysis.ipynb" in content
-    locks.release("s")
-
-
 # -- interrupted turns ----------------------------------------------------------------------------
 
 KILLED_MID_TURN = """
-import os, signal, sys, asyncio
+import os, signal, sys, asyncio, json
 from pathlib import Path
 from pydantic import BaseModel
 from blitz_kernel.engine.workspace import Workspace
@@ -349,18 +275,19 @@ steps = [
     {"text": "looking", "tool_calls": [{"name": "list_files", "arguments": {}}]},
     {"text": "dying", "tool_calls": [{"name": "die", "arguments": {}}]},
 ]
-ws = Workspace.open(Path(sys.argv[1]), model=ScriptedModel(steps), environ={}, home=Path(sys.argv[1]) / "home")
+ws = Workspace.open(Path(sys.argv[1]), model=ScriptedModel(steps), overrides=json.loads(sys.argv[2]), environ={},
+                    home=Path(sys.argv[1]) / "home")
 ws.tools.register(Tool(name="die", description="die", args_model=NoArgs, kind=ToolKind.READ_ONLY, func=die))
 asyncio.run(ws.run("first", session="s"))
 asyncio.run(ws.run("second", session="s"))
 """
 
 
-def test_a_turn_whose_process_died_is_interrupted_on_the_next_open(tmp_path):
+def test_a_turn_whose_process_died_is_interrupted_on_the_next_open(store_backend: Backend, tmp_path):
     (tmp_path / "a.txt").write_text("x")
-    died = run_script(KILLED_MID_TURN, str(tmp_path))
+    died = run_script(KILLED_MID_TURN, str(tmp_path), json.dumps(store_backend.overrides(tmp_path)))
     assert died.returncode == -signal.SIGKILL, died.stderr
-    ws, _ = open_workspace(tmp_path, [])
+    ws, _ = store_backend.workspace(tmp_path, [])
     session = ws.session("s")
     assert session.interrupted is not None and session.interrupted.turn == 1
     assert session.interrupted.stop_reason == "interrupted"
@@ -370,7 +297,7 @@ def test_a_turn_whose_process_died_is_interrupted_on_the_next_open(tmp_path):
     outcomes = ws.sessions.outcomes("s")
     assert [(o.turn, o.stop_reason) for o in outcomes] == [(0, "end_turn"), (1, "interrupted")]
     ws.sessions.close()
-    reopened, _ = open_workspace(tmp_path, [])
+    reopened, _ = store_backend.workspace(tmp_path, [])
     assert reopened.session("s").interrupted is None  # reported once
 
 
@@ -383,14 +310,18 @@ def test_code_names_are_created_and_read_user_variables():
     assert code_names("this is (not python") == set()
 
 
-async def test_after_a_restart_the_first_prompt_names_the_variables_that_are_gone(tmp_path):
-    first, _ = open_workspace(tmp_path, [
-        tool_step(call("run_python", code="df = load(path)\ntotal = df.sum()")), {"text": "done"},
-    ])
+async def test_after_a_restart_the_first_prompt_names_the_variables_that_are_gone(store_backend: Backend, tmp_path):
+    first, _ = store_backend.workspace(
+        tmp_path,
+        [
+            tool_step(call("run_python", code="df = load(path)\ntotal = df.sum()")),
+            {"text": "done"},
+        ],
+    )
     await first.run("load it", session="s", approve="deny")
     first.sessions.close()
 
-    again, model = open_workspace(tmp_path, [{"text": "ok"}, {"text": "ok again"}])
+    again, model = store_backend.workspace(tmp_path, [{"text": "ok"}, {"text": "ok again"}])
     again.kernel = FakeKernel({"df": object()})  # the notebook re-created df, not the rest
     await again.run("what is the total?", session="s")
     prompt = model.requests[0].messages[-1]
@@ -403,8 +334,8 @@ async def test_after_a_restart_the_first_prompt_names_the_variables_that_are_gon
     assert variable_names(model.requests[1].messages) == ["df", "load", "path", "total"]
 
 
-async def test_no_note_for_a_new_session_or_in_the_same_kernel(tmp_path):
-    ws, model = open_workspace(tmp_path, [{"text": "a"}, {"text": "b"}])
+async def test_no_note_for_a_new_session_or_in_the_same_kernel(store_backend: Backend, tmp_path):
+    ws, model = store_backend.workspace(tmp_path, [{"text": "a"}, {"text": "b"}])
     await ws.run("one", session="s")
     await ws.run("two", session="s")
     assert [m.text for m in model.requests[1].messages if isinstance(m, UserMessage)] == ["one", "two"]
@@ -413,8 +344,8 @@ async def test_no_note_for_a_new_session_or_in_the_same_kernel(tmp_path):
 # -- search -----------------------------------------------------------------------------------------
 
 
-def test_search_ranks_highlights_and_filters_by_session(tmp_path):
-    book = SessionBook.for_workspace(tmp_path)
+def test_search_ranks_highlights_and_filters_by_session(store_backend: Backend, tmp_path):
+    book = store_backend.book(tmp_path)
     one, two = book.get("one"), book.get("two")
     one.commit([user_prompt("a long message that mentions the merge once among many other words " * 3)], 0)
     one.commit([user_prompt("merge merge: how do I merge these frames?")], 1)
@@ -431,49 +362,14 @@ def test_search_ranks_highlights_and_filters_by_session(tmp_path):
 # -- faults -------------------------------------------------------------------------------------------
 
 
-async def test_a_corrupt_database_falls_back_to_memory_with_one_line(tmp_path):
-    (tmp_path / ".blitz").mkdir()
-    (tmp_path / ".blitz" / "blitz.db").write_bytes(b"this is not a database at all" * 100)
-    ws, _ = open_workspace(tmp_path, [{"text": "still works"}])
-    problem = ws.sessions.store_problem
-    assert problem is not None and "\n" not in problem and "not a database" in problem and "memory" in problem
-    result = await ws.run("hello", session="s")
-    assert result.text == "still works" and len(ws.session("s").history) == 2
-    assert not ws.session("s").saved
-    assert result.events[-1].not_saved == problem  # type: ignore[union-attr] - the usage line says so
-
-
-async def test_a_store_path_that_cannot_be_a_directory_falls_back_to_memory(tmp_path):
-    (tmp_path / ".blitz").write_text("a file where the directory should be")
-    ws, _ = open_workspace(tmp_path, [{"text": "fine"}])
-    assert ws.sessions.store_problem is not None and "memory" in ws.sessions.store_problem
-    assert (await ws.run("hi")).text == "fine"
-
-
-async def test_a_full_disk_mid_session_keeps_the_turn_in_memory(tmp_path):
-    ws, _ = open_workspace(tmp_path, [{"text": "first"}, tool_step(call("list_files")), {"text": "second"}])
-    await ws.run("one", session="s")
-    store = ws.sessions.link.store
-    assert store is not None
-    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
-    store._db.execute(f"PRAGMA max_page_count = {pages}")  # SQLite's own "database or disk is full"
-    result = await ws.run("two " + "x" * 50_000, session="s")
-    assert result.stop_reason == "end_turn" and result.text == "second"
-    session = ws.session("s")
-    assert [m.kind for m in session.history] == ["user", "assistant", "user", "assistant", "tool_result", "assistant"]
-    assert not session.saved and "full" in (ws.sessions.store_problem or "")
-    assert result.events[-1].not_saved == ws.sessions.store_problem  # type: ignore[union-attr]
-    assert rows(tmp_path, "SELECT count(*) FROM events") == [(2,)]  # what was saved stays valid
-
-
 def test_a_workspace_can_be_opened_without_a_store(tmp_path):
     ws = Workspace.open(tmp_path, model=ScriptedModel([]), environ={}, home=tmp_path / "home", durable=False)
     assert ws.session("s").not_saved is None  # in memory on purpose: nothing to warn about
     assert not (tmp_path / ".blitz").exists() and ws.sessions.store_problem is None
 
 
-def test_many_appends_load_back_in_order(tmp_path):
-    store = Store.for_workspace(tmp_path)
+def test_many_appends_load_back_in_order(store_backend: Backend, tmp_path):
+    store = store_backend.bare(tmp_path)
     session = store.open_session("s")
     for turn in range(200):
         store.append(session.id, [user_prompt(f"prompt {turn}")], turn)
@@ -483,15 +379,19 @@ def test_many_appends_load_back_in_order(tmp_path):
 # -- the search_session tool (ENG-96) ------------------------------------------------------------
 
 
-async def test_search_session_tool_finds_compacted_passages_in_plan_mode(tmp_path):
-    (await a_conversation(tmp_path)).sessions.close()
-    again, model = open_workspace(tmp_path, [tool_step(call("search_session", query="march")), {"text": "found it"}])
+async def test_search_session_tool_finds_compacted_passages_in_plan_mode(store_backend: Backend, tmp_path):
+    (await a_conversation(store_backend, tmp_path)).sessions.close()
+    again, model = store_backend.workspace(
+        tmp_path, [tool_step(call("search_session", query="march")), {"text": "found it"}]
+    )
     result = await again.run("where was the outlier?", session="s", plan=True)
     assert result.stop_reason == "end_turn"
     [found] = [m for m in model.requests[1].messages if getattr(m, "name", None) == "search_session"]
     assert found.error is None and found.output is not None
     header, excerpt = found.output.split("\n")[:2]
-    assert header.startswith("[message 2, result of read_file, ") and header.endswith("(compacted away: only the summary stands for it in what you see)")
+    assert header.startswith("[message 2, result of read_file, ") and header.endswith(
+        "(compacted away: only the summary stands for it in what you see)"
+    )
     assert excerpt.endswith("\tthe outlier is in «March»")  # read_file numbers its lines
 
 
@@ -508,11 +408,13 @@ def test_the_plain_usage_line_says_the_session_is_not_saved():
         lines.append(usage_line(state))
     saved, unsaved = lines
     assert "not saved" not in saved
-    assert unsaved.startswith(saved.rsplit(" · ", 2)[0]) and unsaved.endswith(" · end_turn · ⚠ session not saved (%blitz_session show says why)")
+    assert unsaved.startswith(saved.rsplit(" · ", 2)[0]) and unsaved.endswith(
+        " · end_turn · ⚠ session not saved (%blitz_session show says why)"
+    )
 
 
-def test_two_compactions_replay_exactly_and_mark_what_the_model_no_longer_sees(tmp_path):
-    book = SessionBook.for_workspace(tmp_path)
+def test_two_compactions_replay_exactly_and_mark_what_the_model_no_longer_sees(store_backend: Backend, tmp_path):
+    book = store_backend.book(tmp_path)
     session = book.get("s")
     for turn, word in enumerate(["alpha", "bravo", "charlie"]):
         session.commit([user_prompt(f"{word} question")], turn)
@@ -522,7 +424,7 @@ def test_two_compactions_replay_exactly_and_mark_what_the_model_no_longer_sees(t
     session.replace_window(2, SummaryMessage(text="second summary", covered_events=2))
     expected = (dump(session.history), dump(session.archive))
     book.close()
-    again = SessionBook.for_workspace(tmp_path)
+    again = store_backend.book(tmp_path)
     loaded = again.get("s")
     assert (dump(loaded.history), dump(loaded.archive)) == expected
     assert [m.kind for m in loaded.history] == ["summary", "user", "assistant", "user"]
@@ -547,16 +449,15 @@ def test_the_plain_front_end_says_why_once_and_not_saved_on_every_usage_line(cap
     assert all(line.endswith("⚠ session not saved (%blitz_session show says why)") for line in lines[1:])
 
 
-async def test_WS07_GR05_audit_and_a_budget_trip_survive_a_restart(tmp_path):
-    from blitz_kernel.core.usage import Price
+async def test_WS07_GR05_audit_and_a_budget_trip_survive_a_restart(store_backend: Backend, tmp_path):
     from blitz_kernel.engine.workspace import Workspace
     from blitz_kernel.models.scripted import ScriptedModel
 
-    from .conftest import call, tool_step
+    from ..conftest import call, tool_step
 
     def reopen(steps):
         model = ScriptedModel(steps, price=Price(input=0.0, output=1_000_000.0))
-        overrides = {"limits.max_cost_usd_session": 1.0}
+        overrides = {"limits.max_cost_usd_session": 1.0, **store_backend.overrides(tmp_path)}
         return Workspace.open(tmp_path, model=model, overrides=overrides, environ={}, home=tmp_path / "home")
 
     spend = {"usage": {"prompt_tokens": 1, "completion_tokens": 2}}
@@ -579,10 +480,10 @@ async def test_WS07_GR05_audit_and_a_budget_trip_survive_a_restart(tmp_path):
     assert (await third.run("more", session="s")).text == "after the top-up"
 
 
-async def test_a_manual_compactions_cost_is_saved_at_once(tmp_path):
+async def test_a_manual_compactions_cost_is_saved_at_once(store_backend: Backend, tmp_path):
     """Regression: the summariser's usage reached the disk only at the next turn's end, so a
     restart right after %blitz_compact lost it."""
-    ws, _ = open_workspace(
+    ws, _ = store_backend.workspace(
         tmp_path,
         [{"text": "a", "usage": {"prompt_tokens": 10, "completion_tokens": 1}}] * 2
         + [{"text": "SUMMARY", "usage": {"prompt_tokens": 100, "completion_tokens": 50}}],
@@ -593,5 +494,5 @@ async def test_a_manual_compactions_cost_is_saved_at_once(tmp_path):
     await ws.compact("s")
     assert ws.usage("s").total.calls == before + 1
     ws.sessions.close()
-    again, _ = open_workspace(tmp_path, [])
+    again, _ = store_backend.workspace(tmp_path, [])
     assert again.usage("s").total.calls == before + 1

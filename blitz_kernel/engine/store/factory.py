@@ -1,0 +1,59 @@
+"""Which store a workspace uses: `store.url` / `BLITZ_STORE_URL` or `store.path` (docs/store.md).
+
+- unset: SQLite at `<workspace>/.blitz/blitz.db`, with its locks in `.blitz/locks/`; the
+  identity rule applies (identity.py), since a repository can ship that file;
+- `sqlite:///PATH` or `store.path = PATH`: SQLite at PATH (relative to the workspace, `~`
+  expanded), locks in `locks/` beside it; the user named it, so it is adopted as theirs;
+- `postgresql://…`: not supported yet, and any other scheme is unknown: both are a one-line
+  error naming the key (the settings model checks it when the configuration loads).
+
+A workspace's own `blitz.toml` cannot set either key until it is trusted (config/trust.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...core.store_url import StoreUrlError, sqlite_path
+from .identity import StoreIdentities
+from .link import StoreLink
+from .locks import SessionLocks
+from .private import PrivateDir
+from .protocol import StoreError
+from .sqlite.opening import open_sqlite
+from .sqlite.store import DB_NAME
+
+
+def open_store(url: str | None, *, workspace: Path, home: Path | None = None) -> StoreLink:
+    """The store `url` names (None: the workspace's default) with its locks, or a link that
+    says in one line why there is none; sessions then live in memory."""
+    identities = StoreIdentities(home)
+    folder: PrivateDir | None = None
+    try:
+        if url is None:
+            folder = PrivateDir(workspace, (".blitz",), ".blitz")
+            locks = PrivateDir(workspace, (".blitz", "locks"), ".blitz/locks")
+            location, adopt = f".blitz/{DB_NAME}", False
+            name = DB_NAME
+        else:
+            path = sqlite_path(url, workspace)
+            _make_parent(path)
+            folder = PrivateDir(path.parent, (), str(path.parent))
+            locks = PrivateDir(path.parent, ("locks",), str(path.parent / "locks"))
+            location, adopt, name = str(path), True, path.name
+        store, notice = open_sqlite(folder, name, location=location, identities=identities, adopt=adopt)
+    except StoreUrlError as exc:
+        return StoreLink.without_store(StoreError(f"store.url: {exc}"))
+    except StoreError as exc:
+        return StoreLink.without_store(exc)
+    finally:
+        if folder is not None:
+            folder.close()  # the store keeps its own file open; the folder is not needed
+    return StoreLink(store, locks=SessionLocks(locks), notices=[notice] if notice else [])
+
+
+def _make_parent(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the folder {path.parent} for the session store: {exc.strerror}") from None

@@ -1,0 +1,376 @@
+"""The SQLite backend of the session store (protocol.SessionStore): one database file, by
+default `<workspace>/.blitz/blitz.db` (docs/store.md).
+
+Each session is stored twice:
+- the **event log**, what the model sees: one row per committed history unit (a prompt, an
+  answer, a response with all its results, a summary), appended in one transaction each, so the
+  history on disk is valid at every moment. The unit's audit rows and the usage so far go in
+  the same transaction; the turn's outcome and its span link in one more. Compaction appends a
+  summary row naming the rows it covers; no row is ever deleted or rewritten. Loading replays
+  the rows (reads.py).
+- the **transcript**, what search reads: every message's text in full, compacted parts
+  included, indexed with FTS5.
+
+Also per session: turn outcomes (with a "turn open" marker, so a turn that was running when its
+process died is reported `interrupted`), the usage ledger per model, and the previous turn's span
+context (the link between turns survives a restart). Snapshots are frozen copies of a session's
+rows. Every public method translates SQLite's errors into the store's own (edge.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ....core.history import HISTORY_ADAPTER, Message, SummaryMessage
+from ....core.usage import UsageLedger
+from ...safety.audit import AuditRecord
+from ..protocol import SEARCH_LIMIT, StoreError
+from ..records import SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail
+from . import reads
+from . import rows as writes
+from .edge import edge, translate
+from .schema import connect
+
+DB_NAME = "blitz.db"
+_EMPTY_USAGE = UsageLedger().model_dump_json()
+
+
+class Store:
+    """One SQLite database. Thread-safe; a process opens one per store. `Store(path)` opens
+    the file as it is (tests, benches); a kernel opens its store through `factory.open_store`,
+    which checks the file and its identity first (opening.py)."""
+
+    def __init__(
+        self, path: Path, *, connection: sqlite3.Connection | None = None, location: str | None = None
+    ) -> None:
+        self.path = path
+        self.location = location or str(path)
+        if connection is None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                connection = connect(path)
+            except StoreError:
+                raise
+            except (sqlite3.Error, OSError) as exc:
+                raise translate(exc, self.location, "open") from exc
+        self._db = connection
+        self._lock = threading.RLock()
+        self._live: dict[int, reads.Live] = {}
+
+    @classmethod
+    def for_workspace(cls, root: Path) -> Store:
+        return cls(root / ".blitz" / DB_NAME, location=f".blitz/{DB_NAME}")
+
+    def close(self) -> None:
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            self._db.close()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One transaction: all of it reaches the disk, or none of it."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+                self._db.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    @edge("open a session in")
+    def open_session(self, name: str, holder: str | None = None) -> StoredSession:
+        """Load the session, creating it empty if new (a fresh session is one small
+        transaction and no reads). A turn left open by a dead process is closed as
+        `interrupted` (the caller holds the session's lock, so nobody runs it)."""
+        now = time.time()
+        interrupted = None
+        with self._write() as db:
+            row = db.execute(
+                "SELECT id, open_turn, turns FROM sessions WHERE kind = 'session' AND name = ?", (name,)
+            ).fetchone()
+            if row is None:
+                fresh = writes.insert(
+                    db,
+                    "INSERT INTO sessions (name, kind, created, last_used, holder) VALUES (?, 'session', ?, ?, ?)",
+                    (name, now, now, holder),
+                )
+                self._live[fresh] = reads.Live(next_message=0, usage_json=_EMPTY_USAGE)
+                return reads.empty_session(fresh, name)
+            session_id, open_turn, turns = row
+            if open_turn is not None:
+                interrupted = writes.close_interrupted(db, session_id, open_turn, turns, now)
+            db.execute("UPDATE sessions SET holder = ? WHERE id = ?", (holder, session_id))
+        with self._lock:
+            loaded, self._live[session_id] = reads.load_session(self._db, self.location, session_id, name)
+        loaded.interrupted = interrupted
+        return loaded
+
+    @edge("read")
+    def sessions(self) -> list[SessionInfo]:
+        with self._lock:
+            return reads.list_sessions(self._db)
+
+    @edge("read")
+    def exists(self, name: str, kind: str = "session") -> bool:
+        with self._lock:
+            return self._id(name, kind) is not None
+
+    def _id(self, name: str, kind: str = "session") -> int | None:
+        row = self._db.execute("SELECT id FROM sessions WHERE kind = ? AND name = ?", (kind, name)).fetchone()
+        return row[0] if row else None
+
+    @edge("write to")
+    def delete(self, name: str, kind: str = "session") -> bool:
+        """Remove the session and all its rows; False when there was none."""
+        with self._write() as db:
+            session_id = self._id(name, kind)
+            if session_id is None:
+                return False
+            writes.delete_rows(db, session_id, kind)
+        self._live.pop(session_id, None)
+        return True
+
+    @edge("write to")
+    def release(self, session_id: int) -> None:
+        """The kernel let the session go: forget its bookkeeping and clear its holder."""
+        with self._write() as db:
+            db.execute("UPDATE sessions SET holder = NULL WHERE id = ?", (session_id,))
+        self._live.pop(session_id, None)
+
+    # -- appends ----------------------------------------------------------------------------
+
+    @edge("write to")
+    def append(
+        self,
+        session_id: int,
+        messages: Sequence[Message],
+        turn: int,
+        *,
+        variables: Sequence[str] = (),
+        ledger: UsageLedger | None = None,
+        audit: Sequence[AuditRecord] = (),
+    ) -> int:
+        """One committed unit, with the audit rows of its calls and the usage so far, in one
+        transaction; marks the turn open. Returns the row id."""
+        live = self._live[session_id]
+        now = time.time()
+        body = HISTORY_ADAPTER.dump_json(list(messages)).decode()
+        first = live.next_message
+        with self._write() as db:
+            event_id = writes.insert(
+                db,
+                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, variables) "
+                "VALUES (?, ?, ?, 'unit', ?, ?, ?, ?)",
+                (session_id, turn, now, len(messages), first, body, " ".join(variables) or None),
+            )
+            writes.transcribe(db, session_id, event_id, first, turn, now, messages)
+            db.execute(
+                "INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)", (session_id, turn, now)
+            )
+            db.execute(
+                "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ? WHERE id = ?",
+                (now, first + len(messages), turn, session_id),
+            )
+            writes.insert_audit(db, session_id, audit)
+            if ledger is not None:
+                writes.save_usage(db, session_id, ledger, live)
+        live.next_message = first + len(messages)
+        live.rows.append([event_id, first, len(messages)])
+        return event_id
+
+    @edge("write to")
+    def append_summary(self, session_id: int, summary: SummaryMessage, covered: int, turn: int) -> int:
+        """Compaction replaced the first `covered` live messages with `summary`: a row naming
+        the rows it stands for. Nothing is deleted; the transcript keeps every message."""
+        live = self._live[session_id]
+        now = time.time()
+        rows, covered_ids = cut(live.rows, covered)
+        number = live.next_message
+        first_live = rows[0][1] if rows else number + 1
+        with self._write() as db:
+            event_id = writes.insert(
+                db,
+                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
+                "covers_to, covered) VALUES (?, ?, ?, 'summary', 1, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    turn,
+                    now,
+                    number,
+                    HISTORY_ADAPTER.dump_json([summary]).decode(),
+                    covered_ids[0] if covered_ids else None,
+                    covered_ids[-1] if covered_ids else None,
+                    covered,
+                ),
+            )
+            writes.transcribe(db, session_id, event_id, number, turn, now, [summary])
+            db.execute(
+                "UPDATE sessions SET last_used = ?, messages = ?, first_live = ?, live_summary = ? WHERE id = ?",
+                (now, number + 1, first_live, number, session_id),
+            )
+        live.next_message = number + 1
+        live.rows = [[event_id, number, 1], *rows]
+        return event_id
+
+    @edge("write to")
+    def end_turn(
+        self,
+        session_id: int,
+        turn: int,
+        stop_reason: str,
+        error: str | None,
+        *,
+        ledger: UsageLedger,
+        todos: list[dict[str, str]],
+        audit: Sequence[AuditRecord] = (),
+        span: SpanLink | None = None,
+    ) -> None:
+        """The turn's outcome, its audit rows not yet written and its span link, in one
+        transaction; the turn is no longer open."""
+        now = time.time()
+        live = self._live[session_id]
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO turns (session_id, turn, started, ended, stop_reason, error) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (session_id, turn) DO UPDATE SET ended = excluded.ended, "
+                "stop_reason = excluded.stop_reason, error = excluded.error",
+                (session_id, turn, now, now, stop_reason, error),
+            )
+            db.execute(
+                "UPDATE sessions SET turns = ?, open_turn = NULL, last_used = ?, todos = ? WHERE id = ?",
+                (turn + 1, now, _json_dump(todos), session_id),
+            )
+            writes.insert_audit(db, session_id, audit)
+            if span is not None:
+                writes.insert_span(db, session_id, span)
+            writes.save_usage(db, session_id, ledger, live)
+
+    @edge("write to")
+    def save_usage(self, session_id: int, ledger: UsageLedger) -> None:
+        live = self._live[session_id]
+        with self._write() as db:
+            writes.save_usage(db, session_id, ledger, live)
+
+    @edge("write to")
+    def append_audit(self, session_id: int, records: Sequence[AuditRecord]) -> None:
+        """Tool calls' audit records (outside a unit: a unit carries its own)."""
+        with self._write() as db:
+            writes.insert_audit(db, session_id, records)
+
+    @edge("write to")
+    def append_checkpoint(self, session_id: int, turn: int, kind: str, record: str) -> None:
+        """One change a turn made (or an `undone` marker), as it happens (docs/undo.md)."""
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO checkpoints (session_id, turn, time, kind, record) VALUES (?, ?, ?, ?, ?)",
+                (session_id, turn, time.time(), kind, record),
+            )
+
+    @edge("write to")
+    def append_rewind(self, session_id: int, covered: int, turn: int) -> int:
+        """An undo took the last `covered` live messages out of the history: a row saying so
+        (replay honours it). Nothing is deleted; the transcript keeps them, marked rewound by
+        the range of rows this one names."""
+        live = self._live[session_id]
+        rows, removed = cut_tail(live.rows, covered)
+        now = time.time()
+        with self._write() as db:
+            event_id = writes.insert(
+                db,
+                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
+                "covers_to, covered) VALUES (?, ?, ?, 'rewind', 0, ?, '[]', ?, ?, ?)",
+                (
+                    session_id,
+                    turn,
+                    now,
+                    live.next_message,
+                    min(removed, default=None),
+                    max(removed, default=None),
+                    covered,
+                ),
+            )
+            db.execute("UPDATE sessions SET last_used = ? WHERE id = ?", (now, session_id))
+        live.rows = rows
+        return event_id
+
+    @edge("write to")
+    def save_budget(self, session_id: int, added_usd: float, tripped: bool) -> None:
+        """The session budget's state, so a trip outlives the kernel."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE sessions SET budget = ? WHERE id = ?",
+                (json.dumps({"budget_added_usd": added_usd, "budget_tripped": tripped}), session_id),
+            )
+
+    @edge("write to")
+    def save_span(self, session_id: int, link: SpanLink) -> None:
+        with self._write() as db:
+            writes.insert_span(db, session_id, link)
+
+    @edge("read")
+    def outcomes(self, name: str) -> list[TurnOutcome]:
+        with self._lock:
+            session_id = self._id(name)
+            if session_id is None:
+                return []
+            rows = self._db.execute(
+                "SELECT turn FROM turns WHERE session_id = ? ORDER BY turn", (session_id,)
+            ).fetchall()
+            return [reads.outcome(self._db, session_id, turn) for (turn,) in rows]
+
+    # -- snapshots ----------------------------------------------------------------------------
+
+    @edge("read")
+    def snapshot_names(self) -> list[str]:
+        with self._lock:
+            rows = self._db.execute("SELECT name FROM sessions WHERE kind = 'snapshot' ORDER BY name").fetchall()
+        return [name for (name,) in rows]
+
+    @edge("write to")
+    def copy(self, source: str, source_kind: str, target: str, target_kind: str) -> None:
+        """A snapshot of a session, or a new session from a snapshot: every row copied, in one
+        transaction. Event ids move by one offset, so a summary still names the rows it covers."""
+        with self._write() as db:
+            source_id = self._id(source, source_kind)
+            if source_id is None:
+                raise StoreError(f"no {source_kind} {source!r}")
+            writes.copy_rows(db, source_id, target, target_kind)
+
+    # -- search -----------------------------------------------------------------------------
+
+    @edge("search")
+    def search(self, text: str, session: str | None = None, limit: int = SEARCH_LIMIT) -> list[StoredHit]:
+        """Ranked passages (FTS5 bm25) of the sessions' transcripts, compacted parts included.
+        Every word of `text` must occur (as a word or a word's beginning)."""
+        with self._lock:
+            return reads.search(self._db, text, session, limit)
+
+    # -- identity (opening.py) ----------------------------------------------------------------
+
+    @edge("read")
+    def store_id(self) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        return row[0] if row else None
+
+    @edge("write to")
+    def set_store_id(self, store_id: str) -> None:
+        with self._write() as db:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('store_id', ?)", (store_id,))
+
+
+def _usage_json(ledger: UsageLedger) -> str:
+    return ledger.model_dump_json()
+
+
+def _json_dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

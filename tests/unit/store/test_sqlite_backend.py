@@ -1,0 +1,253 @@
+"""The SQLite backend's own behaviour: its rows, schema migrations, two processes on one file,
+SQLite's failures (a corrupt file, a full disk) becoming the store's typed errors, the
+transactions a turn costs, and the search plan."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from blitz_kernel.core.history import user_prompt
+from blitz_kernel.engine.store.factory import open_store
+from blitz_kernel.engine.store.locks import SessionLocks
+from blitz_kernel.engine.store.protocol import StoreError
+from blitz_kernel.engine.store.sqlite import SCHEMA_VERSION, Store
+
+from ..conftest import call, tool_step
+from .conftest import BACKENDS
+from .test_conformance import a_conversation
+
+ROOT = Path(__file__).resolve().parents[3]
+SQLITE = next(backend for backend in BACKENDS if backend.name == "sqlite")
+
+
+def open_workspace(root: Path, steps: list[Any], **overrides: Any) -> Any:
+    return SQLITE.workspace(root, steps, **overrides)
+
+
+def rows(root: Path, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(root / ".blitz" / "blitz.db") as db:
+        return db.execute(sql, parameters).fetchall()
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from blitz_kernel.core.history import user_prompt
+from blitz_kernel.engine.store.sqlite import Store
+store = Store.for_workspace(Path(sys.argv[1]))
+session = store.open_session(sys.argv[2])
+sys.stdin.readline()  # go
+for turn in range(int(sys.argv[3])):
+    store.append(session.id, [user_prompt(f"{sys.argv[2]} {turn}")], turn)
+print("done")
+"""
+
+
+async def test_compaction_appends_a_summary_row_and_keeps_every_row(tmp_path):
+    ws = await a_conversation(SQLITE, tmp_path)
+    events = rows(tmp_path, "SELECT id, kind, messages, covers_from, covers_to, covered FROM events ORDER BY id")
+    kinds = [kind for _, kind, *_ in events]
+    # turn 1: prompt, response + 2 results, answer; turn 2: prompt, answer; summary; turn 3
+    assert kinds == ["unit", "unit", "unit", "unit", "unit", "summary", "unit", "unit"]
+    summary = events[5]
+    assert (summary[3], summary[4]) == (events[0][0], events[2][0])  # it names the rows it covers
+    assert summary[5] == 5  # messages of turn 1 (prompt, response, 2 results, answer)
+    session = ws.session("s")
+    transcript = rows(tmp_path, "SELECT message, role FROM transcript ORDER BY message")
+    assert len(transcript) == len(session.archive) + len(session.history)  # nothing deleted
+    assert [m for m, _ in transcript] == list(range(len(transcript)))
+
+
+def test_migration_from_version_0(tmp_path):
+    path = tmp_path / ".blitz" / "blitz.db"
+    path.parent.mkdir()
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE unrelated (x)")  # version 0: a database with none of our tables
+    store = Store(path)
+    store.open_session("s")
+    store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {
+        "sessions",
+        "events",
+        "transcript",
+        "transcript_fts",
+        "turns",
+        "usage",
+        "trace_links",
+        "unrelated",
+    } <= tables
+
+
+def test_a_newer_schema_is_refused_and_nothing_is_written(tmp_path):
+    path = tmp_path / ".blitz" / "blitz.db"
+    path.parent.mkdir()
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    content, files = path.read_bytes(), sorted(p.name for p in path.parent.iterdir())
+    with pytest.raises(StoreError, match=f"schema version {SCHEMA_VERSION + 1}, newer than"):
+        Store(path)
+    link = open_store(None, workspace=tmp_path, home=tmp_path / "home")
+    assert link.store is None and "upgrade blitz_kernel" in (link.problem or "")
+    assert path.read_bytes() == content and sorted(p.name for p in path.parent.iterdir()) == files
+
+
+def test_two_processes_write_different_sessions_at_once_and_lose_no_row(tmp_path):
+    units = 300
+    Store.for_workspace(tmp_path).close()  # created once, as the first kernel would
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path), name, str(units)],
+            env=environment,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("a", "b")
+    ]
+    outputs = [writer.communicate("go\n", timeout=60) for writer in writers]
+    assert [(w.returncode, out.strip()) for w, (out, _) in zip(writers, outputs, strict=True)] == [(0, "done")] * 2, (
+        outputs
+    )
+    counts = rows(
+        tmp_path, "SELECT s.name, count(*) FROM events e JOIN sessions s ON s.id = e.session_id GROUP BY s.name"
+    )
+    assert sorted(counts) == [("a", units), ("b", units)]
+
+
+def test_lock_file_says_who_holds_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("JPY_SESSION_NAME", "work/analysis.ipynb")
+    locks = SessionLocks(tmp_path / "locks")
+    locks.acquire("s")
+    content = (tmp_path / "locks" / "s.lock").read_text()
+    assert f'"pid":{os.getpid()}' in content and "analysis.ipynb" in content
+    locks.release("s")
+
+
+async def test_a_corrupt_database_falls_back_to_memory_with_one_line(tmp_path):
+    (tmp_path / ".blitz").mkdir()
+    (tmp_path / ".blitz" / "blitz.db").write_bytes(b"this is not a database at all" * 100)
+    ws, _ = open_workspace(tmp_path, [{"text": "still works"}])
+    problem = ws.sessions.store_problem
+    assert problem is not None and "\n" not in problem and "not a database" in problem and "memory" in problem
+    result = await ws.run("hello", session="s")
+    assert result.text == "still works" and len(ws.session("s").history) == 2
+    assert not ws.session("s").saved
+    assert result.events[-1].not_saved == problem  # type: ignore[union-attr] - the usage line says so
+
+
+async def test_a_store_path_that_cannot_be_a_directory_falls_back_to_memory(tmp_path):
+    (tmp_path / ".blitz").write_text("a file where the directory should be")
+    ws, _ = open_workspace(tmp_path, [{"text": "fine"}])
+    assert ws.sessions.store_problem is not None and "memory" in ws.sessions.store_problem
+    assert (await ws.run("hi")).text == "fine"
+
+
+async def test_a_full_disk_mid_session_keeps_the_turn_in_memory(tmp_path):
+    ws, _ = open_workspace(tmp_path, [{"text": "first"}, tool_step(call("list_files")), {"text": "second"}])
+    await ws.run("one", session="s")
+    store = ws.sessions.link.store
+    assert store is not None
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages}")  # SQLite's own "database or disk is full"
+    result = await ws.run("two " + "x" * 50_000, session="s")
+    assert result.stop_reason == "end_turn" and result.text == "second"
+    session = ws.session("s")
+    assert [m.kind for m in session.history] == ["user", "assistant", "user", "assistant", "tool_result", "assistant"]
+    assert not session.saved and "full" in (ws.sessions.store_problem or "")
+    assert result.events[-1].not_saved == ws.sessions.store_problem  # type: ignore[union-attr]
+    assert rows(tmp_path, "SELECT count(*) FROM events") == [(2,)]  # what was saved stays valid
+
+
+def test_delete_leaves_no_event_row_of_the_session(tmp_path):
+    book = SQLITE.book(tmp_path)
+    book.get("gone").commit([user_prompt("remember the zebra")], 0)
+    book.get("kept").commit([user_prompt("remember the zebra too")], 0)
+    book.delete("gone")
+    assert rows(tmp_path, "SELECT count(*) FROM events") == [(1,)]
+
+
+# -- speed: what a turn costs the store ------------------------------------------------------
+
+
+def statements(store: Any) -> list[str]:
+    """Every statement the store's connection runs from now on (SQLite's trace hook)."""
+    seen: list[str] = []
+    store._db.set_trace_callback(seen.append)
+    return seen
+
+
+async def test_one_transaction_per_unit_with_its_audit_rows_and_one_for_the_outcome_and_span(tmp_path):
+    """Regression: each unit, each audit row, the outcome and the span link committed on their
+    own (10 commits for this turn); now its 4 units and the outcome with the span: 5."""
+    ws, _ = open_workspace(
+        tmp_path,
+        [
+            tool_step(call("list_files"), call("list_files", path=".")),
+            tool_step(call("list_files", path="./"), call("list_files", path="././")),
+            {"text": "done"},
+        ],
+        **{"telemetry.enabled": True, "telemetry.exporter": "memory"},
+    )
+    ws.session("s")
+    seen = statements(ws.sessions.link.store)
+    result = await ws.run("go", session="s")
+    assert result.stop_reason == "end_turn"
+    commits = [sql for sql in seen if sql == "COMMIT"]
+    assert len(commits) == 5  # prompt, two responses with their results, the answer; the outcome
+    ws.sessions.close()
+    assert rows(tmp_path, "SELECT count(*) FROM audit") == [(4,)]
+    assert rows(tmp_path, "SELECT count(*) FROM trace_links") == [(1,)]
+    again, _ = open_workspace(tmp_path, [])
+    assert [record.tool for record in again.audit("s")] == ["list_files"] * 4
+
+
+def test_a_fresh_session_is_one_small_transaction_and_reads_no_rows(tmp_path):
+    """Regression: a fresh session ran 13 statements (insert, select, update, then the full
+    load of an empty session); its row now costs one transaction of one look-up and one insert."""
+    book = SQLITE.book(tmp_path)
+    book.get("warm")
+    seen = statements(book.link.store)
+    session = book.get("fresh")
+    assert session.saved and session.history == []
+    assert len(seen) == 4 and seen[0] == "BEGIN IMMEDIATE" and seen[-1] == "COMMIT"
+    assert not [sql for sql in seen if "events" in sql or "audit" in sql]
+
+
+def test_search_runs_no_correlated_subquery_and_finds_rewinds_by_index(tmp_path):
+    """Regression: an EXISTS over the session's events ran for every match, and a snippet was
+    made for every match before the LIMIT."""
+    book = SQLITE.book(tmp_path)
+    session = book.get("s")
+    for turn in range(30):
+        session.commit([user_prompt(f"common word number {turn}")], turn)
+        session.end_turn(turn, "end_turn", None)
+    session.rewind_history([29])
+    store = book.link.store
+    seen = statements(store)
+    hits = book.search("common")
+    assert len(hits) == 20
+    store._db.set_trace_callback(None)
+    snippets = [sql for sql in seen if "snippet(" in sql]
+    assert len(snippets) == 1 and snippets[0].count(",") > 20  # one query, for the 20 rows returned
+    assert [h.rewound for h in book.search("number 29")] == [True]
+    assert [h.rewound for h in book.search("number 28")] == [False]
+    plans = {
+        sql: " | ".join(row[-1] for row in store._db.execute("EXPLAIN QUERY PLAN " + sql, ()).fetchall())
+        for sql in [s for s in seen if s.startswith("SELECT") and "?" not in s]
+    }
+    assert plans and not [plan for plan in plans.values() if "CORRELATED" in plan]
+    rewind_plans = [plan for sql, plan in plans.items() if "kind = 'rewind'" in sql]
+    assert rewind_plans and all("events_by_kind" in plan for plan in rewind_plans)

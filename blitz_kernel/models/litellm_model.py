@@ -245,7 +245,7 @@ class LiteLLMModel:
         self.direct = direct
         self._api_key = api_key
         self._errors = ErrorMapper(name, [api_key, self.extra.get("api_key")], request_timeout)
-        self._speaks_openai: bool | None = True if name.startswith(openai_direct.PREFIX) else None
+        self._speaks_openai: bool | None = openai_direct.speaks_openai(name) if "/" in name else None
 
     def __repr__(self) -> str:  # never shows the key
         return f"LiteLLMModel({self.name!r}, api_base={self.api_base!r})"

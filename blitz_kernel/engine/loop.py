@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import time
 from typing import cast
 
@@ -37,10 +36,11 @@ from ..errors import (
     TurnLimitError,
 )
 from ..models.base import ModelRequest, ModelResponse, ModelSwitch, TextDelta, supports_vision
+from ..tools.registry import tool_set
 from .batch import ToolBatch
 from .budget import Budget
 from .checkpoints import TurnRecorder
-from .compaction import Compactor, automatic_window, estimate_tokens
+from .compaction import Compactor, automatic_window
 from .events import (
     CompactionEvent,
     ErrorEvent,
@@ -86,11 +86,12 @@ class TurnRunner:
         self.usage = UsageTotals()
         self.model_calls = 0
         self._warned_unpriced = False
-        self._specs = [tool.spec() for tool in setup.tools.values()]
+        tools = tool_set(setup.tools.values())  # specs and their size: once per tool set
+        self._specs = tools.specs
         self._last_prompt_tokens: int | None = None
         self.watch = RepeatWatch(setup.limits.repeat_warn, setup.limits.repeat_stop)
         self.budget = Budget(setup.session, setup.limits.max_cost_usd, setup.limits.max_cost_usd_session, control)
-        self._schema_tokens = len(json.dumps([spec.model_dump() for spec in self._specs])) // 4
+        self._schema_tokens = tools.schema_tokens
         self.mode = setup.mode
         """The turn's mode; `enter_plan_mode` switches it from the next call (ENG-34)."""
         self.system = setup.system
@@ -328,8 +329,9 @@ class TurnRunner:
 
     def _prompt_estimate(self) -> int:
         """Tokens the next request will carry: system prompt, history and the tool schemas
-        (about 2.5K tokens for the built-in tools, sent with every step)."""
-        return estimate_tokens(self.system, self.setup.session.history) + self._schema_tokens
+        (about 2.5K tokens for the built-in tools, sent with every step). The session keeps
+        its history's size, so this does not walk the history (`estimate_tokens` would)."""
+        return (len(self.system) + self.setup.session.prompt_chars()) // 4 + self._schema_tokens
 
     async def _compact(self, *, required: bool) -> bool:
         """Summarise all but the retained tail; False when there was nothing to compact."""
@@ -358,7 +360,9 @@ class TurnRunner:
 
     async def _model_step(self) -> ModelResponse:
         setup = self.setup
-        request = ModelRequest(
+        # Every part is valid already (committed messages, the tool set's specs): constructed,
+        # not validated, so a step does not re-check the whole history.
+        request = ModelRequest.model_construct(
             system=self.system,
             messages=list(setup.session.history),
             tools=self._specs,

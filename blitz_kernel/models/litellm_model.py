@@ -259,9 +259,7 @@ class LiteLLMModel:
     def takes_direct_path(self) -> bool:
         """Whether the next call goes to the endpoint through the openai SDK (module doc)."""
         wanted = DIRECT_PATH if self.direct is None else self.direct
-        return (
-            wanted and not self.extra and self.speaks_openai() and not openai_direct.litellm_callbacks_registered()
-        )
+        return wanted and not self.extra and self.speaks_openai() and not openai_direct.litellm_callbacks_registered()
 
     def problem(self) -> str | None:
         """Why no call can ever succeed (litellm knows no provider for the name), or None.

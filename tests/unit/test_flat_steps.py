@@ -75,3 +75,27 @@ def test_a_tool_set_is_specified_and_sized_once(monkeypatch: pytest.MonkeyPatch)
 
     assert again is first and first.schema_tokens > 0
     assert [spec.name for spec in first.specs] == [tool.name for tool in FILE_TOOLS]
+
+
+async def test_a_small_file_is_read_without_a_thread_hop_and_a_large_one_with_it(tmp_path: Path, monkeypatch) -> None:
+    from blitz_kernel.tools import files
+    from blitz_kernel.tools.registry import ToolContext
+
+    (tmp_path / "small.txt").write_text("alpha\nbeta\n")
+    (tmp_path / "large.txt").write_text("x" * 100 + "\n" * files.INLINE_READ_BYTES)
+    hops: list[str] = []
+    original = files.run_io
+
+    async def counted(work: Any, *args: Any, **kwargs: Any) -> Any:
+        hops.append(args[1].path)
+        return await original(work, *args, **kwargs)
+
+    monkeypatch.setattr(files, "run_io", counted)
+    context = ToolContext(workspace=tmp_path)
+
+    small = await files.read_file.func(files.ReadFileArgs(path="small.txt"), context)
+    large = await files.read_file.func(files.ReadFileArgs(path="large.txt", limit=1), context)
+
+    assert small == "     1\talpha\n     2\tbeta"
+    assert large.startswith("     1\t" + "x" * 100 + "\n[lines 1–1 of ")
+    assert hops == ["large.txt"]

@@ -1,9 +1,9 @@
 """The model adapter: any litellm model as a `Model` (streaming, retries, stall detection).
 
 This is the only module that imports litellm, and it does so lazily: `import litellm` costs
-seconds, and `%load_ext blitz_kernel` must stay fast (KERNEL.md). There is one warm-up: the
-extension (`notebook/extension.py`) starts a daemon thread on `%load_ext` that imports the
-engine and calls `load_litellm`. A model call that finds litellm not loaded yet (no
+seconds, and `%load_ext blitz_kernel` must stay fast. There is one warm-up: the extension
+(`notebook/extension.py`) starts a daemon thread on `%load_ext` that imports the engine and,
+when the configured model needs litellm (`factory.warm_up`), calls `load_litellm`. A model call that finds litellm not loaded yet (no
 extension, or the warm-up still running) finishes the import in a worker thread, so the
 kernel's event loop keeps ticking either way.
 

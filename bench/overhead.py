@@ -152,13 +152,14 @@ async def measure(reps: int, steps: int, base_url: str, workspace: Path) -> dict
         "d: adapter only": lambda rep: adapter_loop(adapter),
         "dL: adapter/litellm": lambda rep: adapter_loop(adapter_litellm),
     }
-    times: dict[str, list[float]] = {name: [] for name in runs}
+    times: dict[str, list[float]] = {name: [] for name in runs} | {f"cpu {name}": [] for name in runs}
     for rep in range(-3, reps):  # three warm-up rounds, not counted
         for name, run in runs.items():
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             await run(rep)
             if rep >= 0:
                 times[name].append(time.perf_counter() - started)
+                times[f"cpu {name}"].append(time.process_time() - cpu_started)
     await client.close()
     for workspace_ in (ws, ws_memory, ws_litellm):
         workspace_.sessions.close()
@@ -233,11 +234,18 @@ def run_scenario(reps: int, steps: int, chunk_delay_s: float) -> None:
         finally:
             server.terminate()
             server.wait()
-    medians = {name: statistics.median(values) * 1000 for name, values in times.items()}
+    medians = {name: statistics.median(values) * 1000 for name, values in times.items() if not name.startswith("cpu ")}
+    cpu = {name[4:]: statistics.median(values) * 1000 for name, values in times.items() if name.startswith("cpu ")}
     pace = f"{chunk_delay_s * 1000:g} ms between streamed events" if chunk_delay_s else "no model latency"
     print(f"turn of {steps} streamed model calls ({2 * (steps - 1)} tool calls), {pace}, {reps} interleaved repetitions, medians:")
     for name, value in medians.items():
-        print(f"  {name:<16} {value:8.2f} ms")
+        print(f"  {name:<20} {value:8.2f} ms wall   {cpu[name]:8.2f} ms CPU of this process")
+    ca, ca0, ca_litellm, _, cc, cd, cd_litellm = cpu.values()
+    print(
+        f"  CPU (robust on a busy machine; the fake server runs in its own process): a/c = {ca / cc:.3f}   "
+        f"engine's own CPU per step: store on {(ca - cd) / steps:+.2f} ms, store off {(ca0 - cd) / steps:+.2f} ms, "
+        f"through litellm {(ca_litellm - cd_litellm) / steps:+.2f} ms"
+    )
     a, a0, a_litellm, b, c, d, d_litellm = medians.values()
     print(f"  against the raw openai SDK loop (c): a/c = {a / c:.3f} (goal <= 1.05)   a0/c = {a0 / c:.3f}   aL/c = {a_litellm / c:.3f}")
     print(f"  against raw litellm (b): a/b = {a / b:.3f}   aL/b = {a_litellm / b:.3f}")

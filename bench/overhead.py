@@ -1,17 +1,23 @@
-"""Engine overhead: the same turn three ways, interleaved, against a fake server in its own process.
+"""Engine overhead: the same turn several ways, interleaved, against a fake server in its own process.
 
-    .venv/bin/python bench/overhead.py [--reps 60] [--steps 3]
+    .venv/bin/python bench/overhead.py [--reps 60] [--steps 3] [--kernels 5]
 
 A turn is `steps` streamed model calls: each but the last asks for two parallel `read_file`
 calls, the last answers in text. It runs
-  (a) through the blitz engine (`Workspace.run`, the litellm adapter, tools, events),
+  (a) through the blitz engine (`Workspace.run`: the direct OpenAI path, tools, events, store),
+  (a0) the same with the store off (a workspace opened with `durable=False`),
+  (aL) the same engine with the model sent through litellm (the adapter's `direct=False`),
   (b) as a hand-written loop of raw `litellm.acompletion` streaming calls doing the same work,
-  (c) as a hand-written loop with the openai SDK directly,
-  (d) as a hand-written loop over our litellm adapter alone, so (a) - (d) is the engine's own cost.
-The three alternate within every repetition so machine noise hits them alike. Prints medians,
-the ratios a/b, a/c and a/d, and the engine's own overhead per step. It runs twice: with an
-instant model, and with 4 ms between streamed events (a model streaming ~250 events/s). Then it times
-`%load_ext blitz_kernel` in fresh kernels against `%load_ext autoreload` as the baseline.
+  (c) as a hand-written loop with the openai SDK directly (the baseline a turn should cost),
+  (d) as a hand-written loop over our adapter alone on the direct path, so (a) - (d) is the
+      engine's own cost,
+  (dL) the same loop over the adapter through litellm, so (aL) - (dL) is the engine's cost there.
+All alternate within every repetition so machine noise hits them alike. Prints medians, the
+ratios against (c) and (b), and the engine's own cost per step with the store on and off. It
+runs twice: with an instant model, and with 4 ms between streamed events (a model streaming
+~250 events/s). Then, in fresh kernels, it times `%load_ext blitz_kernel` against `%load_ext
+autoreload` as the baseline, and reads the kernel's RSS after `%load_ext` (the warm-up done)
+and after the first turn, on the direct path and through litellm.
 """
 
 from __future__ import annotations
@@ -98,7 +104,10 @@ async def measure(reps: int, steps: int, base_url: str, workspace: Path) -> dict
     from blitz_kernel.models.openai_wire import to_openai_tools
 
     litellm.suppress_debug_info = True
-    ws = Workspace.open(workspace, model=MODEL, overrides={"api_base": base_url}, environ={}, home=workspace / "home")
+    home = workspace / "home"
+    ws = Workspace.open(workspace, model=MODEL, overrides={"api_base": base_url}, environ={}, home=home)
+    ws_memory = Workspace.open(workspace, model=MODEL, overrides={"api_base": base_url}, environ={}, home=home, durable=False)
+    ws_litellm = Workspace.open(workspace, model=LiteLLMModel(MODEL, api_base=base_url, direct=False), environ={}, home=home)
     client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-bench-not-a-real-key")
 
     async def via_litellm(messages: list[dict[str, Any]]) -> Any:
@@ -107,14 +116,15 @@ async def measure(reps: int, steps: int, base_url: str, workspace: Path) -> dict
     async def via_openai(messages: list[dict[str, Any]]) -> Any:
         return await client.chat.completions.create(model="fake-model", messages=messages, tools=TOOLS, stream=True, stream_options={"include_usage": True})
 
-    adapter = LiteLLMModel(MODEL, api_base=base_url)
+    adapter = LiteLLMModel(MODEL, api_base=base_url, direct=True)
+    adapter_litellm = LiteLLMModel(MODEL, api_base=base_url, direct=False)
     # Every loop sends the same tool list the engine sends (all built-in tools), so the wire
     # payloads match and (a) - (d) is the engine's own work.
     specs = [tool.spec() for tool in ws.tools._tools.values()]
     TOOLS[:] = to_openai_tools(specs)
 
-    async def adapter_loop(rep: int) -> None:
-        """(d): our litellm adapter without the engine, so (a) - (d) is the engine's own cost."""
+    async def adapter_loop(adapter: LiteLLMModel) -> None:
+        """(d)/(dL): our adapter without the engine, so (a) - (d) is the engine's own cost."""
         messages: list[Any] = [user_prompt("Read both files.")]
         while True:
             response = None
@@ -129,24 +139,30 @@ async def measure(reps: int, steps: int, base_url: str, workspace: Path) -> dict
                 output = read_tool_file(workspace, json.loads(call.arguments)["path"])
                 messages.append(ToolResultMessage(call_id=call.id, name=call.name, output=output))
 
-    async def engine(rep: int) -> None:
-        result = await ws.run("Read both files.", session=f"bench-{rep}")
+    async def engine(workspace_: Workspace, session: str) -> None:
+        result = await workspace_.run("Read both files.", session=session)
         assert result.stop_reason == "end_turn", result.error
 
     runs: dict[str, Any] = {
-        "a: blitz engine": engine,
+        "a: blitz engine": lambda rep: engine(ws, f"bench-{rep}"),
+        "a0: store off": lambda rep: engine(ws_memory, f"bench-{rep}"),
+        "aL: via litellm": lambda rep: engine(ws_litellm, f"bench-litellm-{rep}"),
         "b: raw litellm": lambda rep: hand_loop(via_litellm, workspace),
         "c: openai SDK": lambda rep: hand_loop(via_openai, workspace),
-        "d: adapter only": adapter_loop,
+        "d: adapter only": lambda rep: adapter_loop(adapter),
+        "dL: adapter/litellm": lambda rep: adapter_loop(adapter_litellm),
     }
-    times: dict[str, list[float]] = {name: [] for name in runs}
+    times: dict[str, list[float]] = {name: [] for name in runs} | {f"cpu {name}": [] for name in runs}
     for rep in range(-3, reps):  # three warm-up rounds, not counted
         for name, run in runs.items():
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             await run(rep)
             if rep >= 0:
                 times[name].append(time.perf_counter() - started)
+                times[f"cpu {name}"].append(time.process_time() - cpu_started)
     await client.close()
+    for workspace_ in (ws, ws_memory, ws_litellm):
+        workspace_.sessions.close()
     return times
 
 
@@ -170,6 +186,43 @@ def time_load_ext(kernels: int) -> tuple[float, float]:
     return statistics.median(blitz), statistics.median(baseline)
 
 
+RSS = "print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmRSS:')) / 1024)"
+"""The kernel's resident memory in MB (`ru_maxrss` would not do: a child inherits its parent's)."""
+
+
+def kernel_memory(direct: bool) -> tuple[float, float, float, bool]:
+    """Resident memory of a fresh kernel (MB): bare, after `%load_ext` with its warm-up finished, after the
+    first turn; and whether litellm got imported. Through litellm (`direct=False`) the warm-up
+    is what a non-OpenAI model's kernel does: `load_litellm()`."""
+    from jupyter_client.manager import start_new_kernel
+
+    with tempfile.TemporaryDirectory() as folder:
+        workspace = Path(folder)
+        (workspace / "alpha.txt").write_text("alpha\n")
+        (workspace / "beta.txt").write_text("beta\n")
+        server, base_url = start_server(2, workspace, 0)
+        env = {**os.environ, "BLITZ_MODEL": MODEL, "BLITZ_API_BASE": base_url, "HOME": str(workspace)}
+        manager, client = start_new_kernel(kernel_name="python3", cwd=folder, env=env)
+        try:
+            def run(code: str) -> str:
+                printed: list[str] = []
+                reply = client.execute_interactive(code, output_hook=lambda m: printed.append(m["content"]["text"]) if m["msg_type"] == "stream" else None, timeout=120)
+                assert reply["content"]["status"] == "ok", reply["content"]
+                return "".join(printed)
+
+            bare = float(run(RSS))
+            warm = "" if direct else "import blitz_kernel.models.litellm_model as m; m.DIRECT_PATH = False; m.load_litellm()\n"
+            loaded = float(run("%load_ext blitz_kernel\nfrom blitz_kernel.notebook import extension\nextension._state['warm_up'].join()\n" + warm + RSS))
+            assert "end_turn" in run("%%blitz -s rss --approve allow --plain\nRead both files.")
+            turned, litellm_loaded = run(RSS + "\nimport sys; print('litellm' in sys.modules)").split()
+        finally:
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
+            server.terminate()
+            server.wait()
+    return bare, loaded, float(turned), litellm_loaded == "True"
+
+
 def run_scenario(reps: int, steps: int, chunk_delay_s: float) -> None:
     with tempfile.TemporaryDirectory() as folder:
         workspace = Path(folder)
@@ -181,15 +234,24 @@ def run_scenario(reps: int, steps: int, chunk_delay_s: float) -> None:
         finally:
             server.terminate()
             server.wait()
-    medians = {name: statistics.median(values) * 1000 for name, values in times.items()}
+    medians = {name: statistics.median(values) * 1000 for name, values in times.items() if not name.startswith("cpu ")}
+    cpu = {name[4:]: statistics.median(values) * 1000 for name, values in times.items() if name.startswith("cpu ")}
     pace = f"{chunk_delay_s * 1000:g} ms between streamed events" if chunk_delay_s else "no model latency"
     print(f"turn of {steps} streamed model calls ({2 * (steps - 1)} tool calls), {pace}, {reps} interleaved repetitions, medians:")
     for name, value in medians.items():
-        print(f"  {name:<16} {value:8.2f} ms")
-    a, b, c, d = medians.values()
+        print(f"  {name:<20} {value:8.2f} ms wall   {cpu[name]:8.2f} ms CPU of this process")
+    ca, ca0, ca_litellm, _, cc, cd, cd_litellm = cpu.values()
     print(
-        f"  a/b = {a / b:.3f}   a/c = {a / c:.3f}   a/d = {a / d:.3f}   "
-        f"engine's own overhead (a - d): {(a - d) / steps:+.2f} ms per step"
+        f"  CPU (robust on a busy machine; the fake server runs in its own process): a/c = {ca / cc:.3f}   "
+        f"engine's own CPU per step: store on {(ca - cd) / steps:+.2f} ms, store off {(ca0 - cd) / steps:+.2f} ms, "
+        f"through litellm {(ca_litellm - cd_litellm) / steps:+.2f} ms"
+    )
+    a, a0, a_litellm, b, c, d, d_litellm = medians.values()
+    print(f"  against the raw openai SDK loop (c): a/c = {a / c:.3f} (goal <= 1.05)   a0/c = {a0 / c:.3f}   aL/c = {a_litellm / c:.3f}")
+    print(f"  against raw litellm (b): a/b = {a / b:.3f}   aL/b = {a_litellm / b:.3f}")
+    print(
+        f"  engine's own cost per step (goal <= 1 ms): store on (a - d) {(a - d) / steps:+.2f} ms, "
+        f"store off (a0 - d) {(a0 - d) / steps:+.2f} ms, through litellm (aL - dL) {(a_litellm - d_litellm) / steps:+.2f} ms"
     )
 
 
@@ -204,6 +266,13 @@ def main() -> None:
         run_scenario(args.reps, args.steps, chunk_delay_s)
     blitz_s, baseline_s = time_load_ext(args.kernels)
     print(f"%load_ext blitz_kernel: {blitz_s * 1000:.1f} ms (median of {args.kernels} fresh kernels); %load_ext autoreload: {baseline_s * 1000:.1f} ms; ratio {blitz_s / baseline_s:.1f}x")
+    for direct in (True, False):
+        bare, loaded, turned, litellm_loaded = kernel_memory(direct)
+        path = "direct OpenAI path" if direct else "through litellm"
+        print(
+            f"kernel RSS, {path}: bare {bare:.0f} MB; after %load_ext +{loaded - bare:.0f} MB; after the first turn "
+            f"+{turned - bare:.0f} MB (goal <= +100 MB); litellm imported: {litellm_loaded}"
+        )
 
 
 if __name__ == "__main__":

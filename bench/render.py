@@ -10,8 +10,10 @@ replaced, as ipykernel itself replaces it). Prints, per repetition and as median
     one-second window), against the ~30/s budget;
   - the delay from the last delta leaving the model to the message that carries the exact
     final text;
-  - the handler's cost per event.
-Runs in well under a minute.
+  - the handler's cost per event;
+  - the whole turn against the same turn with no front end (no handler), run right after it.
+Each repetition opens the workspace afresh and closes its sessions at the end, so the next
+one can take the session's lock again. Runs in well under a minute.
 """
 
 from __future__ import annotations
@@ -112,7 +114,15 @@ async def one_run(deltas: int, seconds: float, folder: Path) -> dict[str, float]
     stream_times = [t for t, _ in SENT if t <= model.last_delta_at]
     duration = model.last_delta_at - began
     controller.close()
+    bare = StreamingModel(deltas, seconds)
+    bare_workspace = Workspace.open(folder, model=bare)
+    bare_began = time.perf_counter()
+    await bare_workspace.run("stream", session="bench-bare")
+    bare_s = bare.last_delta_at - bare_began
+    for opened in (workspace, bare_workspace):  # the next repetition takes the sessions' locks again
+        opened.sessions.close()
     return {
+        "vs_bare": duration / bare_s,
         "messages": len(SENT),
         "stream_s": duration,
         "per_s": len(stream_times) / duration,
@@ -139,13 +149,14 @@ def main() -> None:
                 f"run {rep + 1}: {args.deltas} deltas in {figures['stream_s']:.2f} s → {figures['messages']} comm messages, "
                 f"{figures['per_s']:.1f}/s while streaming (busiest second {figures['busiest_1s']}), "
                 f"final text {figures['final_delay_ms']:.1f} ms after the last delta, "
-                f"{figures['handler_us']:.0f} µs per event"
+                f"{figures['handler_us']:.0f} µs per event, turn {figures['vs_bare']:.3f}x the same turn without a front end"
             )
     median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
     print(
         f"median: {median['per_s']:.1f} comm messages/s while streaming (budget ~30), busiest second "
         f"{median['busiest_1s']:.0f}, last delta → exact final text {median['final_delay_ms']:.1f} ms, "
-        f"{median['handler_us']:.0f} µs per event over {median['events']:.0f} events"
+        f"{median['handler_us']:.0f} µs per event over {median['events']:.0f} events; "
+        f"turn with the widget / without a front end: {median['vs_bare']:.3f}"
     )
 
 

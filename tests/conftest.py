@@ -95,3 +95,29 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     browser = [item for item in items if "tests/browser/" in item.nodeid]
     if browser:
         items[:] = [item for item in items if "tests/browser/" not in item.nodeid] + browser
+
+
+# -- model transport: the direct OpenAI path and litellm, for the same cases ---------------------
+
+
+@pytest.fixture(params=["direct", "litellm"])
+def model_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Runs a test once over the direct OpenAI path and once through litellm (an
+    OpenAI-compatible model takes either; both must behave alike). Fails the test if a call
+    went the other way (litellm callbacks registered by the test itself excepted)."""
+    from blitz_kernel.models import litellm_model, openai_direct
+
+    direct = request.param == "direct"
+    monkeypatch.setattr(litellm_model, "DIRECT_PATH", direct)
+    strays: list[str] = []
+    for transport, stray_when in ((litellm_model._LiteLLMTransport, direct), (litellm_model._DirectTransport, not direct)):
+        original = transport.__init__
+
+        def counted(self: Any, *args: Any, _original: Any = original, _stray: bool = stray_when, **kwargs: Any) -> None:
+            if _stray and not openai_direct.litellm_callbacks_registered():
+                strays.append(type(self).__name__)
+            _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(transport, "__init__", counted)
+    yield request.param
+    assert not strays, f"{request.param} path expected, but calls went through {sorted(set(strays))}"

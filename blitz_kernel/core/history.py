@@ -157,3 +157,18 @@ def unique_call_ids(calls: list[ToolCall]) -> list[ToolCall]:
         seen.add(call_id)
         unique.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
     return unique
+
+
+def message_chars(message: Message) -> int:
+    """The characters a message puts into a prompt, without serialising it (hot path: the
+    loop sizes the whole history before every step)."""
+    if isinstance(message, UserMessage):
+        return sum(len(p.text) if isinstance(p, TextPart) else 1000 for p in message.parts) + 10
+    if isinstance(message, AssistantMessage):
+        calls = sum(len(c.name) + len(c.arguments) + 40 for c in message.tool_calls)
+        return len(message.text) + calls + 10
+    if isinstance(message, ToolResultMessage):
+        steer = message.message_from_user
+        steer_chars = len(steer) if isinstance(steer, str) else sum(len(s) for s in steer or [])
+        return len(message.output or message.error or "") + steer_chars + 1000 * len(message.images) + 40
+    return len(message.text) + 40

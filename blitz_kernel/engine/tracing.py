@@ -3,7 +3,9 @@
 Each turn is a span at the root of its own trace, linked to the session's previous turn
 (`link.type = previous_turn`); model calls and tool calls are its children; side questions and
 compactions get spans of their own. No prompt or tool content is recorded unless
-`telemetry.include_content` is on. With telemetry off nothing is created or exported.
+`telemetry.include_content` is on. With telemetry off nothing is created or exported: the
+span helpers hand out one shared non-recording span without touching OpenTelemetry at all
+(a no-op tracer still attaches and detaches a context per span: 16 a turn on the hot path).
 
 The workspace owns its own TracerProvider (never the global one), so a user's own tracing setup
 in the same kernel is left alone.
@@ -21,11 +23,13 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Link, Span, SpanContext, Status, StatusCode
+from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanContext, Status, StatusCode
 
 from ..errors import ConfigError
 
 TRACER_NAME = "blitz_kernel"
+_NO_SPAN: contextlib.AbstractContextManager[Span] = contextlib.nullcontext(INVALID_SPAN)
+"""What every span helper returns with telemetry off (reusable: nullcontext holds no state)."""
 
 
 class Telemetry:
@@ -67,10 +71,17 @@ class Telemetry:
             ) from None
         return OTLPSpanExporter()
 
-    @contextlib.contextmanager
-    def root_span(self, name: str, attributes: dict[str, Any], previous: SpanContext | None = None) -> Iterator[Span]:
+    def root_span(
+        self, name: str, attributes: dict[str, Any], previous: SpanContext | None = None
+    ) -> contextlib.AbstractContextManager[Span]:
         """A span at the root of a new trace (a turn, an aside, a compaction), linked to
         `previous` when given (ENG-91)."""
+        if self._provider is None:
+            return _NO_SPAN
+        return self._root_span(name, attributes, previous)
+
+    @contextlib.contextmanager
+    def _root_span(self, name: str, attributes: dict[str, Any], previous: SpanContext | None) -> Iterator[Span]:
         links = [Link(previous, {"link.type": "previous_turn"})] if previous is not None else []
         with self._tracer.start_as_current_span(
             name,
@@ -82,9 +93,14 @@ class Telemetry:
         ) as span:
             yield span
 
-    @contextlib.contextmanager
-    def child_span(self, name: str, attributes: dict[str, Any]) -> Iterator[Span]:
+    def child_span(self, name: str, attributes: dict[str, Any]) -> contextlib.AbstractContextManager[Span]:
         """A model or tool call under the current turn span."""
+        if self._provider is None:
+            return _NO_SPAN
+        return self._child_span(name, attributes)
+
+    @contextlib.contextmanager
+    def _child_span(self, name: str, attributes: dict[str, Any]) -> Iterator[Span]:
         with self._tracer.start_as_current_span(
             name, attributes=_clean(attributes), record_exception=False, set_status_on_exception=False
         ) as span:

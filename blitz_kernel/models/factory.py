@@ -75,6 +75,33 @@ def model_problem(model: Model) -> str | None:
     return None
 
 
+def needs_litellm(name: str | None) -> bool:
+    """Whether calls to `name` go through litellm (any provider but an OpenAI-compatible
+    one, which the direct path serves; see litellm_model.py). Reads the price map once for a
+    bare name: call it off the event loop."""
+    if not name or name.startswith(SCRIPTED_PREFIX):
+        return False
+    from .openai_direct import speaks_openai
+
+    return not speaks_openai(name)
+
+
+def warm_up(names: Sequence[str | None]) -> None:
+    """Load, ahead of the first turn, what calls to these models will need: litellm only if
+    one of them needs it (seconds and about 180 MB), else the openai SDK and the price map.
+    Blocking: the extension runs it in a background thread."""
+    if any(needs_litellm(name) for name in names):
+        from .litellm_model import load_litellm
+
+        load_litellm()
+    elif any(names):
+        import openai  # noqa: F401 - the direct path's client
+
+        from .price_map import model_map
+
+        model_map()
+
+
 def _build_one(
     name: str,
     *,

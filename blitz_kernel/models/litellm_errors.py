@@ -6,9 +6,11 @@ and after how long (`Retry-After`), and what may the user see of it — causes a
 line, and never contain an API key, because providers echo parts of a rejected key and a
 chained exception is printed in full in a traceback.
 
-litellm itself is not imported here: the adapter hands its lazily loaded module in, so this
-module stays importable without paying for litellm (ARCHITECTURE.md: the adapter is the only
-importer).
+litellm itself is not imported here: the adapter hands its lazily loaded module in (None on
+the direct OpenAI path, where the SDK's own exceptions arrive), so this module stays
+importable without paying for litellm. litellm's exception classes subclass the SDK's, so
+both paths are typed by the same checks; only the cause is read differently, since litellm
+has already pulled the provider's message out of the error body and the SDK has not.
 """
 
 from __future__ import annotations
@@ -98,6 +100,18 @@ class AttemptFailed(Exception):
         self.retryable = error.retryable and not any(word in error.cause.lower() for word in _FINAL_WORDS)
 
 
+def _body_message(exc: BaseException) -> str | None:
+    """The provider's message in an OpenAI-style error body (`{"error": {"message": ...}}`,
+    which the SDK keeps as `exc.body`), or None."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else None
+        if isinstance(message, str) and message.strip():
+            return message
+    return None
+
+
 def status_of(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     if status is None:
@@ -157,8 +171,10 @@ class ErrorMapper:
             text = pattern.sub(r"\1***", text)
         return text
 
-    def cause(self, exc: BaseException, status: int | None = None) -> str:
-        message = str(getattr(exc, "message", None) or exc or type(exc).__name__)
+    def cause(self, exc: BaseException, status: int | None = None, *, body: bool = False) -> str:
+        """`body`: prefer the provider's own message from the SDK's parsed error body."""
+        message = _body_message(exc) if body else None
+        message = message or str(getattr(exc, "message", None) or exc or type(exc).__name__)
         message = _PREFIXES.sub("", message.strip()).strip()
         message = " ".join(message.split())  # one line
         if len(message) > _MAX_CAUSE:
@@ -167,11 +183,16 @@ class ErrorMapper:
         return f"HTTP {status}: {message}" if status else message
 
     def map(self, exc: BaseException, litellm: Any, *, mid_stream: bool = False) -> AttemptFailed:
-        """The typed failure of one attempt; `litellm` is the adapter's loaded module."""
-        import openai  # loaded with litellm already; imported here so this module stays light
+        """The typed failure of one attempt; `litellm` is the adapter's loaded module, or None
+        on the direct path."""
+        import openai  # loaded by either path already; imported here so this module stays light
 
         original = getattr(exc, "original_exception", None)
-        if isinstance(exc, litellm.exceptions.MidStreamFallbackError) and isinstance(original, Exception):
+        if (
+            litellm is not None
+            and isinstance(exc, litellm.exceptions.MidStreamFallbackError)
+            and isinstance(original, Exception)
+        ):
             # litellm wraps mid-stream failures; the original says what really happened
             return self.map(original, litellm, mid_stream=mid_stream)
         # litellm gives connection errors and timeouts made-up statuses (500, 408): not shown
@@ -213,8 +234,8 @@ class ErrorMapper:
         return False
 
     def _typed(self, exc: BaseException, status: int | None, litellm: Any, openai: Any, mid_stream: bool) -> ModelError:
-        cause = self.cause(exc, status)
-        if isinstance(exc, litellm.exceptions.ContextWindowExceededError) or (
+        cause = self.cause(exc, status, body=litellm is None)
+        if (litellm is not None and isinstance(exc, litellm.exceptions.ContextWindowExceededError)) or (
             status == 400 and any(word in cause.lower() for word in _CONTEXT_WORDS)
         ):
             return ContextWindowError(self.model, cause)
@@ -224,7 +245,7 @@ class ErrorMapper:
             return ModelNotFoundError(self.model, cause)
         if isinstance(exc, openai.RateLimitError) or status == 429:
             return ModelRateLimitError(self.model, cause)
-        if isinstance(exc, (openai.APITimeoutError, TimeoutError)) or status == 408:
+        if isinstance(exc, (openai.APITimeoutError, TimeoutError)) or status in (408, 504):  # litellm: 504 is a Timeout
             return ModelTimeoutError(self.model, self.timeout_cause)
         if isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError)):
             return ModelBadRequestError(self.model, cause)

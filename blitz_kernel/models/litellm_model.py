@@ -1,13 +1,21 @@
-"""The litellm adapter: any litellm model as a `Model` (streaming, retries, stall detection).
+"""The model adapter: any litellm model as a `Model` (streaming, retries, stall detection).
 
 This is the only module that imports litellm, and it does so lazily: `import litellm` costs
-seconds, and `%load_ext blitz_kernel` must stay fast (KERNEL.md). There is one warm-up: the
-extension (`notebook/extension.py`) starts a daemon thread on `%load_ext` that imports the
-engine and calls `load_litellm`. A model call that finds litellm not loaded yet (no
+seconds, and `%load_ext blitz_kernel` must stay fast. There is one warm-up: the extension
+(`notebook/extension.py`) starts a daemon thread on `%load_ext` that imports the engine and,
+when the configured model needs litellm (`factory.warm_up`), calls `load_litellm`. A model call that finds litellm not loaded yet (no
 extension, or the warm-up still running) finishes the import in a worker thread, so the
 kernel's event loop keeps ticking either way.
 
-Streaming (the hot path). `litellm.acompletion(stream=True)` returns a `CustomStreamWrapper`
+Two transports. OpenAI-compatible models (`openai/...`, any `api_base`) go straight to the
+endpoint through the openai SDK (`openai_direct.py`) unless litellm callbacks are registered
+or extra litellm arguments are set: then, and for every other provider, litellm sends the
+call. Everything below (retries, stalls, error mapping, usage) is shared by both, so both
+behave alike; prices, context windows and vision support of a direct-path model come from
+litellm's map file read without litellm (`price_map.py`), so an OpenAI-only kernel never
+imports litellm.
+
+Streaming through litellm. `litellm.acompletion(stream=True)` returns a `CustomStreamWrapper`
 whose per-chunk processing, end-of-stream `stream_chunk_builder` (run in a worker thread) and
 success-logging tasks cost several times what the raw OpenAI SDK spends on a turn. When the
 wrapper sits on an OpenAI SDK stream (every OpenAI-compatible provider) and nobody registered
@@ -40,7 +48,8 @@ from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
 from ..core.usage import Price
-from ..errors import ModelError, ModelStallError, ModelTimeoutError, ModelUnavailableError
+from ..errors import ModelAuthError, ModelError, ModelStallError, ModelTimeoutError, ModelUnavailableError
+from . import openai_direct, price_map
 from .base import ModelRequest, StreamItem, TextDelta
 from .litellm_errors import AttemptFailed, ErrorMapper
 from .openai_wire import StreamReader, to_openai_messages, to_openai_tools
@@ -49,6 +58,9 @@ T = TypeVar("T")
 
 FIRST_BYTE_KEY = "stall.first_byte_s"
 BETWEEN_CHUNKS_KEY = "stall.between_chunks_s"
+DIRECT_PATH = True
+"""Whether OpenAI-compatible models take the direct path by default (a model's own `direct`
+argument wins). The wire tests and benches turn it off to run the same cases through litellm."""
 
 # -- loading litellm -----------------------------------------------------------------------
 
@@ -195,6 +207,8 @@ class LiteLLMModel:
     effort, ...). `backoff_base`/`backoff_cap` shape the exponential backoff (tests shrink
     them); a `Retry-After` longer than `max_retry_after` seconds ends the retries at once.
     `fast_stream=False` always reads litellm's stream wrapper (slower; see the module doc).
+    `direct`: True/False forces the direct OpenAI path on or off for an OpenAI-compatible
+    model (None: `DIRECT_PATH`); it is taken only while no litellm callbacks are registered.
     """
 
     def __init__(
@@ -212,6 +226,7 @@ class LiteLLMModel:
         fast_stream: bool = True,
         stall_first_byte_s: float = 120.0,
         stall_between_chunks_s: float = 60.0,
+        direct: bool | None = None,
     ) -> None:
         for key, budget in ((FIRST_BYTE_KEY, stall_first_byte_s), (BETWEEN_CHUNKS_KEY, stall_between_chunks_s)):
             if not (math.isfinite(budget) and budget > 0):
@@ -227,15 +242,30 @@ class LiteLLMModel:
         self.fast_stream = fast_stream
         self.stall_first_byte_s = stall_first_byte_s
         self.stall_between_chunks_s = stall_between_chunks_s
+        self.direct = direct
         self._api_key = api_key
         self._errors = ErrorMapper(name, [api_key, self.extra.get("api_key")], request_timeout, api_base)
+        self._speaks_openai: bool | None = openai_direct.speaks_openai(name) if "/" in name else None
 
     def __repr__(self) -> str:  # never shows the key
         return f"LiteLLMModel({self.name!r}, api_base={self.api_base!r})"
 
+    def speaks_openai(self) -> bool:
+        """Whether the model is served over the OpenAI API (may read the price map once)."""
+        if self._speaks_openai is None:
+            self._speaks_openai = openai_direct.speaks_openai(self.name)
+        return self._speaks_openai
+
+    def takes_direct_path(self) -> bool:
+        """Whether the next call goes to the endpoint through the openai SDK (module doc)."""
+        wanted = DIRECT_PATH if self.direct is None else self.direct
+        return wanted and not self.extra and self.speaks_openai() and not openai_direct.litellm_callbacks_registered()
+
     def problem(self) -> str | None:
         """Why no call can ever succeed (litellm knows no provider for the name), or None.
-        Loads litellm: call it off the event loop."""
+        May load litellm: call it off the event loop."""
+        if self.speaks_openai():
+            return None
         litellm = load_litellm()
         try:
             litellm.get_llm_provider(model=self.name, api_base=self.api_base)
@@ -255,13 +285,18 @@ class LiteLLMModel:
         keyed by configured names. Moving on to another model is `FallbackModel`'s job, never
         litellm's (no litellm fallbacks are configured here).
         """
-        litellm = await _load_litellm_async()
-        arguments = self.completion_arguments(request)
+        if self._speaks_openai is None:
+            await asyncio.to_thread(self.speaks_openai)  # a bare name: the map is read once
+        transport: _Transport
+        if self.takes_direct_path():
+            transport = _DirectTransport(self, request)
+        else:
+            transport = _LiteLLMTransport(self, await _load_litellm_async(), request)
         shown = False
         attempt = 0
         while True:
             try:
-                async for item in self._attempt(litellm, arguments):
+                async for item in self._attempt(transport):
                     shown = shown or isinstance(item, TextDelta)
                     yield item
                 return
@@ -301,18 +336,21 @@ class LiteLLMModel:
             arguments["max_tokens"] = request.max_tokens
         return arguments
 
-    async def _attempt(self, litellm: Any, arguments: dict[str, Any]) -> AsyncIterator[StreamItem]:
+    async def _attempt(self, transport: _Transport) -> AsyncIterator[StreamItem]:
         """One request: raises AttemptFailed (with the typed error) on any failure."""
         watch = _StallWatch(self.stall_first_byte_s, self.stall_between_chunks_s)
+        litellm = transport.litellm
         try:
             try:
-                wrapper = await watch.wait_for(litellm.acompletion(**arguments))
+                wrapper = await watch.wait_for(transport.open())
             except _Stalled:
                 raise AttemptFailed(self._stall_error(watch)) from None
+            except AttemptFailed:
+                raise
             except Exception as exc:  # every provider failure arrives as some exception class
                 raise self._errors.map(exc, litellm) from exc
             reader = StreamReader()
-            chunks = aiter(self._chunks(litellm, wrapper))
+            chunks = aiter(wrapper if litellm is None else self._chunks(litellm, wrapper))
             try:
                 while True:
                     try:
@@ -327,7 +365,7 @@ class LiteLLMModel:
             except Exception as exc:  # transport and parse errors of the stream itself
                 raise self._errors.map(exc, litellm, mid_stream=True) from exc
             finally:
-                await wrapper.aclose()
+                await (wrapper.aclose() if litellm is not None else wrapper.close())
         finally:
             watch.close()
         if not reader.finished:
@@ -379,28 +417,18 @@ class LiteLLMModel:
     # -- prices and limits
 
     def price(self, model: str) -> Price | None:
-        """The price of `model` from litellm's cost map (exact name, then without provider)."""
-        litellm = load_litellm()
-        entry = _cost_entry(litellm.model_cost, model)
-        if entry is None:
-            return None
-        input_rate = entry.get("input_cost_per_token")
-        output_rate = entry.get("output_cost_per_token")
-        if input_rate is None or output_rate is None:
-            return None
-        cached = entry.get("cache_read_input_token_cost")
-        cache_write = entry.get("cache_creation_input_token_cost")
-        return Price(
-            input=_per_million(input_rate),
-            output=_per_million(output_rate),
-            cached_input=None if cached is None else _per_million(cached),
-            cache_write=None if cache_write is None else _per_million(cache_write),
-        )
+        """The price of `model` from litellm's cost map (exact name, then without provider);
+        an OpenAI-compatible model reads the map's file without importing litellm."""
+        if self.speaks_openai():
+            return price_map.price_of(model)
+        return price_map.price_from(price_map.entry_of(load_litellm().model_cost, model))
 
     def context_window(self) -> int | None:
         """Maximum prompt tokens from litellm's model info, or None when litellm does not know."""
+        if self.speaks_openai():
+            return price_map.context_window_of(self.name)
         litellm = load_litellm()
-        entry = _cost_entry(litellm.model_cost, self.name)
+        entry = price_map.entry_of(litellm.model_cost, self.name)
         tokens = (entry or {}).get("max_input_tokens")
         if tokens is None:
             try:
@@ -411,6 +439,8 @@ class LiteLLMModel:
 
     def supports_vision(self) -> bool:
         """litellm's word on whether the model reads images (view_image needs it)."""
+        if self.speaks_openai():
+            return price_map.supports_vision_of(self.name)
         try:
             return bool(load_litellm().supports_vision(model=self.name))
         except Exception:  # noqa: BLE001 - unmapped models raise: treat them as blind
@@ -422,13 +452,43 @@ def _litellm_callbacks_registered(litellm: Any) -> bool:
     return bool(litellm.callbacks or litellm.success_callback or litellm._async_success_callback)
 
 
-def _cost_entry(model_cost: dict[str, Any], model: str) -> dict[str, Any] | None:
-    entry = model_cost.get(model)
-    if entry is None and "/" in model:
-        entry = model_cost.get(model.split("/", 1)[1])
-    return entry if isinstance(entry, dict) else None
+class _Transport:
+    """How one call's attempts reach the provider; `litellm` is None on the direct path."""
+
+    litellm: Any = None
+
+    def open(self) -> Awaitable[Any]:
+        """Send the request; resolves to the chunk stream (raises the provider's failure)."""
+        raise NotImplementedError
 
 
-def _per_million(rate: Any) -> float:
-    """litellm's USD per token as our USD per million tokens (rounded off float noise)."""
-    return round(float(rate) * 1e6, 9)
+class _LiteLLMTransport(_Transport):
+    def __init__(self, model: LiteLLMModel, litellm: Any, request: ModelRequest) -> None:
+        self.litellm = litellm
+        self.arguments = model.completion_arguments(request)
+
+    def open(self) -> Awaitable[Any]:
+        return self.litellm.acompletion(**self.arguments)  # type: ignore[no-any-return]
+
+
+class _DirectTransport(_Transport):
+    """The openai SDK against the endpoint (openai_direct.py), with a cached client."""
+
+    def __init__(self, model: LiteLLMModel, request: ModelRequest) -> None:
+        self.model = model
+        self.arguments = openai_direct.request_arguments(
+            model.name,
+            to_openai_messages(request.system, request.messages, reuse=True),
+            to_openai_tools(request.tools, reuse=True) if request.tools else None,
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+        )
+
+    async def open(self) -> Any:
+        model = self.model
+        key = openai_direct.api_key_for(model._api_key)
+        if key is None:
+            cause = "no API key: set OPENAI_API_KEY, or name the variable that holds it in api_key_env"
+            raise AttemptFailed(ModelAuthError(model.name, cause))
+        client = openai_direct.client_for(openai_direct.endpoint(model.api_base), key, model.request_timeout)
+        return await client.chat.completions.create(**self.arguments)

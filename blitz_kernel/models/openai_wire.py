@@ -5,13 +5,20 @@ into `TextDelta`s and one `ModelResponse`.
 Kept apart from the adapter because it is pure data translation: no litellm import, no I/O,
 so it is cheap to import and to test on its own, and the adapter stays about sending,
 retrying and timing.
+
+With `reuse=True` (the direct OpenAI path) each message's dict and each tool set's list are
+built once and handed out again for every later request: a history only grows by committed
+messages that are never changed in place, so a step costs the same at the thousandth turn as
+at the first. The SDK only serialises what it is given; litellm may rewrite a request's
+messages while adapting it to a provider, so it always gets fresh dicts.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
-from typing import Any
+import weakref
+from collections.abc import Iterable, Sequence
+from typing import Any, Generic, TypeVar
 
 from ..core.history import (
     AssistantMessage,
@@ -28,6 +35,40 @@ from ..core.usage import TokenUsage
 from .base import ModelResponse, TextDelta, ToolSpec
 
 SUMMARY_PREFIX = SUMMARY_HEADER + "\n"
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _PerObject(Generic[K, V]):
+    """Values kept per live object, by identity (pydantic models are not hashable): an entry
+    goes when its object is collected, so a long kernel does not keep old sessions' dicts."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Any], V]] = {}
+
+    def get(self, key: K) -> V | None:
+        entry = self._entries.get(id(key))
+        return entry[1] if entry is not None and entry[0]() is key else None
+
+    def put(self, key: K, value: V) -> V:
+        ident = id(key)
+
+        def forget(ref: weakref.ref[Any], ident: int = ident) -> None:
+            entry = self._entries.get(ident)
+            if entry is not None and entry[0] is ref:
+                del self._entries[ident]
+
+        self._entries[ident] = (weakref.ref(key, forget), value)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_MESSAGE_DICTS: _PerObject[Message, dict[str, Any]] = _PerObject()
+_TOOL_LISTS: dict[tuple[int, ...], tuple[Sequence[ToolSpec], list[dict[str, Any]]]] = {}
+_TOOL_LISTS_MAX = 64
 
 # -- history -> OpenAI chat messages ----------------------------------------------------------
 
@@ -57,29 +98,40 @@ def _assistant_message(message: AssistantMessage) -> dict[str, Any]:
     return converted
 
 
-def to_openai_messages(system: str, messages: Iterable[Message]) -> list[dict[str, Any]]:
+def to_openai_message(message: Message) -> dict[str, Any]:
+    """One message of our history as an OpenAI chat message."""
+    if isinstance(message, UserMessage):
+        return {"role": "user", "content": _user_content(message)}
+    if isinstance(message, AssistantMessage):
+        return _assistant_message(message)
+    if isinstance(message, ToolResultMessage):
+        return {"role": "tool", "tool_call_id": message.call_id, "content": message.to_model_content()}
+    if isinstance(message, SummaryMessage):
+        return {"role": "user", "content": SUMMARY_PREFIX + message.text}
+    raise TypeError(f"cannot send {type(message).__name__} to a model")  # pragma: no cover - closed union
+
+
+def to_openai_messages(system: str, messages: Iterable[Message], *, reuse: bool = False) -> list[dict[str, Any]]:
     """Our history as OpenAI chat messages (the format litellm takes for every provider).
 
     Reasoning text is not sent back: it is shown to the user, not part of the conversation.
     A summary becomes a user message, because it stands in for earlier turns of both sides.
+    `reuse`: hand out each message's dict built for an earlier request (see the module doc).
     """
     converted: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     seen: list[ImagePart] = []  # images of the current run of tool results (view_image)
+    cache = _MESSAGE_DICTS
     for message in messages:
         if seen and not isinstance(message, ToolResultMessage):
             converted.append(_tool_images_message(seen))
             seen = []
-        if isinstance(message, UserMessage):
-            converted.append({"role": "user", "content": _user_content(message)})
-        elif isinstance(message, AssistantMessage):
-            converted.append(_assistant_message(message))
-        elif isinstance(message, ToolResultMessage):
-            converted.append({"role": "tool", "tool_call_id": message.call_id, "content": message.to_model_content()})
+        if reuse:
+            entry = cache.get(message)
+            converted.append(entry if entry is not None else cache.put(message, to_openai_message(message)))
+        else:
+            converted.append(to_openai_message(message))
+        if isinstance(message, ToolResultMessage):
             seen.extend(message.images)
-        elif isinstance(message, SummaryMessage):
-            converted.append({"role": "user", "content": SUMMARY_PREFIX + message.text})
-        else:  # pragma: no cover - the Message union is closed
-            raise TypeError(f"cannot send {type(message).__name__} to a model")
     if seen:
         converted.append(_tool_images_message(seen))
     return converted
@@ -95,8 +147,23 @@ def _tool_images_message(images: list[ImagePart]) -> dict[str, Any]:
     return {"role": "user", "content": content}
 
 
-def to_openai_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
-    """Tool specs in the OpenAI function-tool format."""
+def to_openai_tools(tools: Sequence[ToolSpec], *, reuse: bool = False) -> list[dict[str, Any]]:
+    """Tool specs in the OpenAI function-tool format; `reuse`: the list built for the same
+    specs before (a turn sends the same tool set at every step)."""
+    if not reuse:
+        return _tool_dicts(tools)
+    key = tuple(map(id, tools))
+    entry = _TOOL_LISTS.get(key)
+    if entry is not None:
+        return entry[1]
+    if len(_TOOL_LISTS) >= _TOOL_LISTS_MAX:
+        _TOOL_LISTS.clear()
+    converted = _tool_dicts(tools)
+    _TOOL_LISTS[key] = (tuple(tools), converted)  # keeps the specs alive: their ids stay theirs
+    return converted
+
+
+def _tool_dicts(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
     return [
         {
             "type": "function",

@@ -1,9 +1,12 @@
-"""`%load_ext blitz_kernel`: register magics and the await transformer, warm litellm in the
-background. Kept cheap (target < 0.3 s): the engine and litellm load on first use."""
+"""`%load_ext blitz_kernel`: register magics and the await transformer, warm the model
+library in the background. Kept cheap (target < 0.3 s): the engine and the provider library
+load on first use. The warm-up loads litellm only when the configured model (or a fallback)
+needs it; an OpenAI-compatible model takes the direct path, so such a kernel never imports it."""
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 from . import bridge, cell_log
@@ -64,14 +67,17 @@ def unload(ipython: Any) -> None:
 
 
 def _warm_up_in_background() -> threading.Thread:
-    """Import the engine and litellm off the main thread so the first turn starts fast."""
+    """Import the engine and the configured models' library off the main thread so the first
+    turn starts fast (the workspace is the kernel's working directory, as the magics open it)."""
 
     def warm() -> None:
         try:
             import blitz_kernel.engine.workspace  # noqa: F401
-            from blitz_kernel.models.litellm_model import load_litellm
+            from blitz_kernel.config.loading import load_config
+            from blitz_kernel.models.factory import warm_up
 
-            load_litellm()
+            config = load_config(Path.cwd())
+            warm_up([config.model, *config.fallback_models])
         except Exception:  # a failed warm-up is retried, loudly, by the first real call
             pass
 

@@ -1,8 +1,9 @@
 """Running a `%%blitz` turn in a cell: the live widget where a front end can show it, plain
 outputs where none can, and always a static rendering that survives the notebook.
 
-Which front end? `probe.FrontEndProbe` asks at the turn's start (`--plain` and terminal
-IPython skip it). Until the answer, events are folded into the turn's state and nothing is
+Which front end? `probe.FrontEndProbe` asks at the turn's start (`--plain`, terminal
+IPython and a cell sent by a client that cannot show widgets — nbclient, papermill,
+`blitz run`: `probe.known_mode` — skip it, so a headless cell never waits). Until the answer, events are folded into the turn's state and nothing is
 shown; a tool call or permission request waits for the answer, so nothing runs unseen and a
 headless run prints each tool line before the tool runs. Then one presenter shows the turn:
 `presenters.WidgetPresenter` or `render.PlainPresenter`, both built on the same TurnState,
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine.events import Event, PermissionRequest, ToolCallEvent, TurnDone, TurnStarted
 from ..engine.turn.modes import TurnMode, go_ahead_prompt
 from ..engine.turn.options import FrontEnd, RunOptions
-from .probe import FrontEndProbe
+from .probe import FrontEndProbe, cell_request, known_mode
 from .render import PlainPresenter
 
 if TYPE_CHECKING:
@@ -86,7 +87,8 @@ async def run_turn_in_cell(
     starts propagate. A plan-mode `options` makes the first turn a plan turn. `attachments`
     (the prompt's `@` references) go with the first turn only: follow-ups find them in the
     history."""
-    widget_capable = not plain and getattr(shell, "kernel", None) is not None
+    kernel = getattr(shell, "kernel", None)
+    widget_capable = not plain and kernel is not None and known_mode(cell_request(kernel)) != "plain"
     ticker = asyncio.ensure_future(tick_forever())
     try:
         queue = [NextTurn(prompt, plan=options.plan)]

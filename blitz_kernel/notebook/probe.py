@@ -6,6 +6,14 @@ registers (`blitz.frontend_probe`): JupyterLab, Notebook 7 and other front ends 
 papermill and a bare jupyter_client answer nothing. Closed → "widget"; no answer within the
 timeout → "plain".
 
+Often the kernel knows without asking (`known_mode`): the cell's execute request came from
+Python's jupyter_client — nbclient, nbconvert, papermill, `blitz run`, jupyter console — which
+names its messages `<session>_<pid>_<n>` and sends no cell metadata, and none of these shows
+widgets. Browser front ends (@jupyterlab/services: JupyterLab, Notebook 7, VS Code) name them
+with UUIDs and send the cell's `cellId`; for them, and for any client we cannot tell, the
+probe asks. `JPY_SESSION_NAME` says nothing either way: jupyter_server sets it for a browser's
+notebook, and `blitz run` sets it too.
+
 The comm opener and the timer are injected, so the decision can be tested without a kernel
 (and without waiting out a real timeout). What earlier probes learnt is kept per kernel
 (`FrontEndMemory`): once a kernel has only ever seen silence, later probes wait less.
@@ -15,7 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol
 
 Mode = Literal["widget", "plain"]
@@ -25,6 +34,37 @@ PROBE_TIMEOUT_S = 2.0
 """How long a turn waits for a front end to answer the probe (JupyterLab: a few ms)."""
 PROBE_TIMEOUT_AFTER_HEADLESS_S = 0.5
 """The wait once this kernel has seen no front end and never one: nbclient runs stay quick."""
+
+
+_PYTHON_CLIENT_ID = re.compile(r"^(?P<session>.+)_\d+_\d+$")
+"""jupyter_client's `Session.msg_id`: `f"{session}_{os.getpid()}_{counter}"`."""
+
+
+def known_mode(request: Mapping[str, Any] | None) -> Mode | None:
+    """`plain` when the cell's execute request (the kernel's parent message) came from a
+    client that cannot show widgets (module doc); None when only the probe can tell."""
+    if not request:
+        return None
+    header = request.get("header") or {}
+    metadata = request.get("metadata") or {}
+    if not isinstance(header, Mapping) or not isinstance(metadata, Mapping) or "cellId" in metadata:
+        return None
+    match = _PYTHON_CLIENT_ID.match(str(header.get("msg_id", "")))
+    if match is None or match["session"] != header.get("session"):
+        return None
+    return "plain"
+
+
+def cell_request(kernel: Any) -> Mapping[str, Any] | None:
+    """The execute request of the cell that is running (ipykernel's `get_parent`), or None."""
+    get_parent = getattr(kernel, "get_parent", None)
+    if not callable(get_parent):
+        return None
+    try:
+        request = get_parent("shell")
+    except Exception:  # an older or unusual kernel: let the probe ask
+        return None
+    return request if isinstance(request, Mapping) else None
 
 
 class Closable(Protocol):

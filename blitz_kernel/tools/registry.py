@@ -10,7 +10,7 @@ import dataclasses
 import enum
 import functools
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -215,6 +215,36 @@ def _spec(name: str, description: str, args_model: type[BaseModel]) -> ToolSpec:
     schema = args_model.model_json_schema()
     schema.pop("title", None)
     return ToolSpec(name=name, description=description, parameters=schema)
+
+
+@dataclass(frozen=True)
+class ToolSet:
+    """What a turn sends the model about its tools, computed once per tool set: the specs
+    and their size in the prompt (about four characters a token, as the compaction check
+    counts the rest of the prompt)."""
+
+    specs: list[ToolSpec]
+    schema_tokens: int
+
+
+_TOOL_SETS: dict[tuple[int, ...], tuple[tuple[Tool, ...], ToolSet]] = {}
+_TOOL_SETS_MAX = 64
+
+
+def tool_set(tools: Iterable[Tool]) -> ToolSet:
+    """The ToolSet of `tools`: every turn of an agent offers the same Tool objects, so this
+    is a dictionary look-up after the first turn instead of specs and a JSON dump per turn."""
+    ordered = tuple(tools)
+    key = tuple(map(id, ordered))
+    entry = _TOOL_SETS.get(key)
+    if entry is not None:
+        return entry[1]
+    specs = [item.spec() for item in ordered]
+    built = ToolSet(specs, len(json.dumps([spec.model_dump() for spec in specs])) // 4)
+    if len(_TOOL_SETS) >= _TOOL_SETS_MAX:
+        _TOOL_SETS.clear()
+    _TOOL_SETS[key] = (ordered, built)  # holding the tools keeps their ids theirs
+    return built
 
 
 class ToolRegistry:

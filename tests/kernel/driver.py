@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import queue
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,8 +61,20 @@ class KernelDriver:
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)
 
-    def submit(self, code: str) -> str:
-        return str(self.client.execute(code))
+    def submit(self, code: str, *, browser: bool = False) -> str:
+        """Send a cell; `browser`: as JupyterLab sends it (@jupyterlab/services names messages
+        with UUIDs and adds the cell's id to the metadata), so the kernel cannot tell this
+        client from a browser and asks with its front-end probe. Without it the request is
+        jupyter_client's own, as nbclient and papermill send it."""
+        if not browser:
+            return str(self.client.execute(code))
+        content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                   "allow_stdin": False, "stop_on_error": True}
+        message = self.client.session.msg("execute_request", content, metadata={
+            "cellId": str(uuid.uuid4()), "deletedCells": [], "recordTiming": False})
+        message["header"]["msg_id"] = message["msg_id"] = str(uuid.uuid4())
+        self.client.shell_channel.send(message)
+        return str(message["msg_id"])
 
     def collect(
         self, msg_id: str, timeout: float = 60, already: list[tuple[str, dict[str, Any]]] | None = None

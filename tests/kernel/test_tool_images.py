@@ -44,7 +44,7 @@ def test_widget_shows_the_figures_in_the_tool_card_and_not_as_outputs_of_their_o
     kernel: KernelDriver, server: FakeOpenAIServer
 ) -> None:
     server.enqueue(plot_call(), {"text": "Plotted."})
-    front = WidgetFrontEnd(kernel, kernel.submit("%%blitz -s images --approve allow\nPlot it."))
+    front = WidgetFrontEnd(kernel, kernel.submit("%%blitz -s images --approve allow\nPlot it.", browser=True))
     cell = front.finish()
     assert_clean(cell, front)
     [tool] = [item for item in front.state["items"] if item["kind"] == "tool"]

@@ -44,7 +44,7 @@ def static_outputs(cell: CellRun) -> list[tuple[dict[str, Any], dict[str, Any]]]
 
 
 def start(kernel: KernelDriver, code: str, **front_end: Any) -> WidgetFrontEnd:
-    return WidgetFrontEnd(kernel, kernel.submit(code), **front_end)
+    return WidgetFrontEnd(kernel, kernel.submit(code, browser=True), **front_end)
 
 
 def wait_for_pending(front: WidgetFrontEnd) -> dict[str, Any]:

@@ -26,6 +26,8 @@ from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.breaker import reset_breakers
 from tests.fakeserver import FakeOpenAIServer
 
+pytestmark = pytest.mark.usefixtures("model_path")  # the direct OpenAI path and litellm
+
 PRIMARY = "openai/fake-model"
 FALLBACK = "openai/fallback-model"
 STALL_S = 0.3

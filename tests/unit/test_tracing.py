@@ -71,3 +71,20 @@ async def test_telemetry_off_exports_nothing(make_workspace):
     ws, _ = make_workspace([{"text": "a"}])
     await ws.run("1")
     assert ws.telemetry.enabled is False and ws.telemetry.memory is None
+
+
+async def test_telemetry_off_starts_no_span_and_attaches_no_context(make_workspace, monkeypatch):
+    """With telemetry off a turn (model calls, a tool call) does no OpenTelemetry work at all."""
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+
+    attached = []
+    original = otel_context.attach
+    monkeypatch.setattr(otel_context, "attach", lambda ctx: attached.append(ctx) or original(ctx))
+    monkeypatch.setattr(trace.NoOpTracer, "start_span", lambda *a, **k: attached.append("span") or trace.INVALID_SPAN)
+    ws, _ = make_workspace([tool_step(call("list_files")), {"text": "done"}])
+
+    result = await ws.run("list", session="s")
+
+    assert result.stop_reason == "end_turn" and ws.telemetry.enabled is False
+    assert attached == []

@@ -12,6 +12,8 @@ import pytest
 from blitz_kernel.engine.workspace import Workspace
 from tests.fakeserver import FakeOpenAIServer
 
+pytestmark = pytest.mark.usefixtures("model_path")  # the direct OpenAI path and litellm
+
 MODEL = "openai/fake-model"
 
 

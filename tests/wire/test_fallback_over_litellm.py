@@ -16,6 +16,8 @@ from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.breaker import BreakerState, breaker_for, reset_breakers
 from tests.fakeserver import FakeOpenAIServer
 
+pytestmark = pytest.mark.usefixtures("model_path")  # the direct OpenAI path and litellm
+
 PRIMARY = "openai/primary-model"
 FALLBACK = "openai/fallback-model"
 

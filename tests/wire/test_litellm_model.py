@@ -53,6 +53,8 @@ from blitz_kernel.models.litellm_model import LiteLLMModel, load_litellm
 from blitz_kernel.models.openai_wire import to_openai_messages
 from tests.fakeserver import FakeOpenAIServer
 
+pytestmark = pytest.mark.usefixtures("model_path")  # the direct OpenAI path and litellm
+
 MODEL = "openai/fake-model"
 API_KEY = "sk-test-Zq81sEcReTkEy0000xyzw"
 REPO = Path(__file__).resolve().parents[2]

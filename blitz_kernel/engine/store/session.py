@@ -7,6 +7,10 @@ a valid one; the turn's outcome is written when it ends (`end_turn`). The audit 
 unit's tool calls and the turn's span link wait for the next of those two writes and go in
 its transaction (one commit per unit, not one per record): what a kernel killed mid-unit loses
 is that unit and its records together.
+
+The session also keeps the running size of its history (`prompt_chars`), updated by the
+three changes a history ever sees (a commit, a compaction, a rewind), so the check before
+every step costs the same at the thousandth turn as at the first.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 from opentelemetry.trace import SpanContext, TraceFlags
 
-from ...core.history import Message, SummaryMessage, TextPart, UserMessage
+from ...core.history import Message, SummaryMessage, TextPart, UserMessage, message_chars
 from ...core.usage import TokenUsage, UsageLedger
 from ..safety.audit import AuditRecord
 from ..steering import TurnControl
@@ -88,6 +92,21 @@ class Session:
     """Audit records the next unit (or the turn's end) writes with it."""
     _pending_span: SpanLink | None = field(default=None, repr=False)
     """The running turn's span link, written with the turn's outcome."""
+    _chars: int = field(default=0, repr=False)
+    _chars_of: int = field(default=-1, repr=False)
+    """How many history messages `_chars` counts; anything else: count afresh."""
+
+    def prompt_chars(self) -> int:
+        """The characters the history puts into a prompt (`core.history.message_chars`), kept
+        as it changes rather than walked before every step."""
+        if self._chars_of != len(self.history):
+            self._chars, self._chars_of = sum(map(message_chars, self.history)), len(self.history)
+        return self._chars
+
+    def _count(self, before: int, delta: int) -> None:
+        """The history went from `before` messages to its length now, `delta` characters."""
+        if self._chars_of == before:
+            self._chars, self._chars_of = self._chars + delta, len(self.history)
 
     @classmethod
     def from_store(cls, stored: StoredSession, log: SessionLog, *, resumed: bool) -> Session:
@@ -169,7 +188,9 @@ class Session:
             prompt = unit[0]
             unit[0] = UserMessage(parts=[*prompt.parts[:-1], TextPart(text=self._note), *prompt.parts[-1:]])
             self._note = None
+        before = len(self.history)
         self.history.extend(unit)
+        self._count(before, sum(map(message_chars, unit)))
         self.turn_starts.setdefault(turn_index, self.committed)
         self.committed += len(unit)
         if self.log is not None:
@@ -233,7 +254,9 @@ class Session:
         if count > len(self.history) - summarised:
             return None
         removed = self.history[len(self.history) - count :]
+        before = len(self.history)
         del self.history[len(self.history) - count :]
+        self._count(before, -sum(map(message_chars, removed)))
         self.rewound.extend(removed)
         self.committed -= count
         if self.log is not None and removed:
@@ -282,7 +305,10 @@ class Session:
         splice, so messages appended after the window was chosen are kept. The store gets a
         summary row naming the rows it covers; they stay."""
         self.archive.extend(self.history[:split])
+        before = len(self.history)
+        removed = sum(map(message_chars, self.history[:split]))
         self.history[:split] = [summary]
+        self._count(before, message_chars(summary) - removed)
         if self.log is not None and isinstance(summary, SummaryMessage):
             turn = self.turns
             self.log.write(lambda store, session_id: store.append_summary(session_id, summary, split, turn))

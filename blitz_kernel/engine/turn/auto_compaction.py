@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from ...core.usage import TokenUsage
 from ...errors import CompactionError, NothingToCompactError
 from ..events import CompactionEvent, Event, NoticeEvent
-from .compaction import Compactor, automatic_window, estimate_tokens
+from .compaction import Compactor, automatic_window
 from .setup import TurnSetup
 
 
@@ -35,8 +35,9 @@ class AutoCompaction:
 
     def prompt_estimate(self, system: str) -> int:
         """Tokens the next request will carry: system prompt, history and the tool schemas
-        (about 2.5K tokens for the built-in tools, sent with every step)."""
-        return estimate_tokens(system, self._setup.session.history) + self._schema_tokens
+        (about 2.5K tokens for the built-in tools, sent with every step). The session keeps
+        its history's size, so this does not walk the history (`estimate_tokens` would)."""
+        return (len(system) + self._setup.session.prompt_chars()) // 4 + self._schema_tokens
 
     async def if_needed(self, system: str) -> None:
         """Before a step whose prompt would pass the threshold."""

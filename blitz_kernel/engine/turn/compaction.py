@@ -14,7 +14,15 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from ...core.history import AssistantMessage, Message, SummaryMessage, TextPart, ToolResultMessage, UserMessage
+from ...core.history import (
+    AssistantMessage,
+    Message,
+    SummaryMessage,
+    TextPart,
+    ToolResultMessage,
+    UserMessage,
+    message_chars,
+)
 from ...core.terms import SUMMARY_HEADER
 from ...core.usage import TokenUsage
 from ...errors import CompactionError, ModelError, NothingToCompactError
@@ -49,21 +57,6 @@ class CompactionResult(BaseModel):
     model: str
     """The model that wrote the summary (its usage is priced by this name)."""
     usage: TokenUsage
-
-
-def message_chars(message: Message) -> int:
-    """The characters a message puts into a prompt, without serialising it (hot path: the
-    loop sizes the whole history before every step)."""
-    if isinstance(message, UserMessage):
-        return sum(len(p.text) if isinstance(p, TextPart) else 1000 for p in message.parts) + 10
-    if isinstance(message, AssistantMessage):
-        calls = sum(len(c.name) + len(c.arguments) + 40 for c in message.tool_calls)
-        return len(message.text) + calls + 10
-    if isinstance(message, ToolResultMessage):
-        steer = message.message_from_user
-        steer_chars = len(steer) if isinstance(steer, str) else sum(len(s) for s in steer or [])
-        return len(message.output or message.error or "") + steer_chars + 1000 * len(message.images) + 40
-    return len(message.text) + 40
 
 
 def estimate_tokens(system: str, messages: list[Message]) -> int:

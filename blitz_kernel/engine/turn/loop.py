@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import dataclasses
 import inspect
-import json
 import time
 from typing import cast
 
@@ -26,6 +25,7 @@ from ...errors import (
     TurnLimitError,
 )
 from ...models.base import ModelRequest, ModelResponse, ModelSwitch, TextDelta, supports_vision
+from ...tools.registry import tool_set
 from ..events import (
     ErrorEvent,
     Event,
@@ -74,14 +74,14 @@ class TurnRunner:
         """The pending response's calls; it holds their results as they finish."""
         self.events: list[Event] = []
         self.model_calls = 0
-        self._specs = [tool.spec() for tool in setup.runtime.tools.values()]
+        tools = tool_set(setup.runtime.tools.values())  # specs and their size: once per tool set
+        self._specs = tools.specs
         self.watch = RepeatWatch(setup.limits.repeat_warn, setup.limits.repeat_stop)
         self.budget = Budget(setup.session, setup.limits.max_cost_usd, setup.limits.max_cost_usd_session, control)
         caller = parent.spend if parent is not None else None
         self.spend: TurnSpend = TurnSpend(setup.session, setup.choice.prices, self.budget, self._emit, caller)
         self.usage = self.spend.usage
-        schema_tokens = len(json.dumps([spec.model_dump() for spec in self._specs])) // 4
-        self.compaction = AutoCompaction(setup, schema_tokens, self._emit, self.spend.record)
+        self.compaction = AutoCompaction(setup, tools.schema_tokens, self._emit, self.spend.record)
         self.plan = PlanFlow(setup.mode, setup.choice.system, setup.helpers.plan_reviewer, self._emit)
         """The mode the turn runs in now, and the plan it proposed."""
         self.recorder: TurnRecorder | None = None
@@ -290,7 +290,9 @@ class TurnRunner:
 
     async def _model_step(self) -> ModelResponse:
         setup = self.setup
-        request = ModelRequest(
+        # Every part is valid already (committed messages, the tool set's specs): constructed,
+        # not validated, so a step does not re-check the whole history.
+        request = ModelRequest.model_construct(
             system=self.plan.system,
             messages=list(setup.session.history),
             tools=self._specs,

@@ -1,0 +1,120 @@
+"""The direct path to OpenAI-compatible endpoints: the openai SDK, without litellm.
+
+Why: for an OpenAI-compatible endpoint litellm only builds the same chat-completions request
+the SDK would send, and its per-call setup (cost calculator, response metadata, logging
+wrapper) costs about 0.75 ms a step, and its import about 180 MB in every kernel. So a model
+named `openai/<name>` (any `api_base`: vLLM, Ollama, a proxy, OpenAI itself), or a bare name
+litellm's map files under the `openai` provider (`gpt-4o-mini`), is sent with one cached
+`openai.AsyncOpenAI` client per endpoint, key and timeout, and per event loop (an httpx pool
+belongs to the loop that opened its connections). The adapter (`litellm_model.py`) decides
+per call: litellm stays for every other provider, for extra litellm arguments, and whenever
+litellm callbacks are registered (they expect to see every call).
+
+Same behaviour as through litellm, by construction: the same retry, stall and fallback code
+runs over either transport; errors go through the same `ErrorMapper` (the SDK's exception
+classes are the ones litellm's subclass); usage comes from the same stream reader; prices,
+context windows and vision support come from litellm's own map file (`price_map.py`). The
+request mirrors what litellm sends for OpenAI: the model name without `openai/`, the key
+from `api_key` or `OPENAI_API_KEY`, the endpoint from `api_base`, `OPENAI_BASE_URL` or
+`OPENAI_API_BASE`, and `max_completion_tokens` instead of `max_tokens` for the reasoning
+models (o1, o3, o4, gpt-5) that reject the latter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+import weakref
+from typing import Any
+
+from .price_map import provider_of
+
+PREFIX = "openai/"
+DEFAULT_BASE = "https://api.openai.com/v1"
+_REASONING = re.compile(r"^(o\d|gpt-5)")
+"""OpenAI models that take `max_completion_tokens` only (litellm maps `max_tokens` for them)."""
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str, float | None], Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def speaks_openai(name: str) -> bool:
+    """Whether `name` is served over the OpenAI chat-completions API (the direct path may
+    take it): `openai/...`, or a bare name litellm's map files under the openai provider.
+    A bare-name check reads the map (once per process): call it off the event loop."""
+    if name.startswith(PREFIX):
+        return len(name) > len(PREFIX)
+    return "/" not in name and provider_of(name) == "openai"
+
+
+def litellm_callbacks_registered() -> bool:
+    """Callbacks registered with litellm expect to see our calls (logging, cost tracking):
+    then the call goes through litellm. Without litellm imported nobody registered any."""
+    litellm = sys.modules.get("litellm")
+    if litellm is None:
+        return False
+    return bool(
+        getattr(litellm, "callbacks", None)
+        or getattr(litellm, "success_callback", None)
+        or getattr(litellm, "_async_success_callback", None)
+        or getattr(litellm, "failure_callback", None)
+        or getattr(litellm, "_async_failure_callback", None)
+    )
+
+
+def wire_name(name: str) -> str:
+    return name[len(PREFIX) :] if name.startswith(PREFIX) else name
+
+
+def endpoint(api_base: str | None) -> str:
+    return api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or DEFAULT_BASE
+
+
+def api_key_for(api_key: str | None) -> str | None:
+    return api_key or os.environ.get("OPENAI_API_KEY") or None
+
+
+def client_for(base_url: str, api_key: str, timeout: float | None) -> Any:
+    """The cached SDK client for this endpoint, key and timeout on the running loop. The
+    SDK's own retries are off: retries are the adapter's (Retry-After, backoff, stalls)."""
+    loop = asyncio.get_running_loop()
+    per_loop = _clients.get(loop)
+    if per_loop is None:
+        per_loop = _clients[loop] = {}
+    key = (base_url, api_key, timeout)
+    client = per_loop.get(key)
+    if client is None:
+        import openai
+
+        client = per_loop[key] = openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout if timeout is not None else 600.0
+        )
+    return client
+
+
+def request_arguments(
+    name: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    *,
+    temperature: float | None,
+    max_tokens: int | None,
+) -> dict[str, Any]:
+    """The keyword arguments of `client.chat.completions.create` for one streamed step."""
+    model = wire_name(name)
+    arguments: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if tools:
+        arguments["tools"] = tools
+    if temperature is not None:
+        arguments["temperature"] = temperature
+    if max_tokens is not None:
+        arguments["max_completion_tokens" if _REASONING.match(model) else "max_tokens"] = max_tokens
+    return arguments

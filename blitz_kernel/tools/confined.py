@@ -42,6 +42,7 @@ __all__ = [
     "open_record_folder",
     "read_all",
     "read_capped",
+    "read_regular",
     "record_parts",
     "refuse_engine_folder",
     "replaceable",
@@ -281,3 +282,25 @@ def read_capped(workspace: Path, given: str, limit: int) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ToolError(f"{relative_name(path, workspace.resolve())} is not UTF-8 text") from None
+
+
+def read_regular(path: Path, limit: int) -> str:
+    """The UTF-8 text of a file the user chose (symlinks followed): a regular file only,
+    opened without blocking, at most `limit` bytes; ToolError says why not."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise ToolError(f"cannot open it: {error.strerror or error}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError("it is not a regular file")
+        data = read_all(fd, limit)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise ToolError(f"it is over the {limit:,}-byte limit")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError("it is not UTF-8 text") from None

@@ -44,7 +44,7 @@ from ..turn.agents import AgentDefinition, AgentRegistry, agent_tools, check_too
 from ..turn.budget import add_session_budget
 from ..turn.compaction import CompactionResult, Compactor, manual_window
 from ..turn.context import ContextWindows
-from ..turn.instructions import MemoryFile, memory_files, root_instructions
+from ..turn.instructions import MemoryFile, memory_files, root_instructions, skipped_memory
 from ..turn.loop import TurnRunner
 from ..turn.modes import MODE_INSTRUCTIONS, SUBAGENT_READ_ONLY, PlanReviewer, TurnMode
 from ..turn.options import EventHandler, FrontEnd, RunOptions
@@ -388,7 +388,9 @@ class Workspace:
 
     def _notices(self, depth: int, mode: TurnMode) -> tuple[ErrorEvent, ...]:
         """One-time notices, for turns the user started only."""
-        return () if depth > 0 or mode is TurnMode.BTW else self.notices.take(self.trust, self.agents)
+        if depth > 0 or mode is TurnMode.BTW:
+            return ()
+        return self.notices.take(self.trust, self.agents, skipped_memory(self.root, self._home))
 
     def _agent_summaries(self) -> list[tuple[str, str]]:
         """(name, description) of every agent, for list_agents and invoke_agent (ENG-70)."""

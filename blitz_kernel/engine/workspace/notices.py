@@ -1,8 +1,10 @@
 """One-time notices at a turn's start: what the user should know once per kernel, not on
 every turn — settings an untrusted workspace holds back (WS-06), agent files that were skipped
-because they could not be read (each named once)."""
+because they could not be read, and project-memory files skipped (each named once)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from ...config.trust import TrustState
 from ..events import ErrorEvent
@@ -16,13 +18,16 @@ class NoticeBoard:
         self._trust_due = trust_due
         self._shown: set[str] = set()
 
-    def take(self, trust: TrustState, agents: AgentRegistry) -> tuple[ErrorEvent, ...]:
-        """The notices for the next turn the user started, each at most once."""
+    def take(
+        self, trust: TrustState, agents: AgentRegistry, skipped_files: Iterable[str] = ()
+    ) -> tuple[ErrorEvent, ...]:
+        """The notices for the next turn the user started, each at most once; `skipped_files`
+        names other files the turn did not read (project memory)."""
         notices: list[str] = []
         if self._trust_due and trust.holding_back:
             self._trust_due = False
             notices.append(trust.notice())
-        for problem in agents.skipped.values():
+        for problem in (*agents.skipped.values(), *skipped_files):
             if problem not in self._shown:
                 self._shown.add(problem)
                 notices.append(problem)

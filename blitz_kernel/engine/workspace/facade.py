@@ -76,7 +76,7 @@ class Workspace:
         self.tools = ToolRegistry(builtin_tools())
         self.agents = AgentRegistry.load(self.root)
         self.trust = self._trust_state()
-        self.notices = NoticeBoard(trust_due=self.trust.holding_back)
+        self.notices = NoticeBoard(trust_due=self.trust.due)
         self.config: BlitzConfig = self._load(self._overrides)
         self._explicit_model = model
         self.model: Model = model or self._build(self.config.model)

@@ -24,7 +24,7 @@ class NoticeBoard:
         """The notices for the next turn the user started, each at most once; `skipped_files`
         names other files the turn did not read (project memory)."""
         notices: list[str] = []
-        if self._trust_due and trust.holding_back:
+        if self._trust_due and trust.due:
             self._trust_due = False
             notices.append(trust.notice())
         for problem in (*agents.skipped.values(), *skipped_files):

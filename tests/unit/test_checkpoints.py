@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 from blitz_kernel.core.history import ToolResultMessage, UserMessage
-from blitz_kernel.engine.undo import recorder as checkpoints
 from blitz_kernel.engine.events import TurnDone
+from blitz_kernel.engine.undo import recorder as checkpoints
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError
 from blitz_kernel.models.scripted import ScriptedModel
@@ -192,7 +192,7 @@ async def test_a_full_disk_leaves_the_file_and_its_checkpoint_as_they_were(
     assert seen_after_the_failure == ["old\n"]
     assert "No space left on device; the file is unchanged" in results(workspace)[0]
     assert (tmp_path / "data.csv").read_text() == "new\n"
-    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+    assert not any(name.endswith(".tmp") for name in os.listdir(tmp_path))
     report = await workspace.undo("default")
     assert report.files == ["restored data.csv"] and (tmp_path / "data.csv").read_text() == "old\n"
 

@@ -438,7 +438,7 @@ def describe_config(config: BlitzConfig, held_back: Mapping[str, Any] | None = N
     """One `dotted.key = value` line per setting, in the model's order; the keys are valid
     `%blitz_config` input. No secrets: the config holds only the *name* of the key variable,
     and credentials in `api_base` are masked. Settings the workspace file asks for but that
-    are held back until `%blitz_trust` follow, marked (WS-06)."""
+    are held back until `%blitz_trust` follow, marked."""
     values = flatten(config.model_dump())
     if config.api_base is not None:
         values["api_base"] = redact_url(config.api_base)

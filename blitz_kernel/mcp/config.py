@@ -1,4 +1,4 @@
-"""`[mcp.servers.NAME]`: the settings of the user's MCP servers (INTERFACE.md, issue 13).
+"""`[mcp.servers.NAME]`: the settings of the user's MCP servers (docs/cloned-repositories.md says where they start).
 
 A server is either a command run over stdio (`command`, `args`, `env`, `cwd`) or a streamable
 HTTP endpoint (`url`, `headers`). Header values are the *names* of environment variables,

@@ -1,4 +1,4 @@
-"""One connection per MCP server for the kernel's life (issue 13 §1).
+"""One connection per MCP server for the kernel's life.
 
 A server starts when a turn first offers its tools (the turn's setup awaits it, bounded by the
 server's `timeout_s`), then stays up. Each connection is an asyncio task that holds the SDK's

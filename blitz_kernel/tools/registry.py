@@ -80,7 +80,7 @@ class TurnAccess(Protocol):
         ...
 
     def checkpoint(self) -> ChangeRecorder | None:
-        """The turn's change recorder (WS-03): what changing tools report before and after a
+        """The turn's change recorder (for undo): what changing tools report before and after a
         change, so the turn can be undone."""
         ...
 

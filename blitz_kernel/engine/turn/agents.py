@@ -1,4 +1,4 @@
-"""The agent registry (ENG-01, ENG-04): the built-in `blitz` agent plus user agents from
+"""The agent registry: the built-in `blitz` agent plus user agents from
 `<workspace>/.blitz/agents/*.md` (front matter + instructions)."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class AgentDefinition(BaseModel):
     model: str | None = None
     """A model pin: this agent always runs on it unless a run overrides the model."""
     tools: list[str] | None = None
-    """The tools it gets (ENG-04); None means every built-in tool."""
+    """The tools it gets; None means every built-in tool."""
 
 
 BUILTIN_AGENT = AgentDefinition(
@@ -53,7 +53,7 @@ BUILTIN_AGENT = AgentDefinition(
 
 
 FolderState = tuple[tuple[str, int, int, int], ...]
-"""(name, mode, size, mtime_ns) of every `*.md` entry: a changed file changes it (ENG-06)."""
+"""(name, mode, size, mtime_ns) of every `*.md` entry: a changed file changes it, so an edit counts from the next turn."""
 FOLDER_SHOWN = "/".join(AGENTS_FOLDER)
 MAX_AGENT_BYTES = 1024 * 1024
 """An agent file larger than this is skipped, not read."""
@@ -167,7 +167,7 @@ class AgentRegistry:
         return sorted(self._agents)
 
     def get(self, name: str) -> AgentDefinition:
-        """ENG-01: an unknown name is an error here; the workspace falls back for the active agent."""
+        """An unknown name is an error here; the workspace falls back for the active agent."""
         try:
             return self._agents[name]
         except KeyError:
@@ -233,7 +233,7 @@ def parse_agent_text(text: str, path: Path) -> AgentDefinition:
 
 
 def agent_tools(registry: ToolRegistry, definition: AgentDefinition, *, root: bool = True) -> dict[str, Tool]:
-    """ENG-04: exactly the tools the agent names, plus the workflow tools for the root (a
+    """Exactly the tools the agent names, plus the workflow tools for the root (a
     sub-agent gets none: plans and todo lists belong to the turn the user started). MCP tools
     come from their servers at the turn's setup, not from here."""
     names = registry.names()
@@ -254,7 +254,7 @@ def agent_tools(registry: ToolRegistry, definition: AgentDefinition, *, root: bo
 
 
 def check_tool_names(registry: ToolRegistry, tools: tuple[str, ...] | None) -> tuple[str, ...] | None:
-    """ENG-17: a run's allowed tools must exist (MCP names are checked when servers answer)."""
+    """A run's allowed tools must exist (MCP names are checked when servers answer)."""
     if tools is None:
         return None
     unknown = [name for name in tools if name not in registry and not is_mcp_name(name)]

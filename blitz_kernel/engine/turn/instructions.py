@@ -1,11 +1,11 @@
-"""The root agent's instructions (ENG-02, ENG-03): the agent's prompt, then project memory,
+"""The root agent's instructions: the agent's prompt, then project memory,
 then the reply language and what the model can see.
 
 Project memory is what a team writes down once instead of repeating in every prompt:
 `~/.blitz/AGENTS.md` (the user's own habits), then `AGENTS.md` and `BLITZ.md` at the workspace
 root (the project's). Each is marked with where it came from, in that fixed order, so the most
 specific comes last and a reader (the model, or the user in `%blitz_session show`) can tell
-which said what. Files are read at every turn: an edit counts from the next turn (ENG-06).
+which said what. Files are read at every turn: an edit counts from the next turn.
 Sub-agents get their own instructions only.
 """
 
@@ -76,7 +76,7 @@ def load_memory(workspace: Path, home: Path | None) -> tuple[list[MemoryFile], l
 
 
 def root_instructions(agent_prompt: str, memory: list[MemoryFile], *, language: str | None, vision: bool) -> str:
-    """ENG-02/03: the agent's prompt + project memory + reply language + the image note."""
+    """The agent's prompt + project memory + reply language + the image note."""
     parts = [agent_prompt.rstrip()]
     for item in memory:
         parts.append(f"## Project memory (from {item.label})\n{item.text}")

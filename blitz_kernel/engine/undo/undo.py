@@ -1,4 +1,4 @@
-"""Undo and rewind (WS-03): put back what the last turns changed, newest turn first.
+"""Undo and rewind: put back what the last turns changed, newest turn first.
 
 Each turn's checkpoint (checkpoints.py) says what to put back: files from their copies (or
 removed, when the turn created them), notebook cells by reversing each `notebook_edit` action

@@ -1,5 +1,5 @@
 """One-time notices at a turn's start: what the user should know once per kernel, not on
-every turn — settings an untrusted workspace holds back (WS-06), agent files that were skipped
+every turn — settings an untrusted workspace holds back, agent files that were skipped
 because they could not be read, and project-memory files skipped (each named once)."""
 
 from __future__ import annotations

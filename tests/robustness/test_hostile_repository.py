@@ -59,7 +59,7 @@ def home(tmp_path: Path) -> Path:
 
 
 def notebook_document(*sources: str) -> dict[str, Any]:
-    cells = [
+    cells: list[dict[str, Any]] = [
         {"cell_type": "code", "id": f"c{i}", "metadata": {}, "source": s, "outputs": [], "execution_count": None}
         for i, s in enumerate(sources)
     ]

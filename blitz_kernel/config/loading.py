@@ -319,7 +319,8 @@ def load_config(
     agent_pins: Mapping[str, str] | None = None,
 ) -> BlitzConfig:
     """The workspace's configuration, all layers merged (module docstring for the order).
-    `agent_pins` (the workspace's agent files' model pins) are part of what trust covers.
+    `agent_pins` (the workspace's agent files' model pins) are part of what trust covers;
+    what trust holds back or refuses never reaches the merged layers (config/trust.py).
 
     Raises ConfigError naming the key and the file, variable or `%blitz_config` that set it.
     Values overridden by a higher layer are not checked: the higher layer is the fix.
@@ -329,8 +330,8 @@ def load_config(
     layers = []
     for path in reversed(config_source_paths(workspace, home)):
         layer = _file_layer(path)
-        if path == _workspace_file(Path(workspace)) and trust.holding_back:  # WS-06
-            layer = _Layer(without_held_back(layer.values, trust.held), layer.source)
+        if path == _workspace_file(Path(workspace)) and trust.withheld:  # config/trust.py
+            layer = _Layer(without_held_back(layer.values, trust.withheld), layer.source)
         layers.append(layer)
     layers += _environment_layers(environ)
     layers += _override_layers(overrides or {})
@@ -358,7 +359,20 @@ def workspace_trust(
         os.environ if environ is None else environ,
         home,
         agent_pins,
+        user=_user_values(home),
     )
+
+
+def _user_values(home: Path | None) -> Mapping[str, Any]:
+    """What the user's own `~/.blitz/config.toml` sets: trust compares a workspace's values
+    with these. A broken file compares with the defaults (load_config reports it anyway)."""
+    path = _home_file(home)
+    if path is None:
+        return {}
+    try:
+        return _file_layer(path).values
+    except ConfigError:
+        return {}
 
 
 def check_policy_names(config: BlitzConfig, tools: list[str], overrides: Mapping[str, Any]) -> None:
@@ -425,7 +439,7 @@ def describe_config(config: BlitzConfig, held_back: Mapping[str, Any] | None = N
     """One `dotted.key = value` line per setting, in the model's order; the keys are valid
     `%blitz_config` input. No secrets: the config holds only the *name* of the key variable,
     and credentials in `api_base` are masked. Settings the workspace file asks for but that
-    are held back until `%blitz_trust` follow, marked (WS-06)."""
+    are held back until `%blitz_trust` follow, marked."""
     values = flatten(config.model_dump())
     if config.api_base is not None:
         values["api_base"] = redact_url(config.api_base)

@@ -1,4 +1,4 @@
-"""`[mcp.servers.NAME]`: the settings of the user's MCP servers (INTERFACE.md, issue 13).
+"""`[mcp.servers.NAME]`: the settings of the user's MCP servers (docs/cloned-repositories.md says where they start).
 
 A server is either a command run over stdio (`command`, `args`, `env`, `cwd`) or a streamable
 HTTP endpoint (`url`, `headers`). Header values are the *names* of environment variables,
@@ -34,7 +34,10 @@ class McpServerConfig(BaseModel):
     """stdio: extra environment variables for the server (on top of PATH, HOME and the like);
     `${VAR}` in a value is read from the kernel's environment when the server starts."""
     cwd: str | None = None
-    """stdio: its working directory; relative paths are relative to the workspace."""
+    """stdio: its working directory; relative paths are relative to the workspace. Unset, a
+    server starts in a private empty temporary folder, not the workspace (whose own
+    `node_modules` or Python packages would otherwise shadow what `npx pkg` or `python -m pkg`
+    runs); it finds the workspace in the environment variable BLITZ_WORKSPACE."""
     url: str | None = None
     """Streamable HTTP: the endpoint, e.g. `https://example.com/mcp`."""
     headers: dict[str, str] = {}

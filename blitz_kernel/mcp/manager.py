@@ -1,4 +1,4 @@
-"""One connection per MCP server for the kernel's life (issue 13 §1).
+"""One connection per MCP server for the kernel's life.
 
 A server starts when a turn first offers its tools (the turn's setup awaits it, bounded by the
 server's `timeout_s`), then stays up. Each connection is an asyncio task that holds the SDK's
@@ -8,7 +8,10 @@ its next use; one that fails to start waits out a backoff (1, 2, 4 … 60 s) bef
 and `%blitz_mcp restart NAME` skips the wait.
 
 Servers defined in the workspace's own files are commands (or endpoints) the repository chose:
-they start only once the user trusts the workspace (WS-06).
+they start only once the user trusts the workspace. A stdio server starts in a private, empty
+temporary folder unless its `cwd` says otherwise, never in the workspace by default: there the
+repository's own `node_modules` or packages would choose what `npx pkg` or `python -m pkg`
+runs. The workspace's path is in the server's environment as BLITZ_WORKSPACE.
 
 The `mcp` SDK is imported when the first server starts, never before.
 """
@@ -24,7 +27,7 @@ import signal
 import tempfile
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
@@ -41,6 +44,9 @@ Status = Literal["not started", "starting", "ready", "failed", "stopped", "refus
 MAX_BACKOFF_S = 60.0
 STDERR_TAIL_CHARS = 400
 CLIENT_NAME = "blitz_kernel"
+WORKSPACE_ENV = "BLITZ_WORKSPACE"
+"""Set for every stdio server: the workspace's path (servers start outside it, see
+`_working_directory`)."""
 
 
 class McpUnavailable(Exception):
@@ -210,18 +216,17 @@ class ServerConnection:
         if config.command is not None:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            cwd = (self.workspace / config.cwd) if config.cwd else self.workspace
-            env = {name: _expand(value, name) for name, value in config.env.items()}
-            params = StdioServerParameters(
-                command=config.command, args=list(config.args), env=env or None, cwd=str(cwd)
-            )
+            env = {WORKSPACE_ENV: str(self.workspace)}
+            env.update({name: _expand(value, name) for name, value in config.env.items()})
             # The server's stderr goes to a file, not the cell: its log lines would flood the
             # notebook; the end of it is quoted when the server fails.
             if self._errlog is not None:
                 self._errlog.close()
             self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-            async with Client(self._spawned(stdio_client(params, errlog=self._errlog)), **common) as client:
-                yield client
+            with _working_directory(self.workspace, config.cwd) as cwd:
+                params = StdioServerParameters(command=config.command, args=list(config.args), env=env, cwd=cwd)
+                async with Client(self._spawned(stdio_client(params, errlog=self._errlog)), **common) as client:
+                    yield client
         else:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
@@ -459,6 +464,20 @@ def _kill_at_exit() -> None:
 
 
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@contextlib.contextmanager
+def _working_directory(workspace: Path, cwd: str | None) -> Iterator[str]:
+    """Where a stdio server starts: its `cwd` (relative to the workspace) when one is set,
+    else a private, empty temporary folder, removed when the server stops. Not the workspace:
+    `npx pkg` runs the copy of `pkg` in the folder's `node_modules`, `python -m pkg` the
+    folder's `pkg`, so a cloned repository would choose the code a user's own server runs.
+    The server finds the workspace in the environment variable BLITZ_WORKSPACE."""
+    if cwd:
+        yield str(workspace / cwd)
+        return
+    with tempfile.TemporaryDirectory(prefix="blitz-mcp-", ignore_cleanup_errors=True) as neutral:
+        yield neutral
 
 
 def _expand(value: str, name: str) -> str:

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import stat
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -81,7 +83,7 @@ class ScriptedModel:
         a demo so a person can read it, steer it and stop it in the live widget)."""
         source = Path(path)
         try:
-            data = json.loads(source.read_text(encoding="utf-8"))
+            data = json.loads(_read_script(source).decode("utf-8"))
         except UnicodeDecodeError:
             raise ValueError(f"{source.name} is not UTF-8 text") from None
         except json.JSONDecodeError as exc:
@@ -157,6 +159,34 @@ class ScriptedModel:
         arguments = call.get("arguments", {})
         raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
         return ToolCall(id=call.get("id") or f"call_{self._call_ids}", name=call["name"], arguments=raw)
+
+
+MAX_SCRIPT_BYTES = 10 * 1024 * 1024
+"""A scripted model file is a few steps of JSON; anything larger is not one."""
+
+
+def _read_script(source: Path) -> bytes:
+    """The file's bytes: a regular file only, opened without blocking and read up to the cap.
+    A FIFO would block the kernel for good on open or read, `/dev/zero` would fill its memory:
+    a model name may come from a repository's config, so neither may get that far."""
+    fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{source.name} is not a regular file (a pipe, device or folder); a script is a JSON file")
+        if info.st_size > MAX_SCRIPT_BYTES:
+            raise ValueError(f"{source.name} is {info.st_size:,} bytes, over the {MAX_SCRIPT_BYTES:,}-byte limit")
+        os.set_blocking(fd, True)
+        pieces: list[bytes] = []
+        size = 0
+        while size <= MAX_SCRIPT_BYTES and (piece := os.read(fd, 1 << 20)):
+            pieces.append(piece)
+            size += len(piece)
+    finally:
+        os.close(fd)
+    if size > MAX_SCRIPT_BYTES:
+        raise ValueError(f"{source.name} is over the {MAX_SCRIPT_BYTES:,}-byte limit")
+    return b"".join(pieces)
 
 
 STEP_KEYS = frozenset({"text", "thought", "tool_calls", "usage", "error", "message"})

@@ -5,6 +5,8 @@ it checked, through directory descriptors, and only if it is a regular file (pat
 why). Outputs are capped and say how to get the rest, because a model that receives a 2 GB
 log in one tool result learns nothing and pays for all of it; reading is streamed in bounded
 pieces, so even a 100 MB file with no newline costs kilobytes of memory, not the whole line.
+The writing tools replace a file whole through a temporary file and a rename, so a full disk
+never leaves half a file, and never write the engine's own `.blitz/` (confined.py).
 
 The read-only tools run on the tool I/O pool (io.py) under a time budget, so a large file
 does not stall the kernel's event loop (widget clicks, the interrupt ticker). A small regular
@@ -19,17 +21,19 @@ from __future__ import annotations
 import codecs
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from pydantic import BaseModel, Field
 
+from .confined import refuse_engine_folder, store_content
 from .io import Budget, run_io
 from .media import describe_binary_kind
 from .paths import (
     SKIPPED_DIRS,
+    open_for_replace,
     open_in_workspace,
     open_with_folder,
     relative_name,
@@ -55,10 +59,6 @@ SNIFF_BYTES = 8192
 READ_PIECE_BYTES = 64 * 1024
 """The most bytes held at once while streaming a file: a line longer than this is read in
 pieces, its first MAX_LINE_CHARS characters kept and the rest only counted."""
-WRITE_PIECE_BYTES = 256 * 1024
-"""Written per call: on the project's (virtual) machine one 1 MB write into a new file took
-2.5 ms and four of 256 KB 0.3 ms (the kernel's large page-cache folios); into a file truncated
-in place both took 0.2 ms. A checkpoint gives the tool a new file (engine/checkpoints.py)."""
 READ_BUDGET_S = 30.0
 INLINE_READ_BYTES = 256 * 1024
 """read_file reads a regular file up to this size on the event loop, without a thread hop."""
@@ -339,52 +339,29 @@ class WriteFileArgs(BaseModel):
 def _write_file_sync(workspace: Path, args: WriteFileArgs, recorder: ChangeRecorder | None = None) -> str:
     root = workspace.resolve()
     data = args.content.encode("utf-8")
-    existed = resolve_in_workspace(root, args.path).exists()
-    if recorder is None:
-        fd, path = open_in_workspace(root, args.path, os.O_WRONLY, create=True)
-        old_size = os.fstat(fd).st_size
-    else:
-        # read access too: the checkpoint keeps the file the checked descriptor reads (moved
-        # aside through the folder's descriptor, or copied)
-        fd, folder, path = open_with_folder(root, args.path, os.O_RDWR, create=True)
-        try:
-            old_size = os.fstat(fd).st_size
-            fd = _checkpointed(recorder, path, fd, folder, existed)
-        finally:
-            os.close(folder)
+    refuse_engine_folder(root, resolve_in_workspace(root, args.path), args.path)
+    fd, folder, path = open_for_replace(root, args.path)
     try:
-        _replace_content(fd, data)
+        old_size = os.fstat(fd).st_size if fd is not None else 0
+        written = store_content(folder, path.name, fd, data, _keeper(recorder, path, fd, folder))
     finally:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
+        os.close(folder)
     if recorder is not None:
-        recorder.after_file_change(path, data)
+        recorder.after_file_change(path, data, written)
     name = relative_name(path, root)
-    if existed:
+    if fd is not None:
         return f"overwrote {name} ({len(data):,} bytes written; it had {old_size:,} bytes)"
     return f"created {name} ({len(data):,} bytes written)"
 
 
-def _replace_content(fd: int, data: bytes) -> None:
-    """Make the file `fd` writes hold exactly `data`, in pieces of WRITE_PIECE_BYTES."""
-    os.ftruncate(fd, 0)
-    view = memoryview(data)
-    offset = 0
-    while offset < len(view):
-        offset += os.pwrite(fd, view[offset : offset + WRITE_PIECE_BYTES], offset)
-
-
-def _checkpointed(recorder: ChangeRecorder, path: Path, fd: int, folder: int, existed: bool) -> int:
-    """Announce the change; the descriptor to write: `fd`, or the fresh file that replaced the
-    one the checkpoint moved aside (then `fd` is closed). `fd` is closed on an error."""
-    try:
-        fresh = recorder.before_file_change(path, fd if existed else None, folder)
-    except BaseException:
-        os.close(fd)
-        raise
-    if fresh is None:
-        return fd
-    os.close(fd)
-    return fresh
+def _keeper(recorder: ChangeRecorder | None, path: Path, fd: int | None, folder: int) -> Callable[[], None] | None:
+    """The checkpoint's turn, just before the old content is touched: it keeps the file the
+    checked descriptor reads (linked aside through the folder's descriptor, or copied)."""
+    if recorder is None:
+        return None
+    return lambda: recorder.before_file_change(path, fd, folder)
 
 
 @tool("write_file", ToolKind.MUTATING, WriteFileArgs)
@@ -458,13 +435,9 @@ def _edit_file_sync(workspace: Path, args: EditFileArgs, recorder: ChangeRecorde
         raise ToolError("old is empty; use write_file to create or replace a whole file")
     if args.old == args.new:
         raise ToolError("old and new are the same; nothing to change")
-    # One descriptor for the read and the write: the file edited is the file that was read (or,
-    # when the checkpoint moved that file aside, a fresh one in its place, written at once).
-    if recorder is None:
-        fd, path = open_in_workspace(root, args.path, os.O_RDWR)
-        folder = None
-    else:
-        fd, folder, path = open_with_folder(root, args.path, os.O_RDWR)
+    refuse_engine_folder(root, resolve_in_workspace(root, args.path), args.path)
+    # One descriptor for the read and the checkpoint: the file edited is the file that was read.
+    fd, folder, path = open_with_folder(root, args.path, os.O_RDWR)
     try:
         with os.fdopen(fd, "r+b", closefd=False) as handle:
             text = _read_text_for_edit(handle, args.path)
@@ -475,17 +448,12 @@ def _edit_file_sync(workspace: Path, args: EditFileArgs, recorder: ChangeRecorde
         first_line = _line_of(text, text.index(old))
         edited = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
         data = edited.encode("utf-8")
-        if recorder is not None and folder is not None:
-            given, fd = fd, -1  # _checkpointed closes it when it must
-            fd = _checkpointed(recorder, path, given, folder, existed=True)
-        _replace_content(fd, data)
+        written = store_content(folder, path.name, fd, data, _keeper(recorder, path, fd, folder))
     finally:
-        if fd >= 0:
-            os.close(fd)
-        if folder is not None:
-            os.close(folder)
+        os.close(fd)
+        os.close(folder)
     if recorder is not None:
-        recorder.after_file_change(path, data)
+        recorder.after_file_change(path, data, written)
     replaced = f"{count} occurrences" if count > 1 else "1 occurrence"
     return (
         f"edited {relative_name(path, root)}: replaced {replaced} (first at line {first_line})\n"

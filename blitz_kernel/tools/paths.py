@@ -39,6 +39,7 @@ __all__ = [
     "WalkNotes",
     "is_within",
     "missing_file_error",
+    "open_for_replace",
     "open_in_workspace",
     "open_with_folder",
     "relative_name",
@@ -182,14 +183,41 @@ def open_with_folder(
     return fd, folder, path
 
 
+def open_for_replace(workspace: Path, given: str) -> tuple[int | None, int, Path]:
+    """For a tool that replaces a file whole (write it to a temporary file, then rename it
+    over the old one): the file's descriptor (read-write) when there is a file, None when
+    there is none yet; the descriptor of its folder, missing folders made; the checked path.
+    The file itself is never created here. The caller closes the descriptors."""
+    fd, folder, path = _checked_open(
+        workspace, given, os.O_RDWR, create=True, directory=False, keep_folder=True, file_optional=True
+    )
+    assert folder is not None
+    return (fd if fd >= 0 else None), folder, path
+
+
 def _checked_open(
-    workspace: Path, given: str, flags: int, *, create: bool, directory: bool, keep_folder: bool
+    workspace: Path,
+    given: str,
+    flags: int,
+    *,
+    create: bool,
+    directory: bool,
+    keep_folder: bool,
+    file_optional: bool = False,
 ) -> tuple[int, int | None, Path]:
     root = workspace.resolve()
     for _attempt in range(_OPEN_RETRIES):
         path = resolve_in_workspace(root, given)
         try:
-            fd, folder = _open_beneath(root, path, flags, create=create, directory=directory, keep_folder=keep_folder)
+            fd, folder = _open_beneath(
+                root,
+                path,
+                flags,
+                create=create,
+                directory=directory,
+                keep_folder=keep_folder,
+                file_optional=file_optional,
+            )
             return fd, folder, path
         except _PathChangedError:
             continue
@@ -209,9 +237,17 @@ def _checked_open(
 
 
 def _open_beneath(
-    root: Path, path: Path, flags: int, *, create: bool, directory: bool, keep_folder: bool = False
+    root: Path,
+    path: Path,
+    flags: int,
+    *,
+    create: bool,
+    directory: bool,
+    keep_folder: bool = False,
+    file_optional: bool = False,
 ) -> tuple[int, int | None]:
-    """The descriptor of `path`, and (`keep_folder`) of the folder it was opened in."""
+    """The descriptor of `path` (-1: `file_optional` and there is none), and (`keep_folder`)
+    of the folder it was opened in."""
     parts = path.relative_to(root).parts
     folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     kept = False
@@ -224,7 +260,10 @@ def _open_beneath(
             if not directory:
                 raise IsADirectoryError(str(path))
             return os.dup(folder), None
-        fd = _open_last(folder, parts[-1], flags, create=create, directory=directory)
+        if file_optional:
+            fd = _open_last(folder, parts[-1], flags, create=False, directory=False, missing_ok=True)
+        else:
+            fd = _open_last(folder, parts[-1], flags, create=create, directory=directory)
         kept = keep_folder
         return fd, folder if keep_folder else None
     finally:
@@ -249,10 +288,12 @@ def _enter(folder: int, name: str, *, create: bool) -> int:
         raise
 
 
-def _open_last(folder: int, name: str, flags: int, *, create: bool, directory: bool) -> int:
+def _open_last(folder: int, name: str, flags: int, *, create: bool, directory: bool, missing_ok: bool = False) -> int:
     try:
         before = os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
+        if missing_ok:
+            return -1
         if not create:
             raise
         before = None

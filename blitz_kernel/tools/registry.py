@@ -10,6 +10,7 @@ import dataclasses
 import enum
 import functools
 import json
+import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,7 +80,7 @@ class TurnAccess(Protocol):
         ...
 
     def checkpoint(self) -> ChangeRecorder | None:
-        """The turn's change recorder (WS-03): what changing tools report before and after a
+        """The turn's change recorder (for undo): what changing tools report before and after a
         change, so the turn can be undone."""
         ...
 
@@ -88,19 +89,19 @@ class ChangeRecorder(Protocol):
     """What changing tools tell the running turn's checkpoint (engine/checkpoints.py): tools
     never import the engine, so they talk to it through this."""
 
-    def before_file_change(self, path: Path, fd: int | None, folder: int | None = None) -> int | None:
-        """`path` (a real path in the workspace) is about to change; `fd` reads its content
-        now (None: it does not exist yet). Only the first change in a turn keeps a copy.
-
-        With `folder` (a descriptor of the folder `fd` was opened in, where the file's entry
-        is `path.name`), the recorder may move the file itself into the checkpoint instead of
-        copying it: it then returns a descriptor (read-write) of a fresh, empty file at the
-        path, with the old file's permission bits, which the tool writes instead of `fd` and
-        closes. None: write through `fd` as usual."""
+    def before_file_change(self, path: Path, fd: int | None, folder: int | None = None) -> None:
+        """`path` (a real path in the workspace) is about to be replaced; `fd` reads its
+        content now (None: it does not exist yet). Only the first change in a turn keeps the
+        old content: with `folder` (a descriptor of the folder the file's entry `path.name`
+        is in) the recorder may link the old file itself into the checkpoint instead of
+        copying it, since the tool then renames a new file over the name (tools/confined.py).
+        Raises ToolError when the old content cannot be kept: then nothing is written."""
         ...
 
-    def after_file_change(self, path: Path, content: bytes) -> None:
-        """`path` now holds `content` (its fingerprint detects a later change by someone else)."""
+    def after_file_change(self, path: Path, content: bytes, written: os.stat_result | None = None) -> None:
+        """`path` now holds `content` (its fingerprint detects a later change by someone else);
+        `written` is the status of the file the tool wrote (its device and inode: an undo
+        removes a file the turn created only if it is still that file)."""
         ...
 
     def cell_changed(self, change: Mapping[str, Any]) -> None:

@@ -95,7 +95,9 @@ def test_the_session_budget_stops_the_run_before_a_call_that_would_pass_it(tmp_p
     """Each answer costs $0.20 (2,000 prompt tokens at $100/M); the next call's prompt is
     estimated at its real size, system prompt and tool schemas included (≈ $0.35): with $0.70
     the third call would pass the budget, so it is never made (GR-06)."""
-    (tmp_path / "blitz.toml").write_text('[prices.scripted]\ninput = 100.0\noutput = 0.0\n')
+    # the user's own price (a workspace's blitz.toml may not introduce one without trust)
+    (tmp_path / ".blitz").mkdir()
+    (tmp_path / ".blitz" / "config.toml").write_text('[prices.scripted]\ninput = 100.0\noutput = 0.0\n')
     spend = {"usage": {"prompt_tokens": 2000, "completion_tokens": 1}}
     script(tmp_path / "script.json", {"text": "First answer.", **spend}, {"text": "Second answer.", **spend}, {"text": "Third.", **spend})
     nb = notebook(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from blitz_kernel.engine.undo import recorder as checkpoints
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError
 from blitz_kernel.models.scripted import ScriptedModel
+from blitz_kernel.tools import confined
 from blitz_kernel.tools.notebook import NotebookRequestError
 
 from .conftest import NeverAnswers, call, tool_step
@@ -140,23 +142,59 @@ async def test_ws03_a_hard_linked_file_is_copied_and_changed_in_place(tmp_path: 
     assert (tmp_path / "link.csv").read_text() == "x\n1\n"
 
 
-async def test_ws03_a_refused_move_falls_back_to_a_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the checkpoint folder on another file system: rename says EXDEV, the old content is copied
+async def test_ws03_a_refused_link_falls_back_to_a_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the checkpoint folder on another file system: link says EXDEV, the old content is copied
     def cross_device(*args: Any, **kwargs: Any) -> None:
         raise OSError(errno.EXDEV, "Invalid cross-device link")
 
     (tmp_path / "data.csv").write_text("x\n1\n")
     inode = (tmp_path / "data.csv").stat().st_ino
-    monkeypatch.setattr(checkpoints.os, "rename", cross_device)
+    monkeypatch.setattr(checkpoints.os, "link", cross_device)
     workspace, _ = open_workspace(tmp_path, [tool_step(call("write_file", path="data.csv", content="x\n2\n")),
                                              {"text": "ok"}])
     await workspace.run("change it", approve="allow")
     monkeypatch.undo()
-    assert (tmp_path / "data.csv").stat().st_ino == inode and (tmp_path / "data.csv").read_text() == "x\n2\n"
+    assert (tmp_path / "data.csv").read_text() == "x\n2\n"
     [copy] = (tmp_path / ".blitz" / "checkpoints").rglob("*.bak")
-    assert copy.read_text() == "x\n1\n"
+    assert copy.read_text() == "x\n1\n" and copy.stat().st_ino != inode  # a copy, not the old inode
     assert (await workspace.undo("default")).files == ["restored data.csv"]
     assert (tmp_path / "data.csv").read_text() == "x\n1\n"
+
+
+async def test_a_full_disk_leaves_the_file_and_its_checkpoint_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the second piece of the new content does not fit: the old file stays whole, no checkpoint is
+    # left behind, and the next write of the turn still keeps the true old content
+    (tmp_path / "data.csv").write_text("old\n")
+    real_pwrite = os.pwrite
+
+    def full_after_one_piece(fd: int, data: Any, offset: int) -> int:
+        if offset > 0:  # only the big first write has a second piece
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_pwrite(fd, data, offset)
+
+    seen_after_the_failure: list[str] = []
+
+    def look_then_write_again(request: Any) -> dict[str, Any]:
+        seen_after_the_failure.append((tmp_path / "data.csv").read_text())
+        monkeypatch.undo()  # the disk has room again
+        return tool_step(call("write_file", path="data.csv", content="new\n"))
+
+    big = "y" * (300 * 1024)
+    workspace, _ = open_workspace(tmp_path, [
+        tool_step(call("write_file", path="data.csv", content=big)),
+        look_then_write_again,
+        {"text": "ok"},
+    ])
+    monkeypatch.setattr(confined.os, "pwrite", full_after_one_piece)
+    await workspace.run("change it", approve="allow")
+    assert seen_after_the_failure == ["old\n"]
+    assert "No space left on device; the file is unchanged" in results(workspace)[0]
+    assert (tmp_path / "data.csv").read_text() == "new\n"
+    assert not any(name.endswith(".tmp") for name in os.listdir(tmp_path))
+    report = await workspace.undo("default")
+    assert report.files == ["restored data.csv"] and (tmp_path / "data.csv").read_text() == "old\n"
 
 
 # -- variables -----------------------------------------------------------------------------------

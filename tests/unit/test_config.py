@@ -174,8 +174,8 @@ def test_blitz_toml_wins_over_pyproject(workspace: Path, home: Path) -> None:
 
 
 def test_prices_table_parses_into_price(workspace: Path, home: Path) -> None:
-    write(
-        workspace / "blitz.toml",
+    home_file(
+        home,
         '[prices."gpt-4.1"]\ninput = 2.0\noutput = 8\ncached_input = 0.5\n'
         '[prices."ollama/"]\ninput = 0\noutput = 0\n',
     )
@@ -265,9 +265,12 @@ def test_precedence_across_all_layers(workspace: Path, home: Path) -> None:
 
     assert load(workspace, home, environ=environ, overrides=overrides).model == "override"
     assert load(workspace, home, environ=environ).model == "environment"
-    assert load(workspace, home).model == "blitz-toml"
+    # the workspace's files replace the user's own model only once the workspace is trusted
+    assert load(workspace, home).model == "home"
+    trusted = {"BLITZ_TRUST_WORKSPACE": str(workspace)}
+    assert load(workspace, home, environ=trusted).model == "blitz-toml"
     blitz_toml.unlink()
-    assert load(workspace, home).model == "pyproject"
+    assert load(workspace, home, environ=trusted).model == "pyproject"
     pyproject.unlink()
     assert load(workspace, home).model == "home"
     (home / ".blitz" / "config.toml").unlink()
@@ -278,16 +281,16 @@ def test_tables_merge_deeply(workspace: Path, home: Path) -> None:
     home_file(
         home,
         "[limits]\nmax_turns = 10\nmax_cost_usd = 1.5\n"
-        '[approval.tools]\nread_file = "allow"\nwrite_file = "deny"\n',
+        '[approval.tools]\nread_file = "allow"\nwrite_file = "ask"\n',
     )
     write(
-        workspace / "blitz.toml", '[limits]\nmax_turns = 20\n[approval.tools]\nwrite_file = "ask"\n'
+        workspace / "blitz.toml", '[limits]\nmax_turns = 5\n[approval.tools]\nwrite_file = "deny"\n'
     )
     config = load(workspace, home, overrides={"limits.timeout_s": 30})
-    assert config.limits.max_turns == 20
+    assert config.limits.max_turns == 5
     assert config.limits.max_cost_usd == 1.5
     assert config.limits.timeout_s == 30
-    assert config.approval.tools == {"read_file": "allow", "write_file": "ask"}
+    assert config.approval.tools == {"read_file": "allow", "write_file": "deny"}
 
 
 def test_overrides_accept_nested_values_and_later_keys_win(workspace: Path, home: Path) -> None:
@@ -300,7 +303,7 @@ def test_overrides_accept_nested_values_and_later_keys_win(workspace: Path, home
 
 
 def test_override_with_quoted_key_reaches_a_dotted_model_name(workspace: Path, home: Path) -> None:
-    write(workspace / "blitz.toml", '[prices."gpt-4.1"]\ninput = 2\noutput = 8\n')
+    home_file(home, '[prices."gpt-4.1"]\ninput = 2\noutput = 8\n')
     config = load(workspace, home, overrides={'prices."gpt-4.1".input': 3})
     assert config.prices["gpt-4.1"] == Price(input=3, output=8)
 
@@ -368,7 +371,7 @@ def test_set_dotted_and_flatten_round_trip() -> None:
 
 
 def test_describe_config_lists_dotted_keys_usable_as_input(workspace: Path, home: Path) -> None:
-    write(workspace / "blitz.toml", '[prices."gpt-4.1"]\ninput = 2\noutput = 8\n')
+    home_file(home, '[prices."gpt-4.1"]\ninput = 2\noutput = 8\n')
     text = describe_config(load(workspace, home))
     lines = text.splitlines()
     assert "limits.max_turns = 50" in lines
@@ -467,7 +470,7 @@ def test_unknown_top_level_key_lists_top_level_keys(workspace: Path, home: Path)
 
 def test_unknown_price_field_is_an_error(workspace: Path, home: Path) -> None:
     path = write(workspace / "blitz.toml", '[prices."gpt-4.1"]\ninput = 1\noutput = 2\ninptu = 3\n')
-    error = load_error(workspace, home)
+    error = load_error(workspace, home, environ={"BLITZ_TRUST_WORKSPACE": str(workspace)})
     assert error.key == 'prices."gpt-4.1".inptu'
     assert error.source == str(path)
     assert "cached_input" in error.problem

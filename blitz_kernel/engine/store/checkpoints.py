@@ -3,18 +3,20 @@
 Three kinds of state, three kinds of record:
 - **files**: before `write_file`/`edit_file` changes a file for the first time in a turn, its
   content is kept under `<workspace>/.blitz/checkpoints/`, or the fact that it did not exist.
-  The file itself is *moved* there (a rename between directory descriptors, O(1) whatever its
-  size) and the tool writes a fresh file at the path with the old one's permission bits: the
-  old inode is the checkpoint, nothing is copied. So the file gets a new inode, as with an
+  The old file itself is *linked* there (a hard link between directory descriptors, O(1)
+  whatever its size) and the tool then renames a new file over the path (tools/confined.py):
+  the old inode is the checkpoint, nothing is copied. So the file gets a new inode, as with an
   editor's atomic save or a `git checkout` (what watchers and other tools already expect):
   a process holding the old file open keeps reading the old content, and extended
   attributes or ACLs of the old file are not carried over. Where that would
   change more than this, the content is copied instead (a kernel-side `copy_file_range` from
-  the descriptor the tool opened) and the file is overwritten in place as before: a file with
-  hard links (they must keep seeing the file's new content), a file owned by another user or
-  group (a fresh file would be ours), a checkpoint folder on another file system (`EXDEV`),
-  or any refused rename. After every change the file's fingerprint is kept, so an undo can
-  tell whether someone changed the file again since (a conflict).
+  the descriptor the tool opened): for a file with hard links (they must keep seeing the
+  file's new content) or owned by another user or group (a new file would be ours), both
+  then overwritten in place, and where the link is refused (the checkpoint folder on another
+  file system, `EXDEV`). After every change the file's fingerprint is kept, so an undo can
+  tell whether someone changed the file again since (a conflict), and the device and inode
+  of the file the tool wrote, so an undo removes a file the turn created only if it is
+  still that file.
 - **cells**: `notebook_edit` reports for each action what reverses it (tools/notebook.py).
 - **variables**: around each `run_python` call the user namespace is diffed by name: created,
   rebound to another object, deleted. The previous objects are kept by reference (never
@@ -55,6 +57,9 @@ class FileChange(BaseModel):
     after: str = ""
     """Fingerprint (size and CRC-32) of the content the agent left: anything else at undo
     time means someone changed it since."""
+    device: int | None = None
+    inode: int | None = None
+    """The file the tool wrote (None in records written before these were kept)."""
 
 
 class CellChange(BaseModel):
@@ -65,7 +70,7 @@ class CellChange(BaseModel):
     via: Literal["bridge", "file"]
     """Through the labextension bridge, or by editing the .ipynb on disk."""
     notebook: str | None = None
-    """The .ipynb edited (via file)."""
+    """The .ipynb edited (via file), relative to the workspace."""
     index: int
     cell_id: str | None = None
     """The cell the action made (insert, replace) or removed (delete)."""

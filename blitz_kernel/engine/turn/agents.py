@@ -1,8 +1,9 @@
-"""The agent registry (ENG-01, ENG-04): the built-in `blitz` agent plus user agents from
+"""The agent registry: the built-in `blitz` agent plus user agents from
 `<workspace>/.blitz/agents/*.md` (front matter + instructions)."""
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -10,9 +11,12 @@ from pydantic import BaseModel, ValidationError
 
 from ...errors import BlitzError, ConfigError, UnknownAgentError
 from ...mcp import is_mcp_name
-from ...tools.registry import Tool, ToolKind, ToolRegistry
+from ...tools.confined import read_capped
+from ...tools.paths import open_in_workspace
+from ...tools.registry import Tool, ToolError, ToolKind, ToolRegistry
 
 AGENTS_FOLDER = (".blitz", "agents")
+SCRIPTED_PREFIX = "scripted:"
 
 BLITZ_INSTRUCTIONS = """\
 You are Blitz, a data and coding assistant working inside a live Jupyter (IPython) kernel.
@@ -38,7 +42,7 @@ class AgentDefinition(BaseModel):
     model: str | None = None
     """A model pin: this agent always runs on it unless a run overrides the model."""
     tools: list[str] | None = None
-    """The tools it gets (ENG-04); None means every built-in tool."""
+    """The tools it gets; None means every built-in tool."""
 
 
 BUILTIN_AGENT = AgentDefinition(
@@ -49,24 +53,53 @@ BUILTIN_AGENT = AgentDefinition(
 
 
 FolderState = tuple[tuple[str, int, int, int], ...]
-"""(name, mode, size, mtime_ns) of every `*.md` entry: a changed file changes it (ENG-06)."""
+"""(name, mode, size, mtime_ns) of every `*.md` entry: a changed file changes it, so an edit counts from the next turn."""
+FOLDER_SHOWN = "/".join(AGENTS_FOLDER)
+MAX_AGENT_BYTES = 1024 * 1024
+"""An agent file larger than this is skipped, not read."""
 
 
 def folder_state(workspace: Path) -> FolderState:
-    """What `.blitz/agents` holds now, cheaply (one stat per entry, nothing read)."""
-    folder = workspace.joinpath(*AGENTS_FOLDER)
+    """What `.blitz/agents` holds now, cheaply (one stat per entry, nothing read). The folder
+    is opened with the file tools' confinement: a `.blitz` or `.blitz/agents` that is a
+    symlink out of the workspace reads as empty (and `folder_problem` says why)."""
+    try:
+        fd, _path = open_in_workspace(workspace, FOLDER_SHOWN, directory=True)
+    except ToolError:
+        return ()
     entries: list[tuple[str, int, int, int]] = []
     try:
-        paths = sorted(folder.glob("*.md"))
+        for name in sorted(os.listdir(fd)):
+            if not name.endswith(".md"):
+                continue
+            try:
+                info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            entries.append((name, info.st_mode, info.st_size, info.st_mtime_ns))
     except OSError:
         return ()
-    for path in paths:
-        try:
-            info = path.lstat()
-        except OSError:
-            continue
-        entries.append((path.name, info.st_mode, info.st_size, info.st_mtime_ns))
+    finally:
+        os.close(fd)
     return tuple(entries)
+
+
+def folder_problem(workspace: Path) -> str | None:
+    """Why `.blitz/agents`, which is there, cannot be read; None when it can (or is absent)."""
+    try:
+        os.lstat(workspace.joinpath(*AGENTS_FOLDER))
+    except OSError:
+        try:
+            os.lstat(workspace / AGENTS_FOLDER[0])
+        except OSError:
+            return None
+    try:
+        os.close(open_in_workspace(workspace, FOLDER_SHOWN, directory=True)[0])
+    except ToolError as error:
+        if str(error).startswith("no such file"):
+            return None
+        return f"skipped the agent folder {FOLDER_SHOWN}: {error}"
+    return None
 
 
 class AgentRegistry:
@@ -90,23 +123,29 @@ class AgentRegistry:
         state = folder_state(workspace)
         agents = [BUILTIN_AGENT]
         skipped: dict[str, str] = {}
-        folder = workspace.joinpath(*AGENTS_FOLDER)
+        problem = folder_problem(workspace)
+        if problem is not None:
+            skipped[FOLDER_SHOWN] = problem
         for name, mode, _size, _mtime in state:
-            path = folder / name
-            shown = "/".join((*AGENTS_FOLDER, name))
-            if not stat.S_ISREG(mode) and not (stat.S_ISLNK(mode) and path.is_file()):
-                skipped[path.stem] = f"skipped agent file {shown}: not a regular file"
+            stem = name.removesuffix(".md")
+            shown = f"{FOLDER_SHOWN}/{name}"
+            if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                skipped[stem] = f"skipped agent file {shown}: not a regular file"
                 continue
             try:
-                agents.append(parse_agent_file(path))
-            except UnicodeDecodeError:
-                skipped[path.stem] = f"skipped agent file {shown}: not UTF-8 text"
+                agents.append(parse_agent_text(read_capped(workspace, shown, MAX_AGENT_BYTES), workspace / shown))
+                outside = _scripted_outside(agents[-1].model, workspace)
+                if outside:
+                    agents.pop()
+                    skipped[stem] = f"skipped agent file {shown}: {outside}"
+            except ToolError as exc:
+                reason = str(exc).removeprefix(f"{shown} ")
+                skipped[stem] = f"skipped agent file {shown}: {_tool_reason(reason)}"
             except ConfigError as exc:
                 reason = exc.problem if exc.key.startswith("(") else f"{exc.key}: {exc.problem}"
-                skipped[path.stem] = f"skipped agent file {shown}: {reason}"
-            except (ValidationError, OSError) as exc:
-                reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-                skipped[path.stem] = f"skipped agent file {shown}: {reason}"
+                skipped[stem] = f"skipped agent file {shown}: {reason}"
+            except ValidationError as exc:
+                skipped[stem] = f"skipped agent file {shown}: {exc.errors()[0]['msg']}"
         return cls(agents, skipped, state)
 
     def changed(self, workspace: Path) -> bool:
@@ -114,19 +153,21 @@ class AgentRegistry:
         return folder_state(workspace) != self.state
 
     def pins(self) -> dict[str, str]:
-        """Agent name → model pin, for pins that send prompts somewhere (WS-06: they need
-        trust); `scripted:` pins send nothing anywhere."""
+        """Agent name → model pin, on any name (a file named `blitz` overrides the built-in
+        agent, pin included). They need trust unless the user's own config names that model
+        (config/trust.py); a `scripted:` pin sends nothing anywhere, and one outside the
+        workspace never loads (the file is skipped)."""
         return {
             name: agent.model
             for name, agent in self._agents.items()
-            if agent.model and not agent.model.startswith("scripted:") and name != BUILTIN_AGENT.name
+            if agent.model and not agent.model.startswith(SCRIPTED_PREFIX)
         }
 
     def names(self) -> list[str]:
         return sorted(self._agents)
 
     def get(self, name: str) -> AgentDefinition:
-        """ENG-01: an unknown name is an error here; the workspace falls back for the active agent."""
+        """An unknown name is an error here; the workspace falls back for the active agent."""
         try:
             return self._agents[name]
         except KeyError:
@@ -135,10 +176,35 @@ class AgentRegistry:
             raise UnknownAgentError(name, list(self._agents)) from None
 
 
+def _tool_reason(reason: str) -> str:
+    """The confinement's wording, shortened for the "not UTF-8 text" case the notices name."""
+    return "not UTF-8 text" if reason.endswith("is not UTF-8 text") else reason
+
+
+def _scripted_outside(model: str | None, workspace: Path) -> str | None:
+    """Why a `scripted:` pin may not load: its file is outside the workspace (a repository's
+    agent file chose it, so it must stay inside, like the file tools' paths)."""
+    if not model or not model.startswith(SCRIPTED_PREFIX):
+        return None
+    given = Path(model.removeprefix(SCRIPTED_PREFIX)).expanduser()
+    root = workspace.resolve()
+    try:
+        resolved = (given if given.is_absolute() else root / given).resolve()
+    except (OSError, RuntimeError):
+        return f"its model pin {model!r} cannot be resolved"
+    if resolved == root or root in resolved.parents:
+        return None
+    return f"its model pin {model!r} names a file outside the workspace"
+
+
 def parse_agent_file(path: Path) -> AgentDefinition:
+    """`parse_agent_text` of a file the caller trusts (tests, the user's own files)."""
+    return parse_agent_text(path.read_text(encoding="utf-8"), path)
+
+
+def parse_agent_text(text: str, path: Path) -> AgentDefinition:
     """`---` front matter with `key: value` lines (name, description, model, tools: a, b), then
     the instructions. A small parser on purpose: no YAML dependency for five keys."""
-    text = path.read_text(encoding="utf-8")
     if "\x00" in text:
         raise ConfigError("(file)", str(path), "the file holds NUL bytes; it is not an agent file")
     fields: dict[str, str] = {}
@@ -167,7 +233,7 @@ def parse_agent_file(path: Path) -> AgentDefinition:
 
 
 def agent_tools(registry: ToolRegistry, definition: AgentDefinition, *, root: bool = True) -> dict[str, Tool]:
-    """ENG-04: exactly the tools the agent names, plus the workflow tools for the root (a
+    """Exactly the tools the agent names, plus the workflow tools for the root (a
     sub-agent gets none: plans and todo lists belong to the turn the user started). MCP tools
     come from their servers at the turn's setup, not from here."""
     names = registry.names()
@@ -188,7 +254,7 @@ def agent_tools(registry: ToolRegistry, definition: AgentDefinition, *, root: bo
 
 
 def check_tool_names(registry: ToolRegistry, tools: tuple[str, ...] | None) -> tuple[str, ...] | None:
-    """ENG-17: a run's allowed tools must exist (MCP names are checked when servers answer)."""
+    """A run's allowed tools must exist (MCP names are checked when servers answer)."""
     if tools is None:
         return None
     unknown = [name for name in tools if name not in registry and not is_mcp_name(name)]

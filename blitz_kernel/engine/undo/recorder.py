@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.text import shorten
-from ...tools.paths import open_in_workspace
+from ...tools.confined import RecordPathError, open_record_folder, replaceable
 from ...tools.registry import ToolError
 from ..store.checkpoints import MISSING, CellChange, CodeRun, FileChange, describe, fingerprint, session_folder
 from ..store.session import Session
@@ -53,46 +53,65 @@ class TurnRecorder:
 
     # -- files ------------------------------------------------------------------------------
 
-    def before_file_change(self, path: Path, fd: int | None, folder: int | None = None) -> int | None:
+    def before_file_change(self, path: Path, fd: int | None, folder: int | None = None) -> None:
         relative = self._relative(path)
         if relative in self.checkpoint.files:
-            return None  # the first change of the turn has its copy already
+            return  # the first change of the turn has its copy already
         copy_path = None
-        fresh = None
         if fd is not None:
-            if not self._copies:
-                self._folder.mkdir(parents=True, exist_ok=True)
             self._copies += 1
-            target = self._folder / f"t{self.checkpoint.turn}-{self._copies}-{os.getpid()}.bak"
-            if folder is not None:
-                fresh = self._move_aside(fd, folder, path.name, target)
-            if fresh is None:
-                _copy_descriptor(fd, target)
-            copy_path = target.relative_to(self.root).as_posix()
+            kept = f"t{self.checkpoint.turn}-{self._copies}-{os.getpid()}.bak"
+            into = self._checkpoint_folder(relative)
+            try:
+                if folder is None or not self._link_aside(fd, folder, path.name, into, kept):
+                    _copy_descriptor(fd, into, kept)
+            except OSError as error:
+                raise ToolError(
+                    f"cannot keep the old content of {relative} for undo ({error.strerror or error}); nothing was written"
+                ) from None
+            finally:
+                os.close(into)
+            copy_path = (self._folder / kept).relative_to(self.root).as_posix()
         self.checkpoint.files[relative] = FileChange(path=relative, existed=fd is not None, copy_path=copy_path)
-        return fresh
 
-    def _move_aside(self, fd: int, folder: int, name: str, target: Path) -> int | None:
-        """Move the file `fd` reads (entry `name` of `folder`) to `target`; a fresh file at its
-        place, or None (nothing moved: copy instead) where a move would change more than the
-        inode (module docstring)."""
+    def _checkpoint_folder(self, relative: str) -> int:
+        """The session's checkpoint folder, walked from the workspace without following any
+        symlink: a `.blitz` or `.blitz/checkpoints` that leads elsewhere (shipped in a
+        repository) would put copies of the user's files outside the workspace."""
+        try:
+            return open_record_folder(self.root, self._folder.relative_to(self.root).parts, create=True, mode=0o700)
+        except (RecordPathError, OSError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            raise ToolError(
+                f"cannot keep the old content of {relative} for undo: {reason} (the checkpoint folder "
+                ".blitz/checkpoints must be a plain folder of the workspace); nothing was written"
+            ) from None
+
+    def _link_aside(self, fd: int, folder: int, name: str, into: int, kept: str) -> bool:
+        """Link the file `fd` reads (entry `name` of `folder`) into the checkpoint as `kept`;
+        False (nothing linked: copy instead) where the tool will not replace the file (it
+        writes hard-linked or foreign files in place) or the link is refused (another file
+        system). The entry linked is checked to be the file the tool opened and checked."""
         info = os.fstat(fd)
-        if info.st_nlink != 1 or info.st_uid != os.geteuid() or info.st_gid != os.getegid():
-            return None
+        if not replaceable(info):
+            return False
         try:
-            into, _ = open_in_workspace(self.root, self._relative(target.parent), directory=True)
-        except ToolError:  # the checkpoint folder is not a plain folder inside the workspace
-            return None
-        try:
-            return _move_and_create(fd, info, folder, name, into, target.name)
-        finally:
-            os.close(into)
+            os.link(name, kept, src_dir_fd=folder, dst_dir_fd=into, follow_symlinks=False)
+        except OSError:  # EXDEV (the checkpoints on another mount), EPERM, EMLINK...: copy instead
+            return False
+        linked = os.stat(kept, dir_fd=into, follow_symlinks=False)
+        if (linked.st_dev, linked.st_ino) != (info.st_dev, info.st_ino):  # swapped since the checked open
+            os.unlink(kept, dir_fd=into)
+            return False
+        return True
 
-    def after_file_change(self, path: Path, content: bytes) -> None:
+    def after_file_change(self, path: Path, content: bytes, written: os.stat_result | None = None) -> None:
         change = self.checkpoint.files.get(self._relative(path))
         if change is None:  # a tool that did not announce the change: nothing to restore to
             return
         change.after = fingerprint(content)
+        if written is not None:
+            change.device, change.inode = written.st_dev, written.st_ino
         self.session.record_change(self.checkpoint.turn, change)
 
     def _relative(self, path: Path) -> str:
@@ -105,6 +124,8 @@ class TurnRecorder:
 
     def cell_changed(self, change: Mapping[str, Any]) -> None:
         record = CellChange.model_validate(dict(change))
+        if record.notebook is not None:  # undo opens only a workspace-relative .ipynb
+            record.notebook = self._relative(Path(record.notebook))
         self.checkpoint.cells.append(record)
         self.session.record_change(self.checkpoint.turn, record)
 
@@ -142,48 +163,12 @@ class TurnRecorder:
         return "; ".join(parts)
 
 
-def _move_and_create(fd: int, info: os.stat_result, folder: int, name: str, into: int, kept: str) -> int | None:
-    """Rename `folder`/`name` (the file `fd` reads, `info`) to `into`/`kept`, then create a
-    fresh file at `name` with the same permission bits. None when the rename is refused
-    (another file system, permissions): nothing moved. Nothing follows a symlink: the entry
-    moved is checked to be the file the tool opened and checked, or it is put back."""
-    try:
-        os.rename(name, kept, src_dir_fd=folder, dst_dir_fd=into)
-    except OSError:  # EXDEV (the checkpoints on another mount), EACCES, EBUSY...: copy instead
-        return None
-    moved = os.stat(kept, dir_fd=into, follow_symlinks=False)
-    if (moved.st_dev, moved.st_ino) != (info.st_dev, info.st_ino):  # swapped since the checked open
-        _put_back(into, kept, folder, name)
-        raise ToolError(f"{name} was replaced while it was being written; nothing was written, try again")
-    try:
-        fresh = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
-    except OSError as error:  # something appeared at the name since the rename
-        _put_back(into, kept, folder, name)
-        raise ToolError(f"cannot write {name}: {error.strerror or error}") from None
-    try:
-        os.fchmod(fresh, info.st_mode & 0o777)
-    except OSError as error:
-        os.close(fresh)
-        os.unlink(name, dir_fd=folder)
-        _put_back(into, kept, folder, name)
-        raise ToolError(f"cannot write {name}: {error.strerror or error}") from None
-    return fresh
-
-
-def _put_back(into: int, kept: str, folder: int, name: str) -> None:
-    """Undo a move without replacing whatever is at `name` now (link, then unlink)."""
-    try:
-        os.link(kept, name, src_dir_fd=into, dst_dir_fd=folder, follow_symlinks=False)
-    except OSError:
-        return  # something is at `name` now: the moved entry stays in the checkpoint folder
-    os.unlink(kept, dir_fd=into)
-
-
-def _copy_descriptor(fd: int, target: Path) -> None:
-    """Copy what `fd` reads into `target` in the kernel (copy_file_range), from offset 0,
-    leaving `fd`'s position alone; plain reads where the call is missing or refused."""
+def _copy_descriptor(fd: int, into: int, kept: str) -> None:
+    """Copy what `fd` reads into a new file `kept` of folder `into`, in the kernel
+    (copy_file_range), from offset 0, leaving `fd`'s position alone; plain reads where the
+    call is missing or refused."""
     size = os.fstat(fd).st_size
-    out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    out = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=into)
     try:
         offset = 0
         try:
@@ -200,5 +185,8 @@ def _copy_descriptor(fd: int, target: Path) -> None:
                 break
             os.pwrite(out, piece, offset)
             offset += len(piece)
-    finally:
+    except BaseException:
         os.close(out)
+        os.unlink(kept, dir_fd=into)
+        raise
+    os.close(out)

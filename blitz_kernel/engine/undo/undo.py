@@ -1,4 +1,4 @@
-"""Undo and rewind (WS-03): put back what the last turns changed, newest turn first.
+"""Undo and rewind: put back what the last turns changed, newest turn first.
 
 Each turn's checkpoint (checkpoints.py) says what to put back: files from their copies (or
 removed, when the turn created them), notebook cells by reversing each `notebook_edit` action
@@ -15,7 +15,6 @@ append-only log), so the agent does not believe in changes that no longer exist.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,15 +23,15 @@ from pydantic import BaseModel, Field
 from ...core.numbers import check_number
 from ...core.text import one_line
 from ...errors import BlitzError, SessionBusyError
+from ...tools.confined import RecordPathError
 from ...tools.notebook import NotebookAccess
-from ...tools.notebook_file import cell_source, find_cell, load_notebook, new_cell, retyped, save_notebook
-from ...tools.paths import open_in_workspace
+from ...tools.notebook_file import cell_source, find_cell, new_cell, retyped
 from ...tools.registry import ToolError
-from ..store.checkpoints import MISSING, CellChange, FileChange, TurnCheckpoint, describe, file_fingerprint
+from ..store.checkpoints import MISSING, CellChange, FileChange, TurnCheckpoint, describe
 from ..store.session import Session
+from .confined import FORCE_HINT, load_notebook_in, notebook_parts, save_notebook_in, undo_file
 
 NOT_UNDOABLE_CODE = "run_python ran in this turn; what its code did outside the namespace cannot be undone"
-FORCE_HINT = "(--force restores it)"
 RECONNECT_HINT = "(reopen the notebook and undo again)"
 RETRY_HINTS = (FORCE_HINT, RECONNECT_HINT)
 IN_PLACE_NOTE = "objects changed in place (df.drop(..., inplace=True)) keep their new content"
@@ -149,34 +148,14 @@ class Undoer:
         self._retry = True
 
     def _undo_file(self, checkpoint: TurnCheckpoint, change: FileChange) -> None:
-        target = self.root / change.path
-        now = file_fingerprint(target)
-        if now != change.after and not self.force:
-            why = (
-                "it was deleted since the agent wrote it" if now is None else "it was changed since the agent wrote it"
-            )
-            self._conflict(f"file {change.path}", f"{why} (--force restores it)")
-            return
-        try:
-            if not change.existed:
-                if now is not None:
-                    target.unlink()
-                self.report.files.append(f"removed {change.path} (the turn created it)")
-                self._done(checkpoint, f"file:{change.path}")
-                return
-            assert change.copy_path is not None
-            content = (self.root / change.copy_path).read_bytes()
-            fd, _ = open_in_workspace(self.root, change.path, os.O_WRONLY, create=True)
-            with os.fdopen(fd, "wb") as handle:
-                handle.truncate(0)
-                handle.write(content)
-        except (OSError, ToolError) as error:
-            self.report.skipped.append(
-                SkippedItem(item=f"file {change.path}", reason=f"could not be restored: {error}")
-            )
-            return
-        self.report.files.append(f"restored {change.path}")
-        self._done(checkpoint, f"file:{change.path}")
+        outcome = undo_file(self.root, change, self.force)
+        if outcome.kind == "done":
+            self.report.files.append(outcome.text)
+            self._done(checkpoint, f"file:{change.path}")
+        elif outcome.kind == "retry":
+            self._conflict(f"file {change.path}", outcome.text)
+        else:
+            self.report.skipped.append(SkippedItem(item=f"file {change.path}", reason=outcome.text))
 
     # -- variables ----------------------------------------------------------------------------
 
@@ -212,7 +191,7 @@ class Undoer:
     # -- cells ------------------------------------------------------------------------------
 
     async def _undo_cells(self, checkpoint: TurnCheckpoint) -> None:
-        documents: dict[str, dict[str, Any]] = {}
+        documents: dict[tuple[str, ...], dict[str, Any]] = {}
         for position, change in reversed(list(enumerate(checkpoint.cells))):
             key = f"cell:{position}"
             if not self._pending(checkpoint, key):
@@ -220,14 +199,16 @@ class Undoer:
             label = f"cell {change.index}" + (f" (id {change.cell_id})" if change.cell_id else "")
             try:
                 if change.via == "file":
-                    assert change.notebook is not None
-                    if change.notebook not in documents:
-                        documents[change.notebook] = load_notebook(Path(change.notebook))
-                    done = _reverse_in_document(documents[change.notebook], change, self.force)
+                    parts = notebook_parts(self.root, change.notebook)
+                    if parts not in documents:
+                        documents[parts] = load_notebook_in(self.root, parts)
+                    done = _reverse_in_document(documents[parts], change, self.force)
                 else:
                     done = await self._reverse_through_bridge(change)
+            except RecordPathError as error:
+                done = f"the checkpoint record is not acted on: its notebook {error}"
             except (ToolError, OSError, KeyError, AssertionError) as error:
-                done = f"could not be undone: {error}"
+                done = f"could not be undone: {getattr(error, 'strerror', None) or error}"
             if done.startswith(("restored", "removed", "put back")):
                 self.report.cells.append(f"{done} {label}")
                 self._done(checkpoint, key)
@@ -235,8 +216,8 @@ class Undoer:
                 self._conflict(label, done)
             else:
                 self.report.skipped.append(SkippedItem(item=label, reason=done))
-        for notebook, document in documents.items():
-            save_notebook(Path(notebook), document)
+        for parts, document in documents.items():
+            save_notebook_in(self.root, parts, document)
 
     async def _reverse_through_bridge(self, change: CellChange) -> str:
         if self.bridge is None:

@@ -19,7 +19,7 @@ from ..store.session import Session
 from ..store.sessions import SessionBook
 from ..turn.agents import AgentDefinition, agent_tools, check_tool_names
 from ..turn.context import ContextWindows
-from ..turn.instructions import MemoryFile, memory_files, root_instructions
+from ..turn.instructions import MemoryFile, memory_files, root_instructions, skipped_memory
 from ..turn.modes import MODE_INSTRUCTIONS, SUBAGENT_READ_ONLY, TurnMode
 from ..turn.options import FrontEnd, RunOptions
 from ..turn.setup import (
@@ -140,7 +140,9 @@ class TurnBuilder:
         """One-time notices, for turns the user started only."""
         if depth > 0 or mode is TurnMode.BTW:
             return ()
-        return self.notices.take(self.configuration.trust, self.configuration.agents, self.sessions.take_notices())
+        configuration = self.configuration
+        skipped = skipped_memory(configuration.root, configuration.home)
+        return self.notices.take(configuration.trust, configuration.agents, self.sessions.take_notices(), skipped)
 
     async def _mcp_offer(self, definition: AgentDefinition, model: Model) -> Offer:
         """The MCP tools the agent's list names (every enabled server's for an agent without a

@@ -73,7 +73,7 @@ def compose(root: Path, model: Model | None, **options: Unpack[Options]) -> Serv
         home=options.get("home"),
     )
     resolver = Resolver(configuration)
-    notices = NoticeBoard(trust_due=configuration.trust.holding_back)
+    notices = NoticeBoard(trust_due=configuration.trust.due)
     # sessions live in <root>/.blitz/blitz.db; `durable=False` keeps them in memory
     store = store_url(configuration.config.store.url, configuration.config.store.path)
     durable = options.get("durable", True)

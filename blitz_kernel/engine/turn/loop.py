@@ -43,6 +43,7 @@ from ..events import (
     TurnStarted,
     UsageEvent,
 )
+from ..safety.outgoing import OutgoingEvents
 from ..steering import TurnControl
 from ..tracing import mark_error
 from ..undo.recorder import TurnRecorder
@@ -94,6 +95,8 @@ class TurnRunner:
         """Set when the turn must end after the current batch, with this text as its answer."""
         self.recorder: TurnRecorder | None = None
         """What the turn changed, for undo (WS-03); a user's turn only, once it started."""
+        self.outgoing = OutgoingEvents(setup.redactor)
+        """Every event is redacted before anyone sees it (docs/safety.md)."""
         setup.tool_context.turn = self
 
     async def run(self, prompt: str | None, attachments: list[Attachment] | None = None) -> TurnResult:
@@ -221,11 +224,13 @@ class TurnRunner:
     async def _finish(self, text: str, stop: StopReason, error: str | None, turn_index: int) -> TurnResult:
         session = self.setup.session
         self._close_pending()
+        text, error = self.setup.redactor.redact(text), self.setup.redactor.redact_optional(error)
+        last = self.outgoing.flush()  # a streamed answer's held tail (the stream was cut)
         session.end_turn(turn_index, stop, error)
         pending = self.control.take_leftovers()
         leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
         if error is not None:
-            self.events.append(ErrorEvent(kind=stop, message=error))
+            last.append(ErrorEvent(kind=stop, message=error))
         undoable = self.recorder is not None and self.recorder.checkpoint.changed
         done = TurnDone(
             stop_reason=stop,
@@ -237,10 +242,11 @@ class TurnRunner:
             context_window=self.setup.context.tokens,
             undoable=undoable,
         )
-        self.events.append(done)
+        last.append(done)
+        self.events.extend(last)
         handler = self.setup.on_event
         if handler is not None:
-            for event in self.events[-2 if error is not None else -1 :]:
+            for event in last:
                 # The turn is over: a failing handler must not lose its record.
                 with contextlib.suppress(Exception):
                     outcome = handler(event)
@@ -485,6 +491,10 @@ class TurnRunner:
         await self._emit(event)
 
     async def _emit(self, event: Event) -> None:
+        for shown in self.outgoing.redacted(event):
+            await self._deliver(shown)
+
+    async def _deliver(self, event: Event) -> None:
         self.events.append(event)
         handler = self.setup.on_event
         if handler is None:

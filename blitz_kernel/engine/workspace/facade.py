@@ -80,9 +80,9 @@ class Workspace:
         self.config: BlitzConfig = self._load(self._overrides)
         self._explicit_model = model
         self.model: Model = model or self._build(self.config.model)
+        self.redactor = self._redactor(self.config)
         self.telemetry = self._telemetry(self.config)
         self.hooks = HookRunner(self.config.hooks, self.root, self.telemetry)
-        self.redactor = self._redactor(self.config)
         self.contexts = ContextWindows()
         self._usable: dict[tuple[str, str, str | None], str | None] = {}
         # WS-02: sessions live in <root>/.blitz/blitz.db; `durable=False` keeps them in memory.
@@ -155,13 +155,17 @@ class Workspace:
             enabled=settings.enabled,
             exporter=settings.exporter,
             include_content=settings.include_content,
-            redact=self._redactor(config).redact,
+            redact=lambda text: self.redactor.redact(text),  # the one redactor: it learns
         )
 
     def _redactor(self, config: BlitzConfig) -> Redactor:
-        """WS-08: the secrets of this kernel's environment and the configured key variable."""
+        """The secrets of this kernel's environment and the configured key variable, the
+        secret assignments of the workspace's `.env`, and what the redactor learned so far."""
         environ = os.environ if self._environ is None else self._environ
-        return Redactor.from_environment(environ, [config.api_key_env])
+        learned = self.redactor.learned if hasattr(self, "redactor") else ()
+        redactor = Redactor.from_environment(environ, [config.api_key_env], learned=learned)
+        redactor.learn_file(self.root / ".env")
+        return redactor
 
     def _build(self, name: str | None, config: BlitzConfig | None = None) -> Model:
         config = config or self.config
@@ -405,6 +409,7 @@ class Workspace:
         mode = options.mode
         aside = mode is TurnMode.BTW
         mcp = await self._mcp_offer(definition, turn_model)
+        state.redactor = self.redactor
         return TurnSetup(
             session=state,
             model=turn_model,

@@ -235,7 +235,13 @@ class BlitzMagics(Magics):
         # raised before the turn started (a bad choice, or ■ while the model is looked up):
         # nothing was recorded
         with usage_errors(), interrupt_is_one_line("the turn was cancelled before it started"):
-            prompt, attachments = await PromptReferences(self.shell, workspace.root).resolve(prompt)
+            references = PromptReferences(
+                self.shell,
+                workspace.root,
+                variable_values=workspace.config.privacy.variables == "full",
+                timeout_s=options.timeout_s if options.timeout_s is not None else workspace.config.limits.timeout_s,
+            )
+            prompt, attachments = await references.resolve(prompt)
             result = await run_turn_in_cell(
                 workspace,
                 prompt,

@@ -417,7 +417,7 @@ class Workspace:
             system=self._instructions(definition, turn_model, depth, mode) + mcp.system_note(),
             tools={**self._agent_tools(definition, root=depth == 0), **mcp.tools},
             notices=self._notices(depth, mode)
-            + tuple(ErrorEvent(kind="mcp", message=p) for p in mcp.problems.values()),
+            + tuple(ErrorEvent(kind="mcp", message=p) for p in [*mcp.problems.values(), *mcp.notices]),
             tool_context=ToolContext(
                 workspace=self.root,
                 kernel=front_end.kernel or self.kernel,

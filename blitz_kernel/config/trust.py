@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
+
 TRUST_ENV = "BLITZ_TRUST_WORKSPACE"
 PERMISSIVE_TOOL_POLICIES = ("allow", "ask-if-risky")
 HELD_TABLES = ("hooks", "mcp")
@@ -162,6 +164,8 @@ def trust_state(
     if not held:
         return state
     named = environ.get(TRUST_ENV, "").strip()
+    if named and not Path(named).expanduser().is_absolute():  # `.` would trust any folder
+        raise ConfigError(TRUST_ENV, f"environment variable {TRUST_ENV}", f"must be an absolute path, got {named!r}")
     if named and Path(named).expanduser().resolve() == workspace.resolve():
         state.trusted, state.via = True, f"environment variable {TRUST_ENV}"
     elif TrustStore(home).entries().get(str(workspace.resolve())) == settings_hash(held):

@@ -37,7 +37,9 @@ ENV_FILE_BYTES = 1_000_000
 KEPT_FIELDS = frozenset({"data_base64", "id", "call_id", "kind", "part_kind", "media_type", "type"})
 """Model fields never rewritten: image bytes and identifiers (a match there would break them)."""
 
-_KEYWORD = r"(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|secret|password|passwd|pwd|credentials?)"
+_KEYWORD = (
+    r"(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|secret|password|passwd|pwd|credentials?)"
+)
 KEYWORD = re.compile(_KEYWORD, re.IGNORECASE)
 ASSIGNMENT = re.compile(
     rf"""(?P<key>(?<![\w-])[\w.-]*?{_KEYWORD})(?![A-Za-z0-9])["']?[ \t]*(?:=>|:=|=|:)[ \t]*(?!=)"""

@@ -100,7 +100,7 @@ def trusted_by_environment(workspace: Path, environ: Mapping[str, str] | None = 
     """`BLITZ_TRUST_WORKSPACE=<path>` (INTERFACE.md) trusts that workspace; `%blitz_trust`
     is wired in by the workspace-trust work."""
     value = (os.environ if environ is None else environ).get("BLITZ_TRUST_WORKSPACE", "").strip()
-    if not value:
+    if not value or not Path(value).expanduser().is_absolute():  # `.` is whatever folder this is
         return False
     try:
         return Path(value).expanduser().resolve() == Path(workspace).resolve()

@@ -150,7 +150,8 @@ async def _exited(process: asyncio.subprocess.Process) -> int:
             finally:
                 loop.remove_reader(pidfd)
                 os.close(pidfd)
-    while process.returncode is None:  # the child watcher reaps it a moment after
+    # the child watcher reaps it a moment after; asyncio signals that only with the pipes
+    while process.returncode is None:  # noqa: ASYNC110
         await asyncio.sleep(0.01)
     return process.returncode
 

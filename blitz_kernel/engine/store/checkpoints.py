@@ -230,5 +230,3 @@ def describe(value: Any) -> str:
     except Exception:  # a user object's property may raise anything
         return name
     return name
-
-

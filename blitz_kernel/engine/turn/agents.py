@@ -69,6 +69,10 @@ def folder_state(workspace: Path) -> FolderState:
     return tuple(entries)
 
 
+MAX_AGENT_FILE_BYTES = 100_000
+"""An agent file is instructions sent with every turn; a larger one is not an agent file."""
+
+
 class AgentRegistry:
     """Agents by name; the built-in `blitz` is always there unless a file overrides it.
 
@@ -91,14 +95,25 @@ class AgentRegistry:
         agents = [BUILTIN_AGENT]
         skipped: dict[str, str] = {}
         folder = workspace.joinpath(*AGENTS_FOLDER)
-        for name, mode, _size, _mtime in state:
+        defined: dict[str, str] = {BUILTIN_AGENT.name: "the built-in agent"}
+        for name, mode, size, _mtime in state:
             path = folder / name
             shown = "/".join((*AGENTS_FOLDER, name))
             if not stat.S_ISREG(mode) and not (stat.S_ISLNK(mode) and path.is_file()):
                 skipped[path.stem] = f"skipped agent file {shown}: not a regular file"
                 continue
+            if size > MAX_AGENT_FILE_BYTES:  # its text would go with every turn
+                skipped[path.stem] = f"skipped agent file {shown}: {size:,} bytes, over {MAX_AGENT_FILE_BYTES:,}"
+                continue
             try:
-                agents.append(parse_agent_file(path))
+                agent = parse_agent_file(path)
+                if agent.name in defined:  # files are read in name order: the first one keeps it
+                    skipped[path.stem] = (
+                        f"skipped agent file {shown}: the name {agent.name!r} is taken by {defined[agent.name]}"
+                    )
+                    continue
+                defined[agent.name] = shown
+                agents.append(agent)
             except UnicodeDecodeError:
                 skipped[path.stem] = f"skipped agent file {shown}: not UTF-8 text"
             except ConfigError as exc:

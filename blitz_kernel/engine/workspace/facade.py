@@ -202,6 +202,8 @@ class Workspace:
             problem = model_problem(model)  # a name no provider serves: refused now, not at the turn
             if problem is not None:
                 raise ConfigError("model", OVERRIDE_SOURCE, problem)
+        if "fallback_models" in dotted:  # likewise each fallback, not when the model first fails
+            self._check_fallbacks(config)
         self.trust = self._trust_state()
         telemetry = self._telemetry(config) if config.telemetry != self.config.telemetry else self.telemetry
         self._overrides, self.config, self.telemetry = candidate, config, telemetry
@@ -210,6 +212,13 @@ class Workspace:
         if rebuild:
             self._explicit_model, self.model = None, model
         return config
+
+    def _check_fallbacks(self, config: BlitzConfig) -> None:
+        for name in config.fallback_models:
+            fallback = self._build(name, config)
+            problem = fallback.reason if isinstance(fallback, PlaceholderModel) else model_problem(fallback)
+            if problem is not None:
+                raise ConfigError("fallback_models", OVERRIDE_SOURCE, problem)
 
     def set_model(self, name: str) -> Model:
         """Switch the session-wide model; takes effect on the next turn (ENG-06)."""
@@ -563,7 +572,10 @@ class Workspace:
             return self.agents.get(name)
         try:
             return self.agents.get(self.config.agent)
-        except UnknownAgentError:
+        except UnknownAgentError as exc:
+            environ = os.environ if self._environ is None else self._environ
+            if environ.get("BLITZ_AGENT", "").strip() == self.config.agent:  # asked for, by name
+                raise ConfigError("agent", "environment variable BLITZ_AGENT", str(exc)) from None
             return self.agents.get("blitz")
 
     def _trust_state(self) -> TrustState:

@@ -230,3 +230,5 @@ def describe(value: Any) -> str:
     except Exception:  # a user object's property may raise anything
         return name
     return name
+
+

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
 EventHandler = Callable[["Event"], Awaitable[None] | None]
 
-
 @dataclass(frozen=True)
 class RunOptions:
     """Per-run choices; None means "the configuration's value" (ENG-16)."""

@@ -19,7 +19,6 @@ MAX_NAMES_SHOWN = 8
 CODE_CHARS = 120
 COPY_CHUNK = 1 << 24
 
-
 def _rebinding(old: Any, new: Any) -> str:
     """'DataFrame 7×3 → 7×4' (the type said once when it stayed), 'int → str'."""
     before, after = describe(old), describe(new)

@@ -156,6 +156,9 @@ def trust_state(
 ) -> TrustState:
     """Whether the workspace's held-back settings apply: those of its config file and its
     agent files' model pins (`agent_pins`: agent name → pinned model)."""
+    named = environ.get(TRUST_ENV, "").strip()
+    if named and not Path(named).expanduser().is_absolute():  # `.` would trust any folder
+        raise ConfigError(TRUST_ENV, f"environment variable {TRUST_ENV}", f"must be an absolute path, got {named!r}")
     held = held_back(document)
     held.update({f"{AGENT_PIN_PREFIX}{name}.model": model for name, model in (agent_pins or {}).items()})
     if source is None and held:
@@ -163,9 +166,6 @@ def trust_state(
     state = TrustState(workspace=workspace, source=source, held=held)
     if not held:
         return state
-    named = environ.get(TRUST_ENV, "").strip()
-    if named and not Path(named).expanduser().is_absolute():  # `.` would trust any folder
-        raise ConfigError(TRUST_ENV, f"environment variable {TRUST_ENV}", f"must be an absolute path, got {named!r}")
     if named and Path(named).expanduser().resolve() == workspace.resolve():
         state.trusted, state.via = True, f"environment variable {TRUST_ENV}"
     elif TrustStore(home).entries().get(str(workspace.resolve())) == settings_hash(held):

@@ -104,7 +104,7 @@ the next result, or overwrite the cache."""
 
 
 def _whose(name: str) -> str:
-    return f"the builtin {name}" if name in vars(builtins) else f"IPython's {name}"
+    return f"IPython's {name}" if IPYTHON_NAMES.fullmatch(name) else f"the builtin {name}"
 
 
 def _positive(kind: type, value: str, option: str) -> Any:

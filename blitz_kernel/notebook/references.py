@@ -64,7 +64,7 @@ _REFERENCE = re.compile(
       | cell (?: : (?P<cell>-?\d+) )? (?! \w | :[^\s.,;!?)\]}}>'"`] )
       | cell : (?P<badcell>\S+)
       | (?P<word>err|fig) (?!\w)
-      | file: (?: "(?P<quoted>[^"\n]+)" | (?P<path>\S+) )
+      | file: (?: "(?P<quoted>[^"\n]+)" | (?P<path>\S*) )
       | var: (?P<var>{_NAME})
       | (?P<name>{_NAME})
     )
@@ -149,7 +149,7 @@ def _reference(match: re.Match[str]) -> tuple[Reference, int]:
         return Reference(kind, groups["word"], groups["word"]), match.end()
     if groups["quoted"]:
         return Reference("file", f"file:{groups['quoted']}", groups["quoted"]), match.end()
-    if groups["path"]:
+    if groups["path"] is not None:
         path = groups["path"].rstrip(TRAILING_PUNCTUATION)
         end = match.start("path") + len(path)
         if path:

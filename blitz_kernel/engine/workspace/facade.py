@@ -214,8 +214,9 @@ class Workspace:
         return config
 
     def _check_fallbacks(self, config: BlitzConfig) -> None:
+        alone = config.model_copy(update={"fallback_models": []})  # each one, not a chain
         for name in config.fallback_models:
-            fallback = self._build(name, config)
+            fallback = self._build(name, alone)
             problem = fallback.reason if isinstance(fallback, PlaceholderModel) else model_problem(fallback)
             if problem is not None:
                 raise ConfigError("fallback_models", OVERRIDE_SOURCE, problem)

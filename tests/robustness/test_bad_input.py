@@ -25,10 +25,9 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
+from blitz_kernel.cli.run import main as blitz_run
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.scripted import ScriptedModel
-
-from blitz_kernel.cli.run import main as blitz_run
 
 from .bad_input_cases import BAD_STEPS, CLI_CASES, SHELL_CASES, TOOL_CASES, CliCase, ShellCase, ToolCase
 

@@ -41,11 +41,14 @@ _KEYWORD = (
     r"(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|secret|password|passwd|pwd|credentials?)"
 )
 KEYWORD = re.compile(_KEYWORD, re.IGNORECASE)
-ASSIGNMENT = re.compile(
-    rf"""(?P<key>(?<![\w-])[\w.-]*?{_KEYWORD})(?![A-Za-z0-9])["']?[ \t]*(?:=>|:=|=|:)[ \t]*(?!=)"""
+VALUE_AFTER_KEY = re.compile(
+    r"""(?![A-Za-z0-9])["']?[ \t]*(?:=>|:=|=|:)[ \t]*(?!=)"""
     r"""(?P<value>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[^\s"'`,;#\[\](){}<>&]+(?=[ \t]*(?:[#,;}\]&]|\r?$)))""",
-    re.IGNORECASE | re.MULTILINE,
+    re.MULTILINE,
 )
+"""What follows a secret-named key in an assignment: `=`, `:`, `=>` or `:=`, then the value
+(quoted, or bare up to the end of the line, a comment or a separator)."""
+KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 NOT_SECRETS = frozenset({"none", "null", "nil", "true", "false", "~", "undefined", "required", "optional"})
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*")
 
@@ -77,7 +80,8 @@ class Redactor:
     def __init__(self, secrets: Iterable[str] = (), *, patterns: bool = True) -> None:
         self._known: set[str] = set()
         self._forms: list[str] = []
-        self._values: re.Pattern[str] | None = None
+        self._anchors: list[tuple[str, tuple[str, ...]]] = []
+        """Per secret: a piece every one of its forms contains, and its forms."""
         self._with_patterns = patterns
         self.learn(secrets)
 
@@ -107,8 +111,8 @@ class Redactor:
                 added = True
         if added:
             forms = set().union(*(encoded_forms(value) for value in self._known))
-            self._forms = sorted(forms, key=len, reverse=True)
-            self._values = re.compile("|".join(re.escape(form) for form in self._forms))
+            self._forms = sorted(forms, key=len, reverse=True)  # longest first: a form within a form
+            self._anchors = [(_anchor(value), tuple(encoded_forms(value))) for value in self._known]
 
     def learn_file(self, path: Path) -> None:
         """Learn the secret assignments of a `.env`-style file (the workspace's, at open)."""
@@ -122,14 +126,25 @@ class Redactor:
         if not text or not isinstance(text, str):
             return text
         if KEYWORD.search(text):
-            text = ASSIGNMENT.sub(self._assignment, text)
-        if self._values is not None:
-            text = self._values.sub(REDACTED, text)
+            text = self._assignments(text)
+        if self._forms:
+            text = self._replace_known(text)
         for pattern in secret_patterns() if self._with_patterns else ():
             spans = pattern.spans(text)
             for start, end in reversed(spans):
                 text = text[:start] + REDACTED + text[end:]
         return text
+
+    def _replace_known(self, text: str) -> str:
+        """Known values: `str.find` for each form first (a regex alternation of hundreds of
+        literals is tried at every position), then one substitution of those present."""
+        candidates = {form for anchor, forms in self._anchors if anchor in text for form in forms}
+        present = tuple(form for form in self._forms if form in candidates and form in text)
+        if not present:
+            return text
+        if len(present) == 1:
+            return text.replace(present[0], REDACTED)
+        return re.compile("|".join(re.escape(form) for form in present)).sub(REDACTED, text)
 
     def redact_optional(self, text: str | None) -> str | None:
         return None if text is None else self.redact(text)
@@ -160,16 +175,28 @@ class Redactor:
 
     # -- assignments --------------------------------------------------------------------------
 
-    def _assignment(self, match: re.Match[str]) -> str:
-        key, value = match.group("key"), match.group("value")
-        quoted = value[:1] in "\"'" and len(value) >= 2
-        inner = value[1:-1] if quoted else value
-        if not inner or inner == REDACTED or (not quoted and _looks_like_code(key, inner)):
-            return match.group(0)
-        self.learn([_unquoted(value) if quoted else inner])
-        start = match.start("value") - match.start() + (1 if quoted else 0)
-        whole = match.group(0)
-        return whole[:start] + REDACTED + whole[start + len(inner) :]
+    def _assignments(self, text: str) -> str:
+        """Values assigned to secret-named keys, found from each keyword hit (a scan of the
+        whole text for keys costs far more than the few hits there are)."""
+        spans: list[tuple[int, int]] = []
+        for hit in KEYWORD.finditer(text):
+            tail = VALUE_AFTER_KEY.match(text, hit.end())
+            if tail is None:
+                continue
+            start = hit.start()
+            while start > 0 and text[start - 1] in KEY_CHARS:
+                start -= 1
+            key, value = text[start : hit.end()], tail.group("value")
+            quoted = value[:1] in "\"'" and len(value) >= 2
+            inner = value[1:-1] if quoted else value
+            if not inner or inner == REDACTED or (not quoted and _looks_like_code(key, inner)):
+                continue
+            self.learn([_unquoted(value) if quoted else inner])
+            first = tail.start("value") + (1 if quoted else 0)
+            spans.append((first, first + len(inner)))
+        for first, last in reversed(spans):
+            text = text[:first] + REDACTED + text[last:]
+        return text
 
 
 class StreamRedactor:
@@ -204,6 +231,17 @@ class StreamRedactor:
         if block >= 0 and text.find("-----END", block) < 0:
             cut = min(cut, block)
         return min(cut, self._redactor.held_tail(text))
+
+
+_UNESCAPED = re.compile(r"[A-Za-z0-9_.~-]+")
+"""Characters that JSON, repr and URL encoding all leave as they are."""
+
+
+def _anchor(value: str) -> str:
+    """The longest run of `value` every encoded form keeps verbatim ('' when none: then
+    every text is a candidate)."""
+    runs = _UNESCAPED.findall(value)
+    return max(runs, key=len) if runs else ""
 
 
 def _looks_like_code(key: str, value: str) -> bool:

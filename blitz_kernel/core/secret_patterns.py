@@ -3,7 +3,10 @@
 Every regex-based detector of `detect-secrets` (AWS, GitHub, GitLab, Slack, Stripe, OpenAI,
 JWT, SendGrid, Twilio, npm, PyPI, …) contributes its `denylist`. Left out: public IP addresses
 (not secrets, and an agent reads logs full of them) and the high-entropy and keyword scanners
-(they judge whole files and would hide hashes and ids). The private-key detector only knows a
+(they judge whole files and would hide hashes and ids), and the detectors' assignment rules
+(`cloudant_key = …`, `ibm_cloud_iam_api_key: …`): assignments to secret-named keys are the
+assignment scan's (redact.py), and these rules cost more than all the others together on
+every text (lookbehinds at every position). The private-key detector only knows a
 key block's header, so its headers become whole `BEGIN … END` blocks. One pattern is added: the
 `sk-…` keys of providers that `detect-secrets` does not know (its OpenAI rule needs the legacy
 marker inside the key).
@@ -16,9 +19,12 @@ import importlib
 import inspect
 import pkgutil
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 SKIPPED_DETECTORS = frozenset({"IPPublicDetector", "PrivateKeyDetector"})
+ASSIGNMENT_RULE = "(?:(?<=\\W)|(?<=^))"
+"""How `RegexBasedDetector.build_assignment_regex` begins each rule it builds."""
 EXTRA_PATTERNS = (re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9][A-Za-z0-9_-]{30,}"),)
 MIN_GROUP_CHARS = 8
 DELIMITERS = " \t\r\n=:\"'"
@@ -65,8 +71,12 @@ def secret_patterns() -> tuple[SecretPattern, ...]:
             if detector.__module__ != module.__name__ or name in SKIPPED_DETECTORS:
                 continue
             if issubclass(detector, RegexBasedDetector) and not inspect.isabstract(detector):
-                found.extend(SecretPattern(name, regex) for regex in detector.denylist)
-    for header in PrivateKeyDetector.denylist:
+                rules: Iterable[re.Pattern[str]] = detector.denylist  # type: ignore[assignment]  # a class attribute
+                found.extend(
+                    SecretPattern(name, regex) for regex in rules if not regex.pattern.startswith(ASSIGNMENT_RULE)
+                )
+    headers: Iterable[re.Pattern[str]] = PrivateKeyDetector.denylist  # type: ignore[assignment]
+    for header in headers:
         block = rf"-----{header.pattern}-----[\s\S]*?(?:-----END[^\n]*?-----|\Z)"
         found.append(SecretPattern("PrivateKeyDetector", re.compile(block)))
     found.extend(SecretPattern("provider sk- key", regex) for regex in EXTRA_PATTERNS)

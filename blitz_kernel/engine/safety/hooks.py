@@ -144,7 +144,7 @@ async def _exited(process: asyncio.subprocess.Process) -> int:
             pidfd = os.pidfd_open(process.pid)
             loop = asyncio.get_running_loop()
             ended = loop.create_future()
-            loop.add_reader(pidfd, lambda: ended.done() or ended.set_result(None))
+            loop.add_reader(pidfd, _set_once, ended)
             try:
                 await ended
             finally:
@@ -154,6 +154,11 @@ async def _exited(process: asyncio.subprocess.Process) -> int:
     while process.returncode is None:  # noqa: ASYNC110
         await asyncio.sleep(0.01)
     return process.returncode
+
+
+def _set_once(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _close_pipes(process: asyncio.subprocess.Process) -> None:

@@ -4,8 +4,10 @@
     python tests/mcp_server.py --http               # streamable HTTP on 127.0.0.1, a free port;
                                                     # prints "PORT <n>" once it listens
     python tests/mcp_server.py --mute               # never answers (reads stdin, says nothing)
+    python tests/mcp_server.py --garble             # stdio; `garble`'s reply is broken JSON
 
-Tools: `echo` (text, read-only hint), `slow` (sleeps), `fail` (raises), `image` (a small PNG),
+Tools: `echo` (text, read-only hint), `slow` (sleeps), `garble` (with `--garble`, its reply
+reaches the client as a line that is not JSON-RPC), `fail` (raises), `image` (a small PNG),
 `crash` (the process exits mid-call), `structured` (structured content), `read_text` (the
 text again as `structuredContent` `{"content": text}`, as the reference filesystem server's
 `read_text_file` answers). One resource:
@@ -29,6 +31,7 @@ PNG_1X1 = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 )
 README = "The warehouse holds 3 tables: orders, customers, items."
+GARBLED = "GARBLED-REPLY"
 
 
 def note(text: str) -> None:
@@ -57,6 +60,11 @@ def build_server() -> MCPServer:
             note("slow cancelled")  # the client's notifications/cancelled reached the server
             raise
         return f"slept {seconds:g} s"
+
+    @server.tool()
+    def garble() -> str:
+        """Answer with a marker that `--garble` turns into a line that is not JSON-RPC."""
+        return GARBLED
 
     @server.tool()
     def fail(reason: str = "boom") -> str:
@@ -105,10 +113,41 @@ def serve_http(server: MCPServer) -> None:
     uv.run(sockets=[sock])
 
 
+class _Garbling:
+    """The server's stdout, writing any message that carries GARBLED as broken JSON."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+
+    async def write(self, text: str) -> None:
+        if GARBLED in text:
+            text = '{"jsonrpc": "2.0", "id": 2, "result": {"content": [\n'
+        await self.inner.write(text)  # type: ignore[attr-defined]
+
+    async def flush(self) -> None:
+        await self.inner.flush()  # type: ignore[attr-defined]
+
+
+def serve_garbling(server: MCPServer) -> None:
+    import io
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def run() -> None:
+        wire = io.TextIOWrapper(os.fdopen(os.dup(1), "wb"), encoding="utf-8")
+        async with stdio_server(stdout=_Garbling(anyio.wrap_file(wire))) as (read, write):  # type: ignore[arg-type]
+            lowlevel = server._lowlevel_server
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    anyio.run(run)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--mute", action="store_true")
+    parser.add_argument("--garble", action="store_true")
     parser.add_argument("--pid-file")
     args = parser.parse_args()
     if args.pid_file:
@@ -121,6 +160,8 @@ def main() -> None:
     server = build_server()
     if args.http:
         serve_http(server)
+    elif args.garble:
+        serve_garbling(server)
     else:
         server.run("stdio")
 

@@ -22,13 +22,23 @@ cannot know:
   happen (the plain output lines the cell prints, taken from papermill's stdout stream).
 - the report (`--report FILE`, JSON; cli/report.py) read back from the output notebook's
   turn records.
+- no secrets in what it prints or writes: a failing cell's exception text goes to CI logs, so
+  every line on stderr and the report pass the same redaction as the kernel's own output
+  (core/redact.py: the environment's secrets and the working folder's `.env`).
+
+Bad input is one line on stderr and exit status 2, before any kernel starts: a notebook that
+is not JSON or names no kernel, a `--report` or `-o` that is a folder, `--timeout` or
+`--budget` that is not a finite positive number, a parameter name that is not an identifier
+(papermill writes `NAME = VALUE` into the notebook: a name with code in it would run it).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import keyword
 import logging
+import math
 import os
 import re
 import sys
@@ -38,6 +48,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar, TextIO
 
+from ..core.redact import Redactor
 from .report import (
     EXIT_CODES,
     INJECTED_TAG,
@@ -136,8 +147,9 @@ class Progress:
     """One line per code cell as it starts, its agent turn's lines as they come, and how it
     ended; hooked into papermill's execution manager (`watch`) and stdout stream (`write`)."""
 
-    def __init__(self, out: TextIO, *, injected_by_run: bool = False) -> None:
+    def __init__(self, out: TextIO, redactor: Redactor | None = None, *, injected_by_run: bool = False) -> None:
         self.out = out
+        self.redactor = redactor or Redactor()
         self._total = 0
         self._agent_cell = False
         self._partial = ""
@@ -229,7 +241,7 @@ class Progress:
         self._print(line)
 
     def _print(self, line: str) -> None:
-        print(line, file=self.out, flush=True)
+        print(self.redactor.redact(line), file=self.out, flush=True)
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -288,10 +300,21 @@ def check(args: argparse.Namespace) -> Path:
         raise UsageProblem(f"no notebook at {args.notebook}")
     if notebook.suffix != ".ipynb":
         raise UsageProblem(f"{args.notebook} is not a .ipynb notebook")
-    if args.budget is not None and not args.budget > 0:
-        raise UsageProblem(f"--budget must be a positive amount of USD, got {args.budget:g}")
+    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
+        raise UsageProblem(f"--budget must be a finite, positive amount of USD, got {args.budget:g}")
+    if args.timeout is not None and not math.isfinite(args.timeout):
+        raise UsageProblem(f"--timeout must be a finite number of seconds, got {args.timeout:g}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageProblem(f"--timeout must be positive, got {args.timeout:g} (leave it out for no limit)")
     if args.cwd is not None and not args.cwd.is_dir():
         raise UsageProblem(f"--cwd {args.cwd} is not a directory")
+    for name, _ in args.parameter:
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise UsageProblem(f"-p: a parameter name must be a Python identifier, got {name!r}")
+    for option, path in (("--report", args.report), ("-o/--output", args.output)):
+        if path is not None:
+            _check_writable(option, path.expanduser())
+    _check_notebook(args, notebook)
     return notebook
 
 
@@ -302,6 +325,36 @@ def _has_injected_cell(notebook: Path) -> bool:
 
     cells = nbformat.read(notebook, as_version=4).cells
     return any(INJECTED_TAG in (c.get("metadata", {}).get("tags") or []) for c in cells)
+
+
+def _check_writable(option: str, path: Path) -> None:
+    if path.is_dir():
+        raise UsageProblem(f"{option} {path} is a folder; give a file name, e.g. {path / 'report.json'}")
+    if not path.parent.is_dir():
+        raise UsageProblem(f"{option} {path}: the folder {path.parent} does not exist")
+
+
+def _check_notebook(args: argparse.Namespace, notebook: Path) -> None:
+    """The notebook must be one nbformat can read, and name a kernel unless --kernel does."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(notebook, as_version=4)
+    except Exception as error:  # JSON, schema or encoding: nbformat raises several kinds
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise UsageProblem(f"{args.notebook} is not a notebook nbformat can read: {_shorten(first, 160)}") from None
+    if args.kernel is None and not (nb.get("metadata", {}).get("kernelspec") or {}).get("name"):
+        raise UsageProblem(
+            f"{args.notebook} names no kernel (metadata.kernelspec); pass --kernel NAME, e.g. --kernel python3"
+        )
+
+
+def run_redactor(cwd: Path) -> Redactor:
+    """The secrets `blitz run` keeps out of stderr and the report: the environment's, and
+    those assigned in the `.env` of the folder the kernel runs in."""
+    redactor = Redactor.from_environment(os.environ)
+    redactor.learn_file(cwd / ".env")
+    return redactor
 
 
 def _warn_about_own_sessions(notebook: Path, progress: Progress) -> None:
@@ -383,7 +436,8 @@ def run(args: argparse.Namespace, err: TextIO) -> int:
         print(f"blitz run: {problem}", file=err)
         return EXIT_CODES["usage"]
     injected_by_run = bool(args.parameter) and not _has_injected_cell(notebook)
-    progress = Progress(err, injected_by_run=injected_by_run)
+    redactor = run_redactor(args.cwd or notebook.parent)
+    progress = Progress(err, redactor, injected_by_run=injected_by_run)
     _warn_about_own_sessions(notebook, progress)
     logging.getLogger("papermill").addFilter(_QuietCommTargets())
     with tempfile.TemporaryDirectory(prefix="blitz-run-") as scratch:
@@ -412,15 +466,20 @@ def run(args: argparse.Namespace, err: TextIO) -> int:
         turns=turns,
         totals=totals(turns),
     )
+    report = redactor.redact_value(report)
     if args.report:
-        args.report.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        try:
+            args.report.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        except OSError as error:
+            print(f"blitz run: cannot write the report {args.report}: {error.strerror or error}", file=err)
     summed = report.totals
-    print(
+    failed = report.failed_cell
+    line = (
         f"blitz run: {outcome} (exit {report.exit_code}) · {summed.turns} agent turn(s), "
         f"{summed.tool_calls} tool call(s), {summed.usage.describe()}"
-        + (f" · stopped{_at(failed)}: {failed.headline}" if failed else ""),
-        file=err,
+        + (f" · stopped{_at(failed)}: {failed.headline}" if failed else "")
     )
+    print(redactor.redact(line), file=err)
     return report.exit_code
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from ..core.store_url import StoreUrlError, check_store_url
@@ -233,6 +234,23 @@ def _no_unknown_price_keys(value: Any) -> Any:
 ConfiguredPrice = Annotated[Price, BeforeValidator(_no_unknown_price_keys)]
 
 _ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_MODEL_RETRIES = 20
+"""More retries than this is a turn that never ends on a provider that is down."""
+
+
+def _http_url(value: str | None) -> str | None:
+    """`api_base` is where prompts go: an http(s) URL with a host, nothing else."""
+    if value is None:
+        return None
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise PydanticCustomError(
+            "url", "expected an http:// or https:// URL with a host, got '{value}'", {"value": value}
+        )
+    return value.strip()
+
+
+HttpUrl = Annotated[str | None, AfterValidator(_http_url)]
 
 
 class BlitzConfig(_Section):
@@ -244,7 +262,7 @@ class BlitzConfig(_Section):
     model: str | None = None
     """litellm model name or `scripted:PATH`; unset opens on a placeholder that explains how
     to set one (WS-01)."""
-    api_base: str | None = None
+    api_base: HttpUrl = None
     """Base URL for OpenAI-compatible servers or Ollama; unset means the provider default."""
     api_key_env: str | None = None
     """Name of the environment variable that holds the API key; the key itself never lives in
@@ -256,7 +274,7 @@ class BlitzConfig(_Section):
     """Sampling temperature; unset means the provider default (ENG-05)."""
     max_tokens: int | None = Field(default=None, ge=1)
     """Completion token cap per call; unset means the provider default (ENG-05)."""
-    model_retries: int = Field(default=3, ge=0)
+    model_retries: int = Field(default=3, ge=0, le=MAX_MODEL_RETRIES)
     """Retries of a retryable model failure (rate limit, 5xx, timeout, stall) before it surfaces."""
     stall: StallConfig = StallConfig()
     """Stall detection budgets (GR-03)."""

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
 from .settings import LimitsConfig
 
 TRUST_ENV = "BLITZ_TRUST_WORKSPACE"
@@ -370,6 +371,9 @@ def trust_state(
     """Whether the workspace's held-back settings apply: those of its config file and its
     agent files' model pins (`agent_pins`: agent name → pinned model), each compared with
     what the user's own layers set (`user`)."""
+    named = environ.get(TRUST_ENV, "").strip()
+    if named and not Path(named).expanduser().is_absolute():  # `.` would trust any folder
+        raise ConfigError(TRUST_ENV, f"environment variable {TRUST_ENV}", f"must be an absolute path, got {named!r}")
     mine = user or {}
     held = held_back(document, mine)
     held.update(held_pins(agent_pins or {}, mine))
@@ -378,7 +382,6 @@ def trust_state(
     state = TrustState(workspace=workspace, source=source, held=held, refused=refused(document, workspace))
     if not held:
         return state
-    named = environ.get(TRUST_ENV, "").strip()
     if named and Path(named).expanduser().resolve() == workspace.resolve():
         state.trusted, state.via = True, f"environment variable {TRUST_ENV}"
     elif TrustStore(home).entries().get(str(workspace.resolve())) == settings_hash(held, workspace):

@@ -1,43 +1,285 @@
-"""Secrets kept out of everything the model, the transcript, cell metadata and spans see (WS-08).
+"""Secrets kept out of everything that leaves the kernel: model requests, the transcript and the
+store, cell outputs and metadata, spans, `blitz run`'s summary and report (docs/safety.md).
 
-A value is a secret when the environment variable holding it is named like one (`*KEY*`,
-`*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*CREDENTIAL*`) or is a configured model key
-(`api_key_env`). `run_python` can print `os.environ["OPENAI_API_KEY"]`, a file can contain a
-token: every tool result passes through `Redactor.redact` before anyone reads it. Short values
-(under 8 characters) are left alone: they would redact ordinary words.
+Three sources of secrets, one pass over each text:
+- known values: environment variables named like secrets (`*KEY*`, `*TOKEN*`, `*SECRET*`,
+  `*PASSWORD*`, `*CREDENTIAL*`), the configured model key (`api_key_env`), and values learned
+  from text seen earlier (below). Each is matched in its plain, JSON-escaped, repr-escaped and
+  URL-encoded forms: a password with a quote or a backslash is common, and `run_python`
+  printing a dict or a URL shows it escaped.
+- assignments: `KEY=value`, `KEY: value`, `"key": "value"` lines whose key is named like a
+  secret (`WAREHOUSE_TOKEN=…` in a `.env` the agent reads). The value is redacted in place and
+  learned, so the model repeating it later, or a tool printing it alone, is caught too.
+- well-known formats (`sk-…`, `ghp_…`, `AKIA…`, private key blocks): core/secret_patterns.py.
+Values under 8 characters are not learned (they would redact ordinary words); an assignment's
+value is still redacted where it stands.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote, quote_plus
+
+from pydantic import BaseModel
+
+from .secret_patterns import secret_patterns
 
 REDACTED = "[redacted]"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 MIN_SECRET_CHARS = 8
+ENV_FILE_BYTES = 1_000_000
+"""A workspace `.env` larger than this is not read at open (it is not a `.env`)."""
+KEPT_FIELDS = frozenset({"data_base64", "id", "call_id", "kind", "part_kind", "media_type", "type"})
+"""Model fields never rewritten: image bytes and identifiers (a match there would break them)."""
+
+_KEYWORD = (
+    r"(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|secret|password|passwd|pwd|credentials?)"
+)
+KEYWORD = re.compile(_KEYWORD, re.IGNORECASE)
+VALUE_AFTER_KEY = re.compile(
+    r"""(?![A-Za-z0-9])["']?[ \t]*(?:=>|:=|=|:)[ \t]*(?!=)"""
+    r"""(?P<value>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[^\s"'`,;#\[\](){}<>&]+(?=[ \t]*(?:[#,;}\]&]|\r?$)))""",
+    re.MULTILINE,
+)
+"""What follows a secret-named key in an assignment: `=`, `:`, `=>` or `:=`, then the value
+(quoted, or bare up to the end of the line, a comment or a separator)."""
+KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+NOT_SECRETS = frozenset({"none", "null", "nil", "true", "false", "~", "undefined", "required", "optional"})
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*")
+
+T = TypeVar("T")
+
+
+def encoded_forms(value: str) -> set[str]:
+    """`value` as it reads plainly, JSON-escaped (once and twice: JSON inside JSON),
+    repr-escaped (either quote) and URL-encoded (path, form and fully quoted)."""
+    json_once = json.dumps(value)[1:-1]
+    forms = {
+        value,
+        json_once,
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        json.dumps(json_once)[1:-1],
+        repr(value)[1:-1],
+        value.replace("\\", "\\\\").replace("'", "\\'"),
+        value.replace("\\", "\\\\").replace('"', '\\"'),
+        quote(value),
+        quote(value, safe=""),
+        quote_plus(value),
+    }
+    return {form for form in forms if len(form) >= MIN_SECRET_CHARS}
 
 
 class Redactor:
-    """Replaces known secret values in text."""
+    """Replaces secrets in text; learns the values of secret assignments it reads."""
 
-    def __init__(self, secrets: Iterable[str]) -> None:
-        values = sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
-        self._pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
+    def __init__(self, secrets: Iterable[str] = (), *, patterns: bool = True) -> None:
+        self._known: set[str] = set()
+        self._forms: list[str] = []
+        self._anchors: list[tuple[str, tuple[str, ...]]] = []
+        """Per secret: a piece every one of its forms contains, and its forms."""
+        self._with_patterns = patterns
+        self.learn(secrets)
 
     @classmethod
-    def from_environment(cls, environ: Mapping[str, str], extra_names: Iterable[str | None] = ()) -> Redactor:
-        """Secrets from variables named like secrets, plus the named ones (configured keys)."""
+    def from_environment(
+        cls, environ: Mapping[str, str], extra_names: Iterable[str | None] = (), *, learned: Iterable[str] = ()
+    ) -> Redactor:
+        """Secrets from variables named like secrets, plus the named ones (configured keys),
+        plus values learned before (a reconfigured workspace keeps what it had read)."""
         names = {name for name in environ if SECRET_NAME.search(name)}
         names |= {name for name in extra_names if name}
-        return cls(environ[name] for name in names if name in environ)
+        redactor = cls(environ[name] for name in names if name in environ)
+        redactor.learn(learned)
+        return redactor
+
+    @property
+    def learned(self) -> frozenset[str]:
+        return frozenset(self._known)
+
+    def learn(self, values: Iterable[str]) -> None:
+        """Treat each value (8 characters or more) as a secret from now on, in every form."""
+        added = False
+        for value in values:
+            value = value.strip() if isinstance(value, str) else ""
+            if len(value) >= MIN_SECRET_CHARS and value not in self._known and value != REDACTED:
+                self._known.add(value)
+                added = True
+        if added:
+            forms = set().union(*(encoded_forms(value) for value in self._known))
+            self._forms = sorted(forms, key=len, reverse=True)  # longest first: a form within a form
+            self._anchors = [(_anchor(value), tuple(encoded_forms(value))) for value in self._known]
+
+    def learn_file(self, path: Path) -> None:
+        """Learn the secret assignments of a `.env`-style file (the workspace's, at open)."""
+        try:
+            if path.is_file() and path.stat().st_size <= ENV_FILE_BYTES:
+                self.redact(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            return
 
     def redact(self, text: str) -> str:
-        if self._pattern is None or not text:
+        if not text or not isinstance(text, str):
             return text
-        return self._pattern.sub(REDACTED, text)
+        if KEYWORD.search(text):
+            text = self._assignments(text)
+        if self._forms:
+            text = self._replace_known(text)
+        for pattern in secret_patterns() if self._with_patterns else ():
+            spans = pattern.spans(text)
+            for start, end in reversed(spans):
+                text = text[:start] + REDACTED + text[end:]
+        return text
+
+    def _replace_known(self, text: str) -> str:
+        """Known values: `str.find` for each form first (a regex alternation of hundreds of
+        literals is tried at every position), then one substitution of those present."""
+        candidates = {form for anchor, forms in self._anchors if anchor in text for form in forms}
+        present = tuple(form for form in self._forms if form in candidates and form in text)
+        if not present:
+            return text
+        if len(present) == 1:
+            return text.replace(present[0], REDACTED)
+        return re.compile("|".join(re.escape(form) for form in present)).sub(REDACTED, text)
 
     def redact_optional(self, text: str | None) -> str | None:
         return None if text is None else self.redact(text)
 
+    def redact_value(self, value: T) -> T:
+        """`value` with every string inside it redacted: a pydantic model (a message, an
+        event), a list, a dict's values. Unchanged parts are the same objects."""
+        return _walk(self, value)  # type: ignore[no-any-return]
+
+    def stream(self) -> StreamRedactor:
+        return StreamRedactor(self)
+
+    def held_tail(self, text: str) -> int:
+        """Where the longest tail of `text` starts that is the beginning of a known secret
+        (len(text) when none): a streamed text holds it back until it can tell."""
+        start = len(text)
+        for form in self._forms:
+            for size in range(min(len(form) - 1, len(text)), 0, -1):
+                if len(text) - size >= start:
+                    break
+                if text.endswith(form[:size]):
+                    start = len(text) - size
+                    break
+        return start
+
     def __bool__(self) -> bool:
-        return self._pattern is not None
+        return bool(self._forms) or self._with_patterns
+
+    # -- assignments --------------------------------------------------------------------------
+
+    def _assignments(self, text: str) -> str:
+        """Values assigned to secret-named keys, found from each keyword hit (a scan of the
+        whole text for keys costs far more than the few hits there are)."""
+        spans: list[tuple[int, int]] = []
+        for hit in KEYWORD.finditer(text):
+            tail = VALUE_AFTER_KEY.match(text, hit.end())
+            if tail is None:
+                continue
+            start = hit.start()
+            while start > 0 and text[start - 1] in KEY_CHARS:
+                start -= 1
+            key, value = text[start : hit.end()], tail.group("value")
+            quoted = value[:1] in "\"'" and len(value) >= 2
+            inner = value[1:-1] if quoted else value
+            if not inner or inner == REDACTED or (not quoted and _looks_like_code(key, inner)):
+                continue
+            self.learn([_unquoted(value) if quoted else inner])
+            first = tail.start("value") + (1 if quoted else 0)
+            spans.append((first, first + len(inner)))
+        for first, last in reversed(spans):
+            text = text[:first] + REDACTED + text[last:]
+        return text
+
+
+class StreamRedactor:
+    """Redacts a text that arrives in pieces (the model's streamed answer). A secret can be
+    cut across two pieces, so the tail that might still become one is held back: the last
+    word, a line that assigns a secret-named key, a private key block still open, and the
+    beginning of a known secret. `flush` gives what is held when the stream ends."""
+
+    HOLD_LIMIT = 4096
+    """Held text beyond this is let go (redacted as it stands): the answer keeps moving."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        text = self._held + piece
+        cut = self._safe_cut(text)
+        if len(text) - cut > self.HOLD_LIMIT:
+            cut = len(text)
+        self._held = text[cut:]
+        return self._redactor.redact(text[:cut]) if cut else ""
+
+    def flush(self) -> str:
+        text, self._held = self._held, ""
+        return self._redactor.redact(text)
+
+    def _safe_cut(self, text: str) -> int:
+        line = text.rfind("\n") + 1
+        cut = line if KEYWORD.search(text, line) else max(text.rfind(" "), text.rfind("\t"), line - 1) + 1
+        block = text.rfind("-----BEGIN")
+        if block >= 0 and text.find("-----END", block) < 0:
+            cut = min(cut, block)
+        return min(cut, self._redactor.held_tail(text))
+
+
+_UNESCAPED = re.compile(r"[A-Za-z0-9_.~-]+")
+"""Characters that JSON, repr and URL encoding all leave as they are."""
+
+
+def _anchor(value: str) -> str:
+    """The longest run of `value` every encoded form keeps verbatim ('' when none: then
+    every text is a candidate)."""
+    runs = _UNESCAPED.findall(value)
+    return max(runs, key=len) if runs else ""
+
+
+def _looks_like_code(key: str, value: str) -> bool:
+    """`token = None`, `password = password`, `self.token = token`: a program, not a secret."""
+    if value.lower() in NOT_SECRETS or value.startswith("$"):
+        return True
+    return bool(_IDENTIFIER.fullmatch(value)) and (KEYWORD.search(value) is not None or value == key)
+
+
+def _unquoted(literal: str) -> str:
+    """The string a quoted literal stands for (JSON or Python quoting), else its inside."""
+    try:
+        value = json.loads(literal) if literal[0] == '"' else ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return literal[1:-1]
+    return value if isinstance(value, str) else literal[1:-1]
+
+
+def _walk(redactor: Redactor, value: Any) -> Any:
+    if isinstance(value, str):
+        return redactor.redact(value)
+    if isinstance(value, BaseModel):
+        updates = {}
+        for name in type(value).model_fields:
+            if name in KEPT_FIELDS:
+                continue
+            old = getattr(value, name)
+            new = _walk(redactor, old)
+            if new is not old:
+                updates[name] = new
+        return value.model_copy(update=updates) if updates else value
+    if isinstance(value, list):
+        items = [_walk(redactor, item) for item in value]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    if isinstance(value, tuple):
+        items = [_walk(redactor, item) for item in value]
+        return tuple(items) if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    if isinstance(value, dict):
+        pairs = {key: _walk(redactor, item) for key, item in value.items()}
+        return pairs if any(pairs[key] is not item for key, item in value.items()) else value
+    return value

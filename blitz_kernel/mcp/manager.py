@@ -53,6 +53,13 @@ class McpUnavailable(Exception):
     """A server cannot be used now; the message names it and says why."""
 
 
+class MalformedMessage(Exception):
+    """The server wrote a line that is not JSON-RPC while a call waited for its answer."""
+
+
+MALFORMED_CHARS = 160
+
+
 def untrusted_text(name: str, source: str) -> str:
     return (
         f"MCP server {name!r} is defined in this workspace's own {source}, so it starts only once "
@@ -99,7 +106,7 @@ def trusted_by_environment(workspace: Path, environ: Mapping[str, str] | None = 
     """`BLITZ_TRUST_WORKSPACE=<path>` (INTERFACE.md) trusts that workspace; `%blitz_trust`
     is wired in by the workspace-trust work."""
     value = (os.environ if environ is None else environ).get("BLITZ_TRUST_WORKSPACE", "").strip()
-    if not value:
+    if not value or not Path(value).expanduser().is_absolute():  # `.` is whatever folder this is
         return False
     try:
         return Path(value).expanduser().resolve() == Path(workspace).resolve()
@@ -128,6 +135,11 @@ class ServerConnection:
         self._stop: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._errlog: IO[str] | None = None
+        self.names_noticed = False
+        """The notices about its tool names were given (once per start)."""
+        self.malformed: str | None = None
+        """The last unreadable message, in one line."""
+        self._waiting: set[asyncio.Event] = set()
 
     @property
     def name(self) -> str:
@@ -160,6 +172,7 @@ class ServerConnection:
         """Connect and list the tools within `timeout_s`; McpUnavailable says why not."""
         timeout = self.entry.config.timeout_s
         self.status, self.starts = "starting", self.starts + 1
+        self.names_noticed = False
         self._loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = self._loop.create_future()
         self._stop = asyncio.Event()
@@ -207,12 +220,46 @@ class ServerConnection:
         finally:
             self._client = None
 
+    async def answer_or_malformed(self, request: Any) -> Any:
+        """Await an SDK request, or raise MalformedMessage as soon as the server writes
+        something that is not JSON-RPC (its answer will never be read)."""
+        malformed = asyncio.Event()
+        self._waiting.add(malformed)
+        call = asyncio.ensure_future(request)
+        watch = asyncio.ensure_future(malformed.wait())
+        try:
+            done, _ = await asyncio.wait({call, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if call in done:
+                return call.result()
+            call.cancel()
+            raise MalformedMessage(self.malformed or "an unreadable message")
+        finally:
+            self._waiting.discard(malformed)
+            watch.cancel()
+            if not call.done():
+                call.cancel()  # cancelled with its caller: the SDK tells the server
+
+    async def _on_message(self, message: Any) -> None:
+        """The SDK's message handler: a transport fault (an unparsable line) arrives here."""
+        if isinstance(message, Exception):
+            lines = describe_error(message).splitlines() or [type(message).__name__]
+            self.malformed = lines[0][:MALFORMED_CHARS]
+            for waiter in list(self._waiting):
+                waiter.set()
+
     @contextlib.asynccontextmanager
     async def _open(self) -> AsyncIterator[Client]:
         from mcp import Client
 
+        from .sdk_log import route_sdk_log
+
+        route_sdk_log()
         config = self.entry.config
-        common: dict[str, Any] = {"read_timeout_seconds": config.timeout_s, "cache": None}
+        common: dict[str, Any] = {
+            "read_timeout_seconds": config.timeout_s,
+            "cache": None,
+            "message_handler": self._on_message,
+        }
         if config.command is not None:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from ..core.history import ImagePart
 from ..tools.registry import PassthroughArgs, Tool, ToolContext, ToolError, ToolKind, ToolOutput
 from . import MCP_PREFIX, RESOURCE_TOOLS, tool_name
-from .manager import McpManager, McpUnavailable, ServerConnection, describe_error
+from .manager import MalformedMessage, McpManager, McpUnavailable, ServerConnection, describe_error
 
 MAX_NAME = 64
 """OpenAI-compatible providers refuse longer function names."""
@@ -42,6 +42,9 @@ class Offer:
     tools: dict[str, Tool] = field(default_factory=dict)
     problems: dict[str, str] = field(default_factory=dict)
     """Server name → one clear message (the front end shows it; the model gets a note)."""
+    notices: list[str] = field(default_factory=list)
+    """Tools renamed or left out (names that collide once sanitised, or empty ones): said
+    once per server start."""
 
     def system_note(self) -> str:
         if not self.problems:
@@ -74,7 +77,11 @@ async def offer(manager: McpManager, requested: list[str] | None, *, vision: boo
     for server in servers:
         if server in result.problems:
             continue
-        for built in server_tools(manager, manager.connections[server], vision=vision):
+        connection = manager.connections[server]
+        if not connection.names_noticed:
+            connection.names_noticed = True
+            result.notices.extend(tool_names(connection)[1])
+        for built in server_tools(manager, connection, vision=vision):
             if patterns is None or any(fnmatchcase(built.name, p) for p in patterns):
                 result.tools.setdefault(built.name, built)
     offered = [s for s in servers if s not in result.problems]
@@ -88,16 +95,48 @@ def model_tool_name(server: str, tool: str) -> str:
     return _NOT_A_NAME_CHAR.sub("_", tool_name(server, tool))[:MAX_NAME]
 
 
+def tool_names(connection: ServerConnection) -> tuple[dict[int, str], list[str]]:
+    """The name each listed tool gets (by its position in the server's list), and a notice
+    for each one renamed or left out. Providers refuse a whole request whose function names
+    repeat, and sanitising makes `a b` and `a_b` one name: the later ones get `_2`, `_3`; a
+    tool without a name cannot be called and is left out."""
+    names: dict[int, str] = {}
+    notices: list[str] = []
+    used: set[str] = set()
+    server = connection.name
+    for index, listed in enumerate(connection.tools):
+        if not (listed.name or "").strip():
+            notices.append(f"MCP server {server!r} lists a tool without a name (tool {index + 1}); it is left out")
+            continue
+        name = model_tool_name(server, listed.name)
+        suffix = 2
+        while name in used:
+            tail = f"_{suffix}"
+            name = model_tool_name(server, listed.name)[: MAX_NAME - len(tail)] + tail
+            suffix += 1
+        if name != model_tool_name(server, listed.name):
+            notices.append(
+                f"MCP server {server!r}: tool {listed.name!r} is offered as {name} "
+                f"({model_tool_name(server, listed.name)} is taken by another of its tools)"
+            )
+        used.add(name)
+        names[index] = name
+    return names, notices
+
+
 def server_tools(manager: McpManager, connection: ServerConnection, *, vision: bool) -> list[Tool]:
-    """The server's tools that its `tools` allow-list lets through."""
+    """The server's tools that its `tools` allow-list lets through, each under its own name."""
     allow = connection.entry.config.tools
+    names, _ = tool_names(connection)
     tools: list[Tool] = []
-    for listed in connection.tools:
+    for index, listed in enumerate(connection.tools):
+        if index not in names:
+            continue
         if allow is not None and not any(fnmatchcase(listed.name, pattern) for pattern in allow):
             continue
         tools.append(
             Tool(
-                name=model_tool_name(connection.name, listed.name),
+                name=names[index],
                 description=describe_tool(connection.name, listed),
                 args_model=PassthroughArgs,
                 kind=ToolKind.MUTATING,  # a server's own hints never loosen policy
@@ -166,7 +205,9 @@ async def _guarded(connection: ServerConnection, limit_s: float, request: Any) -
 
     name = connection.name
     try:
-        return await request
+        return await connection.answer_or_malformed(request)
+    except MalformedMessage as exc:
+        raise ToolError(f"MCP server {name!r} sent malformed JSON-RPC ({exc}); see the kernel log") from None
     except McpUnavailable as exc:
         raise ToolError(str(exc)) from None
     except MCPError as exc:

@@ -88,12 +88,16 @@ class ScriptedModel:
             raise ValueError(f"{source.name} is not UTF-8 text") from None
         except json.JSONDecodeError as exc:
             raise ValueError(f"{source.name} is not JSON ({exc.msg} at line {exc.lineno})") from None
+        except RecursionError:
+            raise ValueError(f"{source.name}: nested too deeply to be a scripted model file") from None
         if isinstance(data, dict):
             if "steps" not in data:
                 raise ValueError(f'{source.name}: an object needs a "steps" list')
             steps = data["steps"]
             if "vision" in data:
-                kwargs.setdefault("vision", bool(data["vision"]))
+                if not isinstance(data["vision"], bool):
+                    raise ValueError(f'{source.name}: "vision" must be true or false, got {data["vision"]!r}')
+                kwargs.setdefault("vision", data["vision"])
             for key in ("delay_s", "stream_delay_s"):
                 if key in data:
                     kwargs.setdefault(key, _seconds(source.name, key, data[key]))

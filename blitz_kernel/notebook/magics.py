@@ -8,10 +8,12 @@ the cell await, so the turn runs on the kernel's own loop (KERNEL.md).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import keyword
 import math
 import os
+import re
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,6 +97,15 @@ def usage_errors() -> Iterator[None]:
         yield
     except (BlitzError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+
+
+IPYTHON_NAMES = re.compile(r"_+|_i{1,3}|_i?\d+|_ih|_oh|_dh|In|Out|get_ipython|exit|quit")
+"""Names IPython keeps its history and output cache under: `--out _` would be overwritten by
+the next result, or overwrite the cache."""
+
+
+def _whose(name: str) -> str:
+    return f"IPython's {name}" if IPYTHON_NAMES.fullmatch(name) else f"the builtin {name}"
 
 
 def _positive(kind: type, value: str, option: str) -> Any:
@@ -212,6 +223,10 @@ class BlitzMagics(Magics):
         args.out = _name(args.out, "--out", self.blitz)
         if args.out is not None and (not args.out.isidentifier() or keyword.iskeyword(args.out)):
             raise UsageError(f"--out needs a Python variable name, got {args.out!r}\n{usage_line(self.blitz)}")
+        if args.out is not None and (args.out in vars(builtins) or IPYTHON_NAMES.fullmatch(args.out)):
+            raise UsageError(
+                f"--out {args.out!r} would replace {_whose(args.out)}; choose another name\n{usage_line(self.blitz)}"
+            )
         with usage_errors():
             options = RunOptions(
                 agent=args.agent,
@@ -236,7 +251,13 @@ class BlitzMagics(Magics):
         # raised before the turn started (a bad choice, or ■ while the model is looked up):
         # nothing was recorded
         with usage_errors(), interrupt_is_one_line("the turn was cancelled before it started"):
-            prompt, attachments = await PromptReferences(self.shell, workspace.root).resolve(prompt)
+            references = PromptReferences(
+                self.shell,
+                workspace.root,
+                variable_values=workspace.config.privacy.variables == "full",
+                timeout_s=options.timeout_s if options.timeout_s is not None else workspace.config.limits.timeout_s,
+            )
+            prompt, attachments = await references.resolve(prompt)
             result = await run_turn_in_cell(
                 workspace,
                 prompt,
@@ -541,4 +562,6 @@ class BlitzMagics(Magics):
     @line_magic
     def blitz_help(self, line: str) -> None:
         """List the magics with examples."""
+        if line.strip():
+            raise UsageError(f"%blitz_help takes no arguments, got {line.strip()!r}; for one magic: %blitz_config?")
         print(HELP)

@@ -22,6 +22,7 @@ Grammar (what `parse_references` accepts; everything else is prompt text):
 - `@cell` is the code cell run just before this one (execution count one less), `@cell:-2`
   two before, `@cell:7` the cell run as In[7]. Counts, not positions: in a notebook run top
   to bottom they agree.
+- `@cell:` followed by anything but a count (`@cell:abc`) names nothing: the cell fails.
 - `@@` where a reference could start is a literal `@` and starts nothing: `@@property`
   sends `@property`. (Elsewhere, as in `a@@b`, it is left as written.)
 - Inside `code spans` and ``` fenced blocks nothing is a reference and nothing is changed, so
@@ -38,10 +39,13 @@ as it would see the tool's answer, confinement to the workspace included.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
+import math
 import re
 import sys
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +61,10 @@ _REFERENCE = re.compile(
     rf"""
     (?<![\w.@]) @ (?:
         (?P<escape>@)
-      | cell (?: : (?P<cell>-?\d+) )? (?!\w)
+      | cell (?: : (?P<cell>-?\d+) )? (?! \w | :[^\s.,;!?)\]}}>'"`] )
+      | cell : (?P<badcell>\S+)
       | (?P<word>err|fig) (?!\w)
-      | file: (?: "(?P<quoted>[^"\n]+)" | (?P<path>\S+) )
+      | file: (?: "(?P<quoted>[^"\n]+)" | (?P<path>\S*) )
       | var: (?P<var>{_NAME})
       | (?P<name>{_NAME})
     )
@@ -70,8 +75,21 @@ _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
 """Fenced blocks (to their closing fence, or the end) and inline code spans: left alone."""
 
 
+REFERENCE_BUDGET_S = 10.0
+"""How long resolving a prompt's references may take (less when the turn's --timeout is
+shorter): a slow disk or a huge variable must not hold the cell before the turn starts."""
+MAX_FILE_BYTES = 10_000_000
+"""A larger `@file:` is refused: an attachment shows at most the first 100,000 characters, and
+streaming the rest only to count its lines cost 30 s for a 200 MB file."""
+BAD_CELL = "bad"
+
+
 class UnknownReferenceError(BlitzError):
     """A reference in the prompt names nothing; the cell fails before any model call."""
+
+
+class ReferenceTimeoutError(BlitzError):
+    """Resolving the references took longer than their budget; nothing was sent."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +149,7 @@ def _reference(match: re.Match[str]) -> tuple[Reference, int]:
         return Reference(kind, groups["word"], groups["word"]), match.end()
     if groups["quoted"]:
         return Reference("file", f"file:{groups['quoted']}", groups["quoted"]), match.end()
-    if groups["path"]:
+    if groups["path"] is not None:
         path = groups["path"].rstrip(TRAILING_PUNCTUATION)
         end = match.start("path") + len(path)
         if path:
@@ -141,6 +159,8 @@ def _reference(match: re.Match[str]) -> tuple[Reference, int]:
         return Reference("variable", f"var:{groups['var']}", groups["var"]), match.end()
     if groups["name"]:
         return Reference("variable", groups["name"], groups["name"]), match.end()
+    if groups["badcell"] is not None:
+        return Reference("cell", f"cell:{groups['badcell']}", BAD_CELL), match.end()
     count = groups["cell"] or "-1"
     return Reference("cell", f"cell:{groups['cell']}" if groups["cell"] else "cell", count), match.end()
 
@@ -158,11 +178,33 @@ class PromptReferences:
 
     shell: Any
     workspace: Path
+    variable_values: bool = True
+    """`privacy.variables = "full"`; "schema" describes `@name` without its values."""
+    timeout_s: float | None = None
+    """The turn's --timeout: references get the sooner of it and REFERENCE_BUDGET_S."""
+    _deadline: float | None = field(default=None, init=False, repr=False)
 
     async def resolve(self, prompt: str) -> tuple[str, list[Attachment]]:
         """The prompt text for the model and its attachments, in the order written.
-        Raises UnknownReferenceError naming every reference that names nothing."""
+        Raises UnknownReferenceError naming every reference that names nothing, and
+        ReferenceTimeoutError when they cannot be resolved in time (the file reads stop)."""
         parsed = parse_references(prompt)
+        if not parsed.references:
+            return parsed.text, []
+        budget = REFERENCE_BUDGET_S
+        if self.timeout_s is not None and math.isfinite(self.timeout_s):
+            budget = min(budget, self.timeout_s)
+        self._deadline = time.monotonic() + budget
+        try:
+            async with asyncio.timeout(budget):
+                return await self._resolve(parsed)
+        except TimeoutError:
+            raise ReferenceTimeoutError(
+                f"the @ references took longer than {budget:g} s to resolve (the budget for references, "
+                "or the turn's --timeout); nothing was sent"
+            ) from None
+
+    async def _resolve(self, parsed: ParsedPrompt) -> tuple[str, list[Attachment]]:
         attachments: list[Attachment] = []
         problems: list[str] = []
         for reference in parsed.references:
@@ -181,7 +223,7 @@ class PromptReferences:
         if reference.kind == "variable":
             return Attachment(kind="variable", name=reference.name, text=await self._variable(reference.target))
         if reference.kind == "cell":
-            return Attachment(kind="cell", name=reference.name, text=await self._cell(int(reference.target)))
+            return Attachment(kind="cell", name=reference.name, text=await self._cell(reference.target))
         if reference.kind == "error":
             return Attachment(kind="error", name=reference.name, text=self._error())
         if reference.kind == "file":
@@ -195,7 +237,12 @@ class PromptReferences:
         from ..tools.registry import ToolContext
         from .kernel_context import IPythonKernelContext
 
-        return ToolContext(workspace=self.workspace, kernel=IPythonKernelContext(self.shell))
+        return ToolContext(
+            workspace=self.workspace,
+            kernel=IPythonKernelContext(self.shell),
+            variable_values=self.variable_values,
+            deadline=self._deadline,
+        )
 
     def _visible_names(self) -> list[str]:
         hidden = getattr(self.shell, "user_ns_hidden", {})
@@ -226,8 +273,10 @@ class PromptReferences:
             raise _Unresolved(f"no such cell ({ran})")
         return count
 
-    async def _cell(self, spec: int) -> str:
-        count = self._count_of(spec)
+    async def _cell(self, spec: str) -> str:
+        if spec == BAD_CELL:
+            raise _Unresolved("expected @cell, @cell:N or @cell:-N (N a number)")
+        count = self._count_of(int(spec))
         live = await self._live_cell(count)
         if live is not None:
             return live
@@ -313,6 +362,12 @@ class PromptReferences:
 
         if not path:
             raise _Unresolved('give a path: @file:data/input.csv or @file:"name with spaces.txt"')
+        size = _file_size(self.workspace, path)
+        if size is not None and size > MAX_FILE_BYTES:
+            raise _Unresolved(
+                f"{size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit for an attachment; "
+                "ask the agent to read it (read_file pages through a file)"
+            )
         try:
             return str(await read_file.func(ReadFileArgs(path=path), self._tool_context()))
         except ToolError as error:
@@ -332,6 +387,19 @@ class PromptReferences:
         where = f"In[{shown.execution_count}]" if shown.execution_count else "a cell"
         caption = f"the last figure shown ({shown.media_type}, displayed by {where})"
         return caption, ImagePart(media_type=shown.media_type, data_base64=shown.data_base64)
+
+
+def _file_size(workspace: Path, path: str) -> int | None:
+    """The size of the workspace file `path` names; None when it is not one (read_file then
+    says why, confinement to the workspace included)."""
+    from ..tools.paths import resolve_in_workspace
+    from ..tools.registry import ToolError
+
+    try:
+        target = resolve_in_workspace(workspace.resolve(), path)
+        return target.stat().st_size if target.is_file() else None
+    except (OSError, ValueError, ToolError):
+        return None
 
 
 def _close(word: str, names: list[str]) -> str:

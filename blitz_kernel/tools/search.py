@@ -12,6 +12,11 @@ holds the GIL the whole time, so the kernel's event loop, ■ and --timeout all 
 with a clear error when the call's budget (the sooner of SEARCH_BUDGET_S and the turn's
 deadline) runs out, and the loop keeps ticking meanwhile. It accepts Python's `re` syntax.
 
+A pattern longer than MAX_PATTERN_CHARS is refused, and a pattern without regex syntax (a
+literal, however long) is searched with `str.find`: `regex` searches a long literal in time
+that grows with the cube of its length (a 2,000-character run of one letter: 5 s on 200 KB of
+prose) and in a fast path that its timeout does not reach.
+
 Each line is matched without its newline, like grep. `regex` pays a few microseconds per call
 for its timeout, so grep searches blocks of lines with one call per match rather than one per
 line wherever that cannot change the answer (`_search_block`): 200,000 lines with one match
@@ -52,10 +57,40 @@ GREP_CHUNK_BYTES = 256 * 1024
 """Lines are searched this many bytes at a time (see _search_block)."""
 SEARCH_BUDGET_S = 20.0
 """How long one glob or grep may run before it answers with what it found so far."""
+MAX_PATTERN_CHARS = 1000
+"""The longest grep or glob pattern: longer ones are pasted text, not a search."""
+REGEX_SYNTAX = frozenset(".^$*+?{}[]|()")
 MATCH_BUDGET_S = 2.0
 """How long one match on one line may take. Ordinary patterns take microseconds; past this a
 pattern is backtracking catastrophically. It also bounds how long a worker runs on after ■:
 a match cannot be stopped from outside, only by its own timeout."""
+
+
+def check_pattern_length(pattern: str, what: str) -> None:
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ToolError(
+            f"the {what} is {len(pattern):,} characters; the limit is {MAX_PATTERN_CHARS:,}: "
+            "search for a shorter, distinctive part of it"
+        )
+
+
+def literal_text(pattern: str) -> str | None:
+    """The text a pattern without regex syntax matches (`a\\.b` is `a.b`), else None."""
+    out: list[str] = []
+    escaped = False
+    for char in pattern:
+        if escaped:
+            if char.isalnum() or char == "_":  # \d, \b, \1 ...: regex syntax
+                return None
+            out.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char in REGEX_SYNTAX:
+            return None
+        else:
+            out.append(char)
+    return None if escaped or not out else "".join(out)
 
 
 class _PatternTimeoutError(Exception):
@@ -154,6 +189,7 @@ def _glob_sync(workspace: Path, args: GlobArgs, budget: Budget) -> str:
     pattern = args.pattern.strip().removeprefix("./")
     if not pattern:
         raise ToolError("pattern is empty; try '**/*' to list everything")
+    check_pattern_length(pattern, "glob pattern")
     if pattern.startswith("/") or ".." in pattern.split("/"):
         raise ToolError("pattern must be relative to the workspace, without '..'")
     base_name, rest = _literal_prefix(pattern)
@@ -249,8 +285,10 @@ class _Search:
     """One grep call's fixed inputs."""
 
     root: Path
-    pattern: regex.Pattern[str]
+    pattern: regex.Pattern[str] | None
+    """None for a literal (`literal` holds it)."""
     budget: Budget
+    literal: str | None = None
     block_pattern: regex.Pattern[str] | None = None
     """`pattern` with MULTILINE when `_block_safe`: searched over many lines at once."""
     result: _GrepResult = field(default_factory=_GrepResult)
@@ -306,7 +344,9 @@ def _grep_file(search: _Search, path: Path, folder: int | None) -> None:
         for text, lines in _chunks(handle):
             if search.budget.exhausted():
                 break
-            if search.block_pattern is not None:
+            if search.literal is not None:
+                _search_literal(search, name, text, first)
+            elif search.block_pattern is not None:
                 _search_block(search, name, text, first)
             else:
                 _search_lines(search, name, text, first)
@@ -349,8 +389,30 @@ def _search_block(search: _Search, name: str, text: str, first: int) -> None:
         line_end = len(text) if line_end == -1 else line_end
         number += text.count("\n", pos, line_start)
         line = text[line_start:line_end]
+        assert search.pattern is not None
         if hit.end() <= line_end or _timed(search.pattern.search, line, 0, search, name, number):
             _record(search.result, name, number, line)
+        pos = line_end + 1
+        number += 1
+
+
+def _search_literal(search: _Search, name: str, text: str, first: int) -> None:
+    """Lines of `text` that hold `search.literal`, found with `str.find` (linear time)."""
+    literal = search.literal
+    assert literal is not None
+    if "\n" in literal:  # lines are matched one at a time, like grep: never within one
+        return
+    pos = 0
+    number = first
+    while not search.budget.exhausted():
+        hit = text.find(literal, pos)
+        if hit < 0:
+            return
+        line_start = text.rfind("\n", 0, hit) + 1
+        line_end = text.find("\n", hit)
+        line_end = len(text) if line_end == -1 else line_end
+        number += text.count("\n", pos, line_start)
+        _record(search.result, name, number, text[line_start:line_end])
         pos = line_end + 1
         number += 1
 
@@ -363,6 +425,7 @@ def _search_lines(search: _Search, name: str, text: str, first: int) -> None:
     for number, line in enumerate(lines, start=first):
         if search.budget.exhausted():
             return
+        assert search.pattern is not None
         if _timed(search.pattern.search, line, 0, search, name, number):
             _record(search.result, name, number, line)
 
@@ -396,12 +459,16 @@ def _block_safe(pattern: str) -> bool:
 
 def _grep_sync(workspace: Path, args: GrepArgs, budget: Budget) -> str:
     root = workspace.resolve()
-    try:
-        pattern = regex.compile(args.pattern)
-    except (regex.error, OverflowError, ValueError) as error:
-        raise ToolError(f"invalid regular expression {args.pattern!r}: {error}") from None
-    block = regex.compile(args.pattern, regex.MULTILINE) if _block_safe(args.pattern) else None
-    search = _Search(root=root, pattern=pattern, budget=budget, block_pattern=block)
+    check_pattern_length(args.pattern, "pattern")
+    literal = literal_text(args.pattern)
+    pattern = block = None
+    if literal is None:
+        try:
+            pattern = regex.compile(args.pattern)
+        except (regex.error, OverflowError, ValueError) as error:
+            raise ToolError(f"invalid regular expression {args.pattern!r}: {error}") from None
+        block = regex.compile(args.pattern, regex.MULTILINE) if _block_safe(args.pattern) else None
+    search = _Search(root=root, pattern=pattern, budget=budget, block_pattern=block, literal=literal)
     start = resolve_in_workspace(root, args.path)
     try:
         if start.is_dir():

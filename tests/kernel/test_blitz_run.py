@@ -172,7 +172,7 @@ def test_bad_usage_exits_2(tmp_path: Path):
     no_kernel = blitz_run(nb, "--kernel", "no-such-kernel", home=tmp_path)
     assert no_kernel.returncode == 2 and "blitz run: no kernel named 'no-such-kernel'" in no_kernel.stderr
     budget = blitz_run(nb, "--budget", "0", home=tmp_path)
-    assert budget.returncode == 2 and "--budget must be a positive amount" in budget.stderr
+    assert budget.returncode == 2 and "--budget must be a finite, positive amount" in budget.stderr
 
 
 def test_the_console_script_is_the_same_command():

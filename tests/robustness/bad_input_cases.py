@@ -1,4 +1,4 @@
-"""The bad-input table (issue 15): every case names the exact one-line error it expects.
+"""The bad-input table: every case names the exact one-line error it expects.
 
 `{root}` in an expected error stands for the case's temporary folder (the workspace is
 `{root}/work`, the user's home `{root}/home`). Scripted-model files named in BAD_STEPS are
@@ -31,6 +31,21 @@ class ShellCase:
 
 
 @dataclass(frozen=True)
+class CliCase:
+    """`blitz run` with these arguments, in a folder holding `files`: exit 2 and this line."""
+
+    id: str
+    argv: list[str]
+    error: str
+    """The line after `blitz run: ` on stderr (argparse's own errors: after `blitz run: error: `)."""
+    files: dict[str, str] = field(default_factory=dict)
+
+
+NOTEBOOK = '{"cells": [], "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}}, "nbformat": 4, "nbformat_minor": 5}'
+"""A notebook that would run: the cases break one thing at a time."""
+
+
+@dataclass(frozen=True)
 class ToolCase:
     """A tool call the model makes with these raw arguments: the error it reads."""
 
@@ -53,6 +68,8 @@ BAD_STEPS: dict[str, str | bytes] = {
     's_error.json': '[{"error": "melted"}]',
     's_args.json': '[{"tool_calls": [{"name": "x", "arguments": 3}]}]',
     's_latin.json': b'[{"text": "caf\xe9"}]',
+    's_deep.json': '[' * 100_000,
+    's_vision.json': '{"vision": "yes", "steps": [{"text": "hi"}]}',
 }
 
 SHELL_CASES: list[ShellCase] = [
@@ -207,6 +224,96 @@ SHELL_CASES: list[ShellCase] = [
     ShellCase('env-BLITZ_MODEL-nosuchprovider/x', '%%blitz\nhi', "model 'nosuchprovider/x': litellm knows no provider for this name; write it as provider/model, e.g. openai/gpt-4.1-mini", env={'BLITZ_MODEL': 'nosuchprovider/x'}),
     ShellCase('env-BLITZ_MODEL-scripted:s_key.json', '%%blitz\nhi', "cannot load the scripted model 'scripted:s_key.json': s_key.json: step 1: unknown key 'txt' (known: error, message, text, thought, tool_calls, usage)", env={'BLITZ_MODEL': 'scripted:s_key.json'}),
     ShellCase('env-then-config', '%blitz_config limits.max_turns=3', "bad configuration 'approval.headless' in environment variable BLITZ_APPROVAL_HEADLESS: Input should be 'deny' or 'allow'", env={'BLITZ_APPROVAL_HEADLESS': 'sometimes'}),
+    # -- unclear inputs: each used to be accepted, or to fail later without saying why ------
+    ShellCase('scripted-file-s_deep.json', '%blitz_model scripted:s_deep.json', "bad configuration 'model' in %blitz_model: cannot load the scripted model 'scripted:s_deep.json': s_deep.json: nested too deeply to be a scripted model file"),
+    ShellCase('scripted-run-s_deep.json', '%%blitz -m scripted:s_deep.json\nhi', "cannot load the scripted model 'scripted:s_deep.json': s_deep.json: nested too deeply to be a scripted model file"),
+    ShellCase('scripted-file-s_vision.json', '%blitz_model scripted:s_vision.json', "bad configuration 'model' in %blitz_model: cannot load the scripted model 'scripted:s_vision.json': s_vision.json: \"vision\" must be true or false, got 'yes'"),
+    ShellCase('scripted-run-s_vision.json', '%%blitz -m scripted:s_vision.json\nhi', "cannot load the scripted model 'scripted:s_vision.json': s_vision.json: \"vision\" must be true or false, got 'yes'"),
+    ShellCase('config-api_base=not-a-url', '%blitz_config api_base=not-a-url', "bad configuration 'api_base' in %blitz_config: expected an http:// or https:// URL with a host, got 'not-a-url'"),
+    ShellCase('config-api_base=file', '%blitz_config api_base=file:///etc/passwd', "bad configuration 'api_base' in %blitz_config: expected an http:// or https:// URL with a host, got 'file:///etc/passwd'"),
+    ShellCase('config-api_base=ftp', '%blitz_config api_base=ftp://example.com', "bad configuration 'api_base' in %blitz_config: expected an http:// or https:// URL with a host, got 'ftp://example.com'"),
+    ShellCase('config-api_base=no-host', '%blitz_config api_base=http://', "bad configuration 'api_base' in %blitz_config: expected an http:// or https:// URL with a host, got 'http://'"),
+    ShellCase('config-api_base=host-port', '%blitz_config api_base=localhost:8000', "bad configuration 'api_base' in %blitz_config: expected an http:// or https:// URL with a host, got 'localhost:8000'"),
+    ShellCase('env-BLITZ_API_BASE-not-a-url', '%%blitz\nhi', "bad configuration 'api_base' in environment variable BLITZ_API_BASE: expected an http:// or https:// URL with a host, got 'not-a-url'", env={'BLITZ_API_BASE': 'not-a-url'}),
+    ShellCase('home-api_base-javascript', '%blitz_config', "bad configuration 'api_base' in {root}/home/.blitz/config.toml: expected an http:// or https:// URL with a host, got 'javascript:alert(1)'", home='api_base = "javascript:alert(1)"\n'),
+    ShellCase('config-model_retries=1000000', '%blitz_config model_retries=1000000', "bad configuration 'model_retries' in %blitz_config: Input should be less than or equal to 20"),
+    ShellCase('config-model_retries=-1', '%blitz_config model_retries=-1', "bad configuration 'model_retries' in %blitz_config: Input should be greater than or equal to 0"),
+    ShellCase('config-model_retries=nan', '%blitz_config model_retries=nan', "bad configuration 'model_retries' in %blitz_config: Input should be a finite number"),
+    ShellCase('config-fallback_models-no-provider', '%blitz_config fallback_models=["nosuchprovider/x"]', "bad configuration 'fallback_models' in %blitz_config: model 'nosuchprovider/x': litellm knows no provider for this name; write it as provider/model, e.g. openai/gpt-4.1-mini"),
+    ShellCase('config-fallback_models-missing-script', '%blitz_config fallback_models=["scripted:/nonexistent.json"]', "bad configuration 'fallback_models' in %blitz_config: cannot load the scripted model 'scripted:/nonexistent.json': no such file /nonexistent.json"),
+    ShellCase('config-fallback_models-second', '%blitz_config fallback_models=["scripted:steps.json","nosuchprovider/y"]', "bad configuration 'fallback_models' in %blitz_config: model 'nosuchprovider/y': litellm knows no provider for this name; write it as provider/model, e.g. openai/gpt-4.1-mini"),
+    ShellCase('env-BLITZ_AGENT-nosuch', '%%blitz\nhi', "bad configuration 'agent' in environment variable BLITZ_AGENT: unknown agent 'nosuch' (known: blitz)", env={'BLITZ_AGENT': 'nosuch'}),
+    ShellCase('env-BLITZ_TRUST_WORKSPACE-dot', '%%blitz\nhi', "bad configuration 'BLITZ_TRUST_WORKSPACE' in environment variable BLITZ_TRUST_WORKSPACE: must be an absolute path, got '.'", env={'BLITZ_TRUST_WORKSPACE': '.'}),
+    ShellCase('env-BLITZ_TRUST_WORKSPACE-relative', '%%blitz\nhi', "bad configuration 'BLITZ_TRUST_WORKSPACE' in environment variable BLITZ_TRUST_WORKSPACE: must be an absolute path, got 'work'", env={'BLITZ_TRUST_WORKSPACE': 'work'}),
+    ShellCase('agent-file-same-name', '%%blitz -a b\nhi', "agent 'b' is not available: skipped agent file .blitz/agents/b.md: the name 'twin' is taken by .blitz/agents/a.md", files={'.blitz/agents/a.md': '---\nname: twin\n---\none', '.blitz/agents/b.md': '---\nname: twin\n---\nother'}),
+    ShellCase('agent-file-builtin-name', '%%blitz -a mine\nhi', "agent 'mine' is not available: skipped agent file .blitz/agents/mine.md: the name 'blitz' is taken by the built-in agent", files={'.blitz/agents/mine.md': '---\nname: blitz\n---\nhijack'}),
+    ShellCase('agent-file-huge', '%%blitz -a huge\nhi', "agent 'huge' is not available: skipped agent file .blitz/agents/huge.md: 100,001 bytes, over 100,000", files={'.blitz/agents/huge.md': 'x' * 100_001}),
+    ShellCase('reference-cell-word', '%%blitz\nfix @cell:abc', '@cell:abc: expected @cell, @cell:N or @cell:-N (N a number) (write @@ for a literal @; references: @name, @cell, @cell:N, @cell:-N, @err, @fig, @file:path, @var:name)'),
+    ShellCase('reference-cell-count-and-word', '%%blitz\nfix @cell:3abc', '@cell:3abc: expected @cell, @cell:N or @cell:-N (N a number) (write @@ for a literal @; references: @name, @cell, @cell:N, @cell:-N, @err, @fig, @file:path, @var:name)'),
+    ShellCase('reference-cell-double-colon', '%%blitz\nfix @cell::2', '@cell::2: expected @cell, @cell:N or @cell:-N (N a number) (write @@ for a literal @; references: @name, @cell, @cell:N, @cell:-N, @err, @fig, @file:path, @var:name)'),
+    ShellCase('reference-file-missing', '%%blitz\nread @file:nosuch.csv', '@file:nosuch.csv: no such file: nosuch.csv (write @@ for a literal @; references: @name, @cell, @cell:N, @cell:-N, @err, @fig, @file:path, @var:name)'),
+    ShellCase('reference-file-outside', '%%blitz\nread @file:../../etc/passwd', "@file:../../etc/passwd: ../../etc/passwd leads outside the workspace ({root}/work) through '..' (write @@ for a literal @; references: @name, @cell, @cell:N, @cell:-N, @err, @fig, @file:path, @var:name)"),
+    ShellCase('reference-file-empty', '%%blitz\nread @file:', '@file:: give a path: @file:data/input.csv or @file:"name with spaces.txt" (write @@ for a literal @; references: @name, @cell, @cell:N, @cell:-N, @err, @fig, @file:path, @var:name)'),
+    ShellCase('reference-err-none', '%%blitz\nwhy @err', '@err: no cell has raised an error in this kernel yet (write @@ for a literal @; references: @name, @cell, @cell:N, @cell:-N, @err, @fig, @file:path, @var:name)'),
+    ShellCase('out-_', '%%blitz --out _\nhi', "--out '_' would replace IPython's _; choose another name"),
+    ShellCase('out-__', '%%blitz --out __\nhi', "--out '__' would replace IPython's __; choose another name"),
+    ShellCase('out-_1', '%%blitz --out _1\nhi', "--out '_1' would replace IPython's _1; choose another name"),
+    ShellCase('out-_i', '%%blitz --out _i\nhi', "--out '_i' would replace IPython's _i; choose another name"),
+    ShellCase('out-In', '%%blitz --out In\nhi', "--out 'In' would replace IPython's In; choose another name"),
+    ShellCase('out-Out', '%%blitz --out Out\nhi', "--out 'Out' would replace IPython's Out; choose another name"),
+    ShellCase('out-get_ipython', '%%blitz --out get_ipython\nhi', "--out 'get_ipython' would replace IPython's get_ipython; choose another name"),
+    ShellCase('out-print', '%%blitz --out print\nhi', "--out 'print' would replace the builtin print; choose another name"),
+    ShellCase('out-len', '%%blitz --out len\nhi', "--out 'len' would replace the builtin len; choose another name"),
+    ShellCase('out-None', '%%blitz --out None\nhi', "--out needs a Python variable name, got 'None'"),
+    ShellCase('help-extra', '%blitz_help extra', "%blitz_help takes no arguments, got 'extra'; for one magic: %blitz_config?"),
+    ShellCase('help-two-words', '%blitz_help blitz config', "%blitz_help takes no arguments, got 'blitz config'; for one magic: %blitz_config?"),
+    ShellCase('timeout-0.0', '%%blitz --timeout 0.0\nhi', '--timeout must be positive, got 0.0'),
+    ShellCase('timeout--inf', '%%blitz --timeout -inf\nhi', 'argument --timeout: expected one argument'),
+    ShellCase('max-cost-0.0', '%%blitz --max-cost 0.0\nhi', '--max-cost must be positive, got 0.0'),
+    ShellCase('max-turns-+inf', '%%blitz --max-turns +inf\nhi', "--max-turns expects a number, got '+inf'"),
+    ShellCase('config-limits.max_turns=inf', '%blitz_config limits.max_turns=inf', "bad configuration 'limits.max_turns' in %blitz_config: Input should be a finite number"),
+    ShellCase('config-limits.max_cost_usd_session=nan', '%blitz_config limits.max_cost_usd_session=nan', "bad configuration 'limits.max_cost_usd_session' in %blitz_config: Input should be a finite number"),
+    ShellCase('config-tools.max_parallel=-1', '%blitz_config tools.max_parallel=-1', "bad configuration 'tools.max_parallel' in %blitz_config: Input should be greater than or equal to 1"),
+    ShellCase('config-temperature=-1', '%blitz_config temperature=-1', "bad configuration 'temperature' in %blitz_config: Input should be greater than or equal to 0"),
+    ShellCase('config-max_tokens=abc', '%blitz_config max_tokens=abc', "bad configuration 'max_tokens' in %blitz_config: Input should be a valid integer, unable to parse string as an integer"),
+    ShellCase('config-stall.between_chunks_s=nan', '%blitz_config stall.between_chunks_s=nan', "bad configuration 'stall.between_chunks_s' in %blitz_config: Input should be a finite number"),
+    ShellCase('config-breaker.cooldown_s=inf', '%blitz_config breaker.cooldown_s=inf', "bad configuration 'breaker.cooldown_s' in %blitz_config: Input should be a finite number"),
+    ShellCase('config-api_key_env=1BAD', '%blitz_config api_key_env=1BAD', "bad configuration 'api_key_env' in %blitz_config: must be the name of an environment variable (e.g. OPENAI_API_KEY), not the key itself"),
+]
+
+CLI_CASES: list[CliCase] = [
+    CliCase('run-no-notebook', ['nope.ipynb'], 'no notebook at nope.ipynb'),
+    CliCase('run-not-ipynb', ['a.txt'], 'a.txt is not a .ipynb notebook', files={'a.txt': 'x'}),
+    CliCase('run-not-json', ['bad.ipynb'], "bad.ipynb is not a notebook nbformat can read: Notebook does not appear to be JSON: '{not json'", files={'bad.ipynb': '{not json'}),
+    CliCase('run-empty-file', ['empty.ipynb'], "empty.ipynb is not a notebook nbformat can read: Notebook does not appear to be JSON: ''", files={'empty.ipynb': ''}),
+    CliCase('run-json-list', ['list.ipynb'], "list.ipynb is not a notebook nbformat can read: 'list' object has no attribute 'get'", files={'list.ipynb': '[]'}),
+    CliCase('run-no-kernelspec', ['nk.ipynb'], 'nk.ipynb names no kernel (metadata.kernelspec); pass --kernel NAME, e.g. --kernel python3', files={'nk.ipynb': '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'}),
+    CliCase('run-kernelspec-no-name', ['nk2.ipynb'], 'nk2.ipynb names no kernel (metadata.kernelspec); pass --kernel NAME, e.g. --kernel python3', files={'nk2.ipynb': '{"cells": [], "metadata": {"kernelspec": {"display_name": "x"}}, "nbformat": 4, "nbformat_minor": 5}'}),
+    CliCase('run-report-folder', ['nb.ipynb', '--report', 'out'], '--report out is a folder; give a file name, e.g. out/report.json', files={'nb.ipynb': NOTEBOOK, 'out/keep': ''}),
+    CliCase('run-report-no-folder', ['nb.ipynb', '--report', 'missing/r.json'], '--report missing/r.json: the folder missing does not exist', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-output-folder', ['nb.ipynb', '-o', 'out'], '-o/--output out is a folder; give a file name, e.g. out/report.json', files={'nb.ipynb': NOTEBOOK, 'out/keep': ''}),
+    CliCase('run-output-no-folder', ['nb.ipynb', '-o', 'missing/x.ipynb'], '-o/--output missing/x.ipynb: the folder missing does not exist', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-timeout-nan', ['nb.ipynb', '--timeout', 'nan'], '--timeout must be a finite number of seconds, got nan', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-timeout-inf', ['nb.ipynb', '--timeout', 'inf'], '--timeout must be a finite number of seconds, got inf', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-timeout-1e309', ['nb.ipynb', '--timeout', '1e309'], '--timeout must be a finite number of seconds, got inf', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-timeout-0', ['nb.ipynb', '--timeout', '0'], '--timeout must be positive, got 0 (leave it out for no limit)', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-timeout--1', ['nb.ipynb', '--timeout=-1'], '--timeout must be positive, got -1 (leave it out for no limit)', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-timeout-abc', ['nb.ipynb', '--timeout', 'abc'], "argument --timeout: invalid float value: 'abc'", files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-budget-inf', ['nb.ipynb', '--budget', 'inf'], '--budget must be a finite, positive amount of USD, got inf', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-budget-nan', ['nb.ipynb', '--budget', 'nan'], '--budget must be a finite, positive amount of USD, got nan', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-budget-0', ['nb.ipynb', '--budget', '0'], '--budget must be a finite, positive amount of USD, got 0', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-budget--5', ['nb.ipynb', '--budget=-5'], '--budget must be a finite, positive amount of USD, got -5', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-budget-abc', ['nb.ipynb', '--budget', 'lots'], "argument --budget: invalid float value: 'lots'", files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-parameter-code', ['nb.ipynb', '-p', 'x = 1; import os; os.system("id") #', '1'], '-p: a parameter name must be a Python identifier, got \'x = 1; import os; os.system("id") #\'', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-parameter-digit', ['nb.ipynb', '-p', '1x', '1'], "-p: a parameter name must be a Python identifier, got '1x'", files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-parameter-keyword', ['nb.ipynb', '-p', 'class', '1'], "-p: a parameter name must be a Python identifier, got 'class'", files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-parameter-empty', ['nb.ipynb', '-p', '', '1'], "-p: a parameter name must be a Python identifier, got ''", files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-parameter-dotted', ['nb.ipynb', '-p', 'a.b', '1'], "-p: a parameter name must be a Python identifier, got 'a.b'", files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-parameter-one-value', ['nb.ipynb', '-p', 'x'], 'argument -p/--parameter: expected 2 arguments', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-cwd-missing', ['nb.ipynb', '--cwd', 'nowhere'], '--cwd nowhere is not a directory', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-approve-bogus', ['nb.ipynb', '--approve', 'ask'], "argument --approve: invalid choice: 'ask' (choose from 'deny', 'allow')", files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-unknown-option', ['nb.ipynb', '--frobnicate'], 'unrecognized arguments: --frobnicate', files={'nb.ipynb': NOTEBOOK}),
+    CliCase('run-no-arguments', [], 'the following arguments are required: notebook'),
 ]
 
 TOOL_CASES: list[ToolCase] = [
@@ -238,4 +345,23 @@ TOOL_CASES: list[ToolCase] = [
     ToolCase('view_image-nothing', 'view_image', '{}', 'invalid arguments for view_image: (arguments): Value error, give exactly one of path or output'),
     ToolCase('invoke_agent-unknown', 'invoke_agent', '{"agent": "nosuch", "prompt": "x"}', "unknown agent 'nosuch' (known: none)"),
     ToolCase('unknown-tool', 'format_disk', '{}', "unknown tool 'format_disk'; available: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode"),
+    ToolCase('grep-pattern-too-long', 'grep', '{"pattern": "' + 'a' * 1001 + '"}', 'the pattern is 1,001 characters; the limit is 1,000: search for a shorter, distinctive part of it'),
+    ToolCase('grep-pattern-5000', 'grep', '{"pattern": "' + 'ab' * 2500 + '"}', 'the pattern is 5,000 characters; the limit is 1,000: search for a shorter, distinctive part of it'),
+    ToolCase('grep-regex-too-long', 'grep', '{"pattern": "' + '(a)' * 400 + '"}', 'the pattern is 1,200 characters; the limit is 1,000: search for a shorter, distinctive part of it'),
+    ToolCase('glob-pattern-too-long', 'glob', '{"pattern": "' + '*' * 1001 + '"}', 'the glob pattern is 1,001 characters; the limit is 1,000: search for a shorter, distinctive part of it'),
+    ToolCase('grep-no-pattern', 'grep', '{}', 'invalid arguments for grep: pattern: Field required'),
+    ToolCase('grep-pattern-number', 'grep', '{"pattern": 5}', 'invalid arguments for grep: pattern: Input should be a valid string'),
+    ToolCase('grep-outside', 'grep', '{"pattern": "x", "path": "../.."}', "../.. leads outside the workspace ({root}) through '..'"),
+    ToolCase('glob-empty', 'glob', '{"pattern": ""}', "pattern is empty; try '**/*' to list everything"),
+    ToolCase('glob-absolute', 'glob', '{"pattern": "/etc/*"}', "pattern must be relative to the workspace, without '..'"),
+    ToolCase('edit_file-no-old', 'edit_file', '{"path": "a.txt", "new": "y"}', 'invalid arguments for edit_file: old: Field required'),
+    ToolCase('list_files-number', 'list_files', '{"path": 3}', 'invalid arguments for list_files: path: Input should be a valid string'),
+    ToolCase('read_file-dir', 'read_file', '{"path": "."}', '. is a directory; use list_files to see what it holds'),
+    ToolCase('run_python-code-number', 'run_python', '{"code": 5}', 'invalid arguments for run_python: code: Input should be a valid string'),
+    ToolCase('describe_variable-missing', 'describe_variable', '{"name": "nosuch"}', "no variable named 'nosuch'; variables include: data"),
+    ToolCase('todo-item-number', 'todo', '{"items": [3]}', 'invalid arguments for todo: items.0: Input should be a valid dictionary or instance of TodoItem'),
+    ToolCase('notebook_edit-no-index', 'notebook_edit', '{"action": "delete"}', 'invalid arguments for notebook_edit: index: Field required'),
+    ToolCase('invoke_agent-no-prompt', 'invoke_agent', '{"agent": "x"}', 'invalid arguments for invoke_agent: prompt: Field required'),
+    ToolCase('arguments-null', 'read_file', 'null', 'arguments must be a JSON object'),
+    ToolCase('arguments-string', 'read_file', '"a.txt"', 'arguments must be a JSON object'),
 ]

@@ -1,10 +1,13 @@
-"""Bad input (issue 15, "The suites that keep it so"): magic options, config values,
-environment variables, config and agent files, scripted-model files and tool arguments from
-the model. Each case (bad_input_cases.py) names the exact one-line error it expects; a shell
+"""Bad input: magic options, config values, environment variables, config and agent files,
+scripted-model files, `@` references, tool arguments from the model, and `blitz run`'s command
+line. Each case (bad_input_cases.py) names the exact one-line error it expects; a shell
 case also checks that no traceback was printed and that nothing was recorded (no session
 holds a turn or a message). A few run through a real kernel in tests/kernel/test_bad_input_kernel.py.
 
-Run alone: `pytest tests/robustness/test_bad_input.py` (about 30 s).
+A `blitz run` case must exit 2 with one `blitz run: …` line (argparse's own errors add its
+usage lines) before any kernel starts.
+
+Run alone: `pytest tests/robustness/test_bad_input.py` (about a minute).
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
+from blitz_kernel.cli.run import main as blitz_run
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.scripted import ScriptedModel
 
-from .bad_input_cases import BAD_STEPS, SHELL_CASES, TOOL_CASES, ShellCase, ToolCase
+from .bad_input_cases import BAD_STEPS, CLI_CASES, SHELL_CASES, TOOL_CASES, CliCase, ShellCase, ToolCase
 
 WORKING_SCRIPT = '[{"text": "fine"}, {"text": "fine"}]'
 
@@ -93,9 +97,9 @@ def run_in_shell(root: Path, case: ShellCase) -> Outcome:
     return Outcome(result.error_before_exec or result.error_in_exec, printed.getvalue(), recorded)
 
 
-def test_the_table_has_at_least_120_cases() -> None:
-    assert len(SHELL_CASES) + len(TOOL_CASES) >= 120
-    ids = [case.id for case in SHELL_CASES] + [case.id for case in TOOL_CASES]
+def test_the_table_has_at_least_250_cases() -> None:
+    assert len(SHELL_CASES) + len(TOOL_CASES) + len(CLI_CASES) >= 250
+    ids = [case.id for case in SHELL_CASES] + [case.id for case in TOOL_CASES] + [case.id for case in CLI_CASES]
     assert len(set(ids)) == len(ids)
 
 
@@ -132,3 +136,27 @@ def test_bad_tool_arguments_are_one_line_errors_the_model_reads(case: ToolCase, 
     assert "\n" not in tool_result.error and "Traceback" not in tool_result.error
     assert not (tmp_path.parent / "escape.txt").exists()
     model.assert_complete()
+
+
+@pytest.mark.parametrize("case", CLI_CASES, ids=[case.id for case in CLI_CASES])
+def test_blitz_run_bad_input_is_one_line_and_exit_2(
+    case: CliCase, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, content in case.files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    err = io.StringIO()
+    status = blitz_run(case.argv, err=err)
+    printed = err.getvalue() + capsys.readouterr().err
+    assert status == 2, printed
+    ours = [line for line in printed.splitlines() if line.startswith("blitz run: ")]
+    assert ours in (
+        [f"blitz run: {case.error}"],
+        [f"blitz run: error: {case.error}"],
+    ), printed
+    others = [line for line in printed.splitlines() if not line.startswith("blitz run: ")]
+    assert all(line.startswith(("usage: ", " ")) for line in others), others  # argparse's usage only
+    assert "Traceback" not in printed
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({n.split("/")[0] for n in case.files})

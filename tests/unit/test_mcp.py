@@ -461,3 +461,46 @@ def test_the_widget_shows_an_mcp_notice_in_the_turn():
     state = TurnState(turn_id="t1", prompt="", session="s")
     state.apply(NoticeEvent(kind="mcp_server", message="MCP server 'x' failed to start: FileNotFoundError"))
     assert state.synced_value("notice") == "MCP server 'x' failed to start: FileNotFoundError"
+
+
+async def test_malformed_json_rpc_is_one_line_at_once_and_the_sdk_log_stays_out_of_the_cell(
+    mcp_workspace: MakeMcp, capsys: pytest.CaptureFixture[str]
+):
+    """A server whose reply is not JSON-RPC: the call ends at once with one line (it used to
+    wait out timeout_s and say "did not answer"), and the SDK's multi-line parse error goes
+    to the kernel's log, not to the cell's stderr."""
+    servers = {"t": stdio_server("--garble", timeout_s=30)}
+    ws, model = mcp_workspace([tool_step(call("mcp__t__garble")), {"text": "noted"}], servers)
+    started = time.monotonic()
+    result = await ws.run("garble", approve="allow")
+    assert result.stop_reason == "end_turn"
+    assert time.monotonic() - started < 15
+    error = result_of(model).error
+    assert error is not None and "\n" not in error
+    assert error.startswith("MCP server 't' sent malformed JSON-RPC (") and error.endswith("); see the kernel log")
+    captured = capsys.readouterr()
+    assert "Failed to parse JSONRPC" not in captured.err and "validation error" not in captured.err
+
+
+def test_sanitised_tool_names_that_collide_get_a_suffix_and_empty_ones_are_left_out(tmp_path: Path):
+    from mcp.types import Tool as McpTool
+
+    from blitz_kernel.mcp.config import McpServerConfig
+    from blitz_kernel.mcp.manager import ServerConnection, ServerEntry
+    from blitz_kernel.mcp.toolset import tool_names as offered_names
+
+    entry = ServerEntry("s", McpServerConfig(command="x"), "user", "~/.blitz/config.toml")
+    connection = ServerConnection(entry, tmp_path)
+    connection.tools = [McpTool(name=n, input_schema={"type": "object"}) for n in ["a b", "a_b", "dup", "dup", "", " "]]
+    names, notices = offered_names(connection)
+    assert names == {0: "mcp__s__a_b", 1: "mcp__s__a_b_2", 2: "mcp__s__dup", 3: "mcp__s__dup_2"}
+    assert notices == [
+        "MCP server 's': tool 'a_b' is offered as mcp__s__a_b_2 (mcp__s__a_b is taken by another of its tools)",
+        "MCP server 's': tool 'dup' is offered as mcp__s__dup_2 (mcp__s__dup is taken by another of its tools)",
+        "MCP server 's' lists a tool without a name (tool 5); it is left out",
+        "MCP server 's' lists a tool without a name (tool 6); it is left out",
+    ]
+    long = "x" * 80
+    connection.tools = [McpTool(name=long, input_schema={"type": "object"}), McpTool(name=long + "y", input_schema={})]
+    names, _ = offered_names(connection)
+    assert len(set(names.values())) == 2 and all(len(n) <= 64 for n in names.values())

@@ -10,6 +10,11 @@ lets it through, exit 2 blocks with stderr as the reason, and anything else — 
 code, a crash, a timeout — blocks `prompt_submit`/`pre_tool` with "hook failed: …". That is
 fail-closed on purpose: a safety check that cannot run must not wave things through. A
 callable returns None to allow or a string to block, and may be async.
+
+A command's verdict is its exit, not the end of its output: a hook that leaves a background
+child holding stderr open is done when it exits. Of stderr only the first STDERR_BYTES are
+kept (the rest is read and dropped, so a chatty hook neither blocks on a full pipe nor fills
+the kernel's memory).
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ from ..tracing import Telemetry
 
 BLOCK_EXIT = 2
 REASON_CHARS = 300
+STDERR_BYTES = 4096
+STDERR_AFTER_EXIT_S = 0.2
+"""How long stderr may still be read after the hook exited (what it wrote just before)."""
 
 
 class HookRunner:
@@ -98,14 +106,23 @@ class HookRunner:
             cwd=self.workspace,
             start_new_session=True,  # so a timeout can end the hook and everything it started
         )
+        kept = bytearray()
+        assert process.stderr is not None
+        reader = asyncio.ensure_future(_read_capped(process.stderr, kept))
         try:
-            _, stderr = await process.communicate(json.dumps(payload, default=str).encode())
+            await _feed(process, json.dumps(payload, default=str).encode())
+            await _exited(process)  # its exit decides; a child of its own may hold stderr open
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(reader), STDERR_AFTER_EXIT_S)
         except BaseException:  # timed out or cancelled: end the hook and what it started
             _kill_group(process)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(process.wait(), 2)  # reap it, so its pipes close now
             raise
-        detail = stderr.decode(errors="replace").strip()
+        finally:
+            reader.cancel()
+            _close_pipes(process)
+        detail = bytes(kept).decode(errors="replace").strip()
         if process.returncode == 0:
             return None
         if process.returncode == BLOCK_EXIT:
@@ -116,6 +133,58 @@ class HookRunner:
         """Wait briefly for post_tool hooks still running (the kernel is going away)."""
         if self._observers:
             await asyncio.wait(self._observers, timeout=2)
+
+
+async def _exited(process: asyncio.subprocess.Process) -> int:
+    """The exit status, as soon as the process exits. `process.wait()` (Python 3.11) also
+    waits for its pipes to close, which a background child of the hook can hold for ever; a
+    pidfd says when the process itself ended."""
+    if process.returncode is None:
+        with contextlib.suppress(AttributeError, OSError):  # no pidfd: poll below
+            pidfd = os.pidfd_open(process.pid)
+            loop = asyncio.get_running_loop()
+            ended = loop.create_future()
+            loop.add_reader(pidfd, _set_once, ended)
+            try:
+                await ended
+            finally:
+                loop.remove_reader(pidfd)
+                os.close(pidfd)
+    # the child watcher reaps it a moment after; asyncio signals that only with the pipes
+    while process.returncode is None:  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    return process.returncode
+
+
+def _set_once(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _close_pipes(process: asyncio.subprocess.Process) -> None:
+    """Close our ends of the pipes (a background child may hold the others): the transport
+    must not outlive the call. asyncio exposes no public way; the process has exited."""
+    transport = getattr(process, "_transport", None)
+    if transport is not None and process.returncode is not None:
+        transport.close()
+
+
+async def _feed(process: asyncio.subprocess.Process, data: bytes) -> None:
+    """Write the payload and close stdin; a hook that exits without reading it is fine."""
+    stdin = process.stdin
+    assert stdin is not None
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        stdin.write(data)
+        await stdin.drain()
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        stdin.close()
+
+
+async def _read_capped(stream: asyncio.StreamReader, kept: bytearray) -> None:
+    """Read `stream` to its end, keeping its first STDERR_BYTES in `kept`."""
+    while chunk := await stream.read(65536):
+        if len(kept) < STDERR_BYTES:
+            kept.extend(chunk[: STDERR_BYTES - len(kept)])
 
 
 class HookFailed(Exception):

@@ -23,6 +23,7 @@ from typing import Any
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from ...core.history import Message, SummaryMessage, TextPart, UserMessage, message_chars
+from ...core.redact import Redactor
 from ...core.usage import TokenUsage, UsageLedger
 from ..safety.audit import AuditRecord
 from ..steering import TurnControl
@@ -86,6 +87,9 @@ class Session:
     turn_starts: dict[int, int] = field(default_factory=dict)
     """Turn → `committed` before its first message: where a rewind cuts. By turn, not by
     prompt, since a continued turn (`continue_turn`) has no prompt of its own."""
+    redactor: Redactor | None = None
+    """The workspace's secrets: what enters the history, the audit and the store is redacted
+    here, whoever built it (a prompt with its attachments, the model's text, a tool result)."""
     _span: Any = field(default=None, repr=False)
     _note: str | None = field(default=None, repr=False)
     _pending_audit: list[AuditRecord] = field(default_factory=list, repr=False)
@@ -183,7 +187,7 @@ class Session:
     def commit(self, messages: Sequence[Message], turn_index: int) -> None:
         """Append one valid unit (a prompt, an answer, a response with all its results) to
         the history and, in one transaction, to the store."""
-        unit = list(messages)
+        unit = list(messages) if self.redactor is None else [self.redactor.redact_value(m) for m in messages]
         if self._note is not None and isinstance(unit[0], UserMessage):
             prompt = unit[0]
             unit[0] = UserMessage(parts=[*prompt.parts[:-1], TextPart(text=self._note), *prompt.parts[-1:]])
@@ -205,6 +209,8 @@ class Session:
     def end_turn(self, turn_index: int, stop_reason: str, error: str | None) -> None:
         """The turn is over: count it, and record how it ended."""
         self.turns += 1
+        if self.redactor is not None:
+            error = self.redactor.redact_optional(error)
         if self.log is not None:
             audit, self._pending_audit = self._pending_audit, []
             span, self._pending_span = self._pending_span, None
@@ -292,6 +298,8 @@ class Session:
     def record_audit(self, record: AuditRecord) -> None:
         """Keep the record with the session; in the store with the next unit or the turn's
         end during a turn, at once outside one."""
+        if self.redactor is not None:
+            record = self.redactor.redact_value(record)
         self.audit.append(record)
         if self.log is None:
             return
@@ -304,6 +312,8 @@ class Session:
         """Put `summary` in place of the first `split` messages, archiving them (ENG-64). A
         splice, so messages appended after the window was chosen are kept. The store gets a
         summary row naming the rows it covers; they stay."""
+        if self.redactor is not None:
+            summary = self.redactor.redact_value(summary)
         self.archive.extend(self.history[:split])
         before = len(self.history)
         removed = sum(map(message_chars, self.history[:split]))

@@ -102,6 +102,11 @@ def folder_problem(workspace: Path) -> str | None:
     return None
 
 
+BUILTIN_SHOWN = "the built-in agent"
+MAX_AGENT_FILE_BYTES = 100_000
+"""An agent file is instructions sent with every turn; a larger one is not an agent file."""
+
+
 class AgentRegistry:
     """Agents by name; the built-in `blitz` is always there unless a file overrides it.
 
@@ -126,21 +131,37 @@ class AgentRegistry:
         problem = folder_problem(workspace)
         if problem is not None:
             skipped[FOLDER_SHOWN] = problem
-        for name, mode, _size, _mtime in state:
+        defined: dict[str, str] = {BUILTIN_AGENT.name: BUILTIN_SHOWN}
+        for name, mode, size, _mtime in state:
             stem = name.removesuffix(".md")
             shown = f"{FOLDER_SHOWN}/{name}"
             if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
                 skipped[stem] = f"skipped agent file {shown}: not a regular file"
                 continue
+            if size > MAX_AGENT_FILE_BYTES:  # its text would go with every turn
+                skipped[stem] = f"skipped agent file {shown}: {size:,} bytes, over {MAX_AGENT_FILE_BYTES:,}"
+                continue
             try:
-                agents.append(parse_agent_text(read_capped(workspace, shown, MAX_AGENT_BYTES), workspace / shown))
-                outside = _scripted_outside(agents[-1].model, workspace)
+                agent = parse_agent_text(read_capped(workspace, shown, MAX_AGENT_BYTES), workspace / shown)
+                outside = _scripted_outside(agent.model, workspace)
                 if outside:
-                    agents.pop()
                     skipped[stem] = f"skipped agent file {shown}: {outside}"
+                    continue
+                # files are read in name order: the first one keeps a name; `blitz.md` may stand in
+                # for the built-in agent (by its own file name only, never under another name)
+                overrides_builtin = agent.name == BUILTIN_AGENT.name == stem and defined[stem] == BUILTIN_SHOWN
+                if agent.name in defined and not overrides_builtin:
+                    skipped[stem] = (
+                        f"skipped agent file {shown}: the name {agent.name!r} is taken by {defined[agent.name]}"
+                    )
+                    continue
+                defined[agent.name] = shown
+                agents.append(agent)
             except ToolError as exc:
                 reason = str(exc).removeprefix(f"{shown} ")
                 skipped[stem] = f"skipped agent file {shown}: {_tool_reason(reason)}"
+            except UnicodeDecodeError:
+                skipped[stem] = f"skipped agent file {shown}: not UTF-8 text"
             except ConfigError as exc:
                 reason = exc.problem if exc.key.startswith("(") else f"{exc.key}: {exc.problem}"
                 skipped[stem] = f"skipped agent file {shown}: {reason}"

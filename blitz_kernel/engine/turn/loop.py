@@ -36,6 +36,7 @@ from ..events import (
     TurnDone,
     TurnStarted,
 )
+from ..safety.outgoing import OutgoingEvents
 from ..steering import TurnControl
 from ..tracing import mark_error
 from ..undo.recorder import TurnRecorder
@@ -89,6 +90,8 @@ class TurnRunner:
         self.tool_context = dataclasses.replace(setup.runtime.context, turn=self)
         """The turn's own tool context: the setup's template with this turn's access and,
         once the turn starts, its deadline (a sub-agent's is its caller's)."""
+        self.outgoing = OutgoingEvents(setup.runtime.redactor)
+        """Every event is redacted before anyone sees it (docs/safety.md)."""
 
     async def run(self, prompt: str | None, attachments: list[Attachment] | None = None) -> TurnResult:
         """The turn, inside its span (ENG-90): the root of its own trace, linked to the
@@ -198,11 +201,13 @@ class TurnRunner:
     async def _finish(self, text: str, stop: StopReason, error: str | None, turn_index: int) -> TurnResult:
         session = self.setup.session
         self._close_pending()
+        text, error = self.setup.runtime.redactor.redact(text), self.setup.runtime.redactor.redact_optional(error)
+        last = self.outgoing.flush()  # a streamed answer's held tail (the stream was cut)
         session.end_turn(turn_index, stop, error)
         pending = self.control.take_leftovers()
         leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
         if error is not None:
-            self.events.append(ErrorEvent(kind=stop, message=error))
+            last.append(ErrorEvent(kind=stop, message=error))
         undoable = self.recorder is not None and self.recorder.checkpoint.changed
         done = TurnDone(
             stop_reason=stop,
@@ -214,10 +219,11 @@ class TurnRunner:
             context_window=self.setup.choice.context.tokens,
             undoable=undoable,
         )
-        self.events.append(done)
+        last.append(done)
+        self.events.extend(last)
         handler = self.setup.observers.on_event
         if handler is not None:
-            for event in self.events[-2 if error is not None else -1 :]:
+            for event in last:
                 # The turn is over: a failing handler must not lose its record.
                 with contextlib.suppress(Exception):
                     outcome = handler(event)
@@ -384,6 +390,10 @@ class TurnRunner:
     # -- events -------------------------------------------------------------------------------
 
     async def _emit(self, event: Event) -> None:
+        for shown in self.outgoing.redacted(event):
+            await self._deliver(shown)
+
+    async def _deliver(self, event: Event) -> None:
         self.events.append(event)
         handler = self.setup.observers.on_event
         if handler is None:

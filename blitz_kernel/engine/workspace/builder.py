@@ -69,6 +69,7 @@ class TurnBuilder:
         mode = options.mode
         aside = mode is TurnMode.BTW
         mcp = await self._mcp_offer(definition, model)
+        state.redactor = self.configuration.redactor  # what enters the history is redacted
         choice = ModelChoice(
             model=model,
             agent=definition.name,
@@ -111,7 +112,7 @@ class TurnBuilder:
             telemetry=self.configuration.telemetry,
             span_name=ASIDE_SPAN if aside else TURN_SPAN,
             notices=self._notices(depth, mode)
-            + tuple(NoticeEvent(kind="mcp_server", message=p) for p in mcp.problems.values()),
+            + tuple(NoticeEvent(kind="mcp_server", message=p) for p in [*mcp.problems.values(), *mcp.notices]),
         )
         return TurnSetup(
             session=state,

@@ -53,9 +53,9 @@ class Configuration:
         self.config = self._load(self._overrides)
         self._explicit_model = model
         self.model: Model = model or self.build(self.config.model)
+        self.redactor = self._redactor(self.config)
         self.telemetry = self._telemetry(self.config)
         self.hooks = HookRunner(self.config.hooks, root, self.telemetry)
-        self.redactor = self._redactor(self.config)
 
     @property
     def overrides(self) -> dict[str, Any]:
@@ -109,6 +109,8 @@ class Configuration:
             problem = model_problem(model)  # a name no provider serves: refused now, not at the turn
             if problem is not None:
                 raise ConfigError("model", OVERRIDE_SOURCE, problem)
+        if "fallback_models" in dotted:  # likewise each fallback, not when the model first fails
+            self._check_fallbacks(config)
         self.trust = self.trust_state()
         telemetry = self._telemetry(config) if config.telemetry != self.config.telemetry else self.telemetry
         self._overrides, self.config, self.telemetry = candidate, config, telemetry
@@ -117,6 +119,14 @@ class Configuration:
         if rebuild:
             self._explicit_model, self.model = None, model
         return config
+
+    def _check_fallbacks(self, config: BlitzConfig) -> None:
+        alone = config.model_copy(update={"fallback_models": []})  # each one, not a chain
+        for name in config.fallback_models:
+            fallback = self.build(name, alone)
+            problem = fallback.reason if isinstance(fallback, PlaceholderModel) else model_problem(fallback)
+            if problem is not None:
+                raise ConfigError("fallback_models", OVERRIDE_SOURCE, problem)
 
     # -- trust ----------------------------------------------------------------------------------
 
@@ -154,10 +164,14 @@ class Configuration:
             enabled=settings.enabled,
             exporter=settings.exporter,
             include_content=settings.include_content,
-            redact=self._redactor(config).redact,
+            redact=lambda text: self.redactor.redact(text),  # the one redactor: it learns
         )
 
     def _redactor(self, config: BlitzConfig) -> Redactor:
-        """The secrets of this kernel's environment and the configured key variable."""
+        """The secrets of this kernel's environment and the configured key variable, the
+        secret assignments of the workspace's `.env`, and what the redactor learned so far."""
         environ = os.environ if self.environ is None else self.environ
-        return Redactor.from_environment(environ, [config.api_key_env])
+        learned = self.redactor.learned if hasattr(self, "redactor") else ()
+        redactor = Redactor.from_environment(environ, [config.api_key_env], learned=learned)
+        redactor.learn_file(self.root / ".env")
+        return redactor

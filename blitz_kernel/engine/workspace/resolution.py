@@ -8,9 +8,10 @@ model once.
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 
-from ...errors import UnknownAgentError
+from ...errors import ConfigError, UnknownAgentError
 from ...models.base import Model
 from ...models.factory import model_problem
 from ...models.placeholder import PlaceholderModel
@@ -51,7 +52,10 @@ class Resolver:
             return agents.get(name)
         try:
             return agents.get(configuration.config.agent)
-        except UnknownAgentError:
+        except UnknownAgentError as exc:
+            environ = os.environ if configuration.environ is None else configuration.environ
+            if environ.get("BLITZ_AGENT", "").strip() == configuration.config.agent:  # asked for, by name
+                raise ConfigError("agent", "environment variable BLITZ_AGENT", str(exc)) from None
             return agents.get("blitz")
 
     def model_for(self, model: str | Model | None, definition: AgentDefinition) -> Model:

@@ -1,0 +1,83 @@
+"""Well-known secret formats, taken from the `detect-secrets` plugins rather than typed here.
+
+Every regex-based detector of `detect-secrets` (AWS, GitHub, GitLab, Slack, Stripe, OpenAI,
+JWT, SendGrid, Twilio, npm, PyPI, …) contributes its `denylist`. Left out: public IP addresses
+(not secrets, and an agent reads logs full of them) and the high-entropy and keyword scanners
+(they judge whole files and would hide hashes and ids), and the detectors' assignment rules
+(`cloudant_key = …`, `ibm_cloud_iam_api_key: …`): assignments to secret-named keys are the
+assignment scan's (redact.py), and these rules cost more than all the others together on
+every text (lookbehinds at every position). The private-key detector only knows a
+key block's header, so its headers become whole `BEGIN … END` blocks. One pattern is added: the
+`sk-…` keys of providers that `detect-secrets` does not know (its OpenAI rule needs the legacy
+marker inside the key).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import pkgutil
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+SKIPPED_DETECTORS = frozenset({"IPPublicDetector", "PrivateKeyDetector"})
+ASSIGNMENT_RULE = "(?:(?<=\\W)|(?<=^))"
+"""How `RegexBasedDetector.build_assignment_regex` begins each rule it builds."""
+EXTRA_PATTERNS = (re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9][A-Za-z0-9_-]{30,}"),)
+MIN_GROUP_CHARS = 8
+DELIMITERS = " \t\r\n=:\"'"
+
+
+@dataclass(frozen=True)
+class SecretPattern:
+    """One format: its regex, and where in a match the secret itself lies."""
+
+    detector: str
+    regex: re.Pattern[str]
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """The secret's span in each match: the longest captured group when the detector
+        captures the secret (an assignment's value), else the match less its delimiters."""
+        spans = []
+        for match in self.regex.finditer(text):
+            groups = [i for i in range(1, (self.regex.groups or 0) + 1) if match.group(i)]
+            best = max(groups, key=lambda i: len(match.group(i)), default=None)
+            if best is not None and len(match.group(best)) >= MIN_GROUP_CHARS:
+                spans.append(match.span(best))
+                continue
+            start, end = match.span()
+            while start < end and text[start] in DELIMITERS:
+                start += 1
+            while end > start and text[end - 1] in DELIMITERS:
+                end -= 1
+            if end > start:
+                spans.append((start, end))
+        return spans
+
+
+@functools.cache
+def secret_patterns() -> tuple[SecretPattern, ...]:
+    """The formats, loaded once (importing the plugins takes a few milliseconds)."""
+    import detect_secrets.plugins as plugins
+    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.private_key import PrivateKeyDetector
+
+    found: list[SecretPattern] = []
+    for module_info in sorted(pkgutil.iter_modules(plugins.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{plugins.__name__}.{module_info.name}")
+        for name, detector in inspect.getmembers(module, inspect.isclass):
+            if detector.__module__ != module.__name__ or name in SKIPPED_DETECTORS:
+                continue
+            if issubclass(detector, RegexBasedDetector) and not inspect.isabstract(detector):
+                rules: Iterable[re.Pattern[str]] = detector.denylist  # type: ignore[assignment]  # a class attribute
+                found.extend(
+                    SecretPattern(name, regex) for regex in rules if not regex.pattern.startswith(ASSIGNMENT_RULE)
+                )
+    headers: Iterable[re.Pattern[str]] = PrivateKeyDetector.denylist  # type: ignore[assignment]
+    for header in headers:
+        block = rf"-----{header.pattern}-----[\s\S]*?(?:-----END[^\n]*?-----|\Z)"
+        found.append(SecretPattern("PrivateKeyDetector", re.compile(block)))
+    found.extend(SecretPattern("provider sk- key", regex) for regex in EXTRA_PATTERNS)
+    return tuple(found)

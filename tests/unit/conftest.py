@@ -16,6 +16,7 @@ from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.base import ModelRequest
 from blitz_kernel.models.scripted import ScriptedModel, Step
 from blitz_kernel.tools.registry import Tool, ToolContext, ToolKind
+from tests.helpers.tiers import mark_tier
 
 
 class SleepArgs(BaseModel):
@@ -111,3 +112,10 @@ def make_workspace(tmp_path: Path) -> Callable[..., tuple[Workspace, ScriptedMod
         return workspace, model
 
     return make
+
+
+# -- the tier: every test here is marked `unit` and gets the tier's timeout ---------------------
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_tier(config, items, Path(__file__).parent, "unit")

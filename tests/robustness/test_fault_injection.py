@@ -55,7 +55,9 @@ class Case:
     retries: int = 0
     fallback: bool = False
     switched: bool = False
-    """A ModelSwitchEvent is expected (the fallback answered)."""
+    """A ModelSwitchEvent is expected: the chain moved on to the fallback (which may fail too)."""
+    asked: list[str] | None = None
+    """The models the provider was asked, in order (checked where given)."""
     settings: dict[str, Any] = field(default_factory=dict)
 
 
@@ -111,10 +113,12 @@ CASES: list[Case] = [
         )
     ],
     Case("fallback-after-a-tool-call", [LIST, status(500), OK], "end_turn", text="recovered", fallback=True, switched=True),
-    Case("fallback-fails-too", [status(500), status(502)], "error", None, fallback=True),
-    Case("fallback-stalls-too", [status(500), {"fault": "stall", "seconds": 5}], "error", None, fallback=True),
+    Case("fallback-fails-too", [status(500), status(502)], "error", None, fallback=True, switched=True,
+         asked=["fake-model", "fallback-model"]),
+    Case("fallback-stalls-too", [status(500), {"fault": "stall", "seconds": 5}], "error", None, fallback=True,
+         switched=True, asked=["fake-model", "fallback-model"]),
     Case("fallback-never-replaces-shown-text", [{"fault": "reset_mid_stream", "text": "Half"}, OK], "error", None,
-         fallback=True),
+         fallback=True, asked=["fake-model"]),
     # -- broken tool calls from the model: the model reads an error and goes on
     Case("tool-arguments-not-json", [{"tool_calls": [{"name": "list_files", "arguments": "{not json"}]}, OK],
          "end_turn", text="recovered"),
@@ -181,7 +185,9 @@ async def test_a_fault_ends_cleanly_and_the_next_turn_works(
     if case.text is not None:
         assert result.text == case.text
     switches = [event for event in result.events if isinstance(event, ModelSwitchEvent)]
-    assert bool(switches) == case.switched or (case.fallback and not case.switched)
+    assert bool(switches) == case.switched, switches
+    if case.asked is not None:
+        assert [request.body["model"] for request in fake_server.requests] == case.asked
     history = workspace.session("s").history
     check_history(history)
     assert workspace.session("s").turns == 1

@@ -18,6 +18,9 @@ from blitz_kernel.models.scripted import ScriptedModel, Step
 from blitz_kernel.tools.registry import Tool, ToolContext, ToolKind
 from tests.helpers.tiers import mark_tier
 
+HOLD_LIMIT_S = 60
+"""How long a held call waits for its release at most (a test that forgot it fails, not hangs)."""
+
 
 class SleepArgs(BaseModel):
     seconds: float = Field(description="how long to sleep")
@@ -25,13 +28,18 @@ class SleepArgs(BaseModel):
 
 
 class ConcurrencyProbe:
-    """A real tool that sleeps and records how many of its calls overlap."""
+    """A real tool that sleeps and records how many of its calls overlap.
 
-    def __init__(self, kind: ToolKind = ToolKind.READ_ONLY, name: str = "sleep") -> None:
+    With `hold`, a call waits for `release` instead of sleeping: a test that must act while
+    the call runs (steer, stop, ask aside) does so after `started` and then sets `release`,
+    so no sleep's length decides whether it was in time."""
+
+    def __init__(self, kind: ToolKind = ToolKind.READ_ONLY, name: str = "sleep", *, hold: bool = False) -> None:
         self.running = 0
         self.peak = 0
         self.calls: list[str] = []
         self.started = asyncio.Event()
+        self.release = asyncio.Event()
 
         async def sleep(args: SleepArgs, ctx: ToolContext) -> str:
             self.calls.append(args.label)
@@ -39,7 +47,10 @@ class ConcurrencyProbe:
             self.peak = max(self.peak, self.running)
             self.started.set()
             try:
-                await asyncio.sleep(args.seconds)
+                if hold:
+                    await asyncio.wait_for(self.release.wait(), HOLD_LIMIT_S)
+                else:
+                    await asyncio.sleep(args.seconds)
             finally:
                 self.running -= 1
             return f"slept {args.seconds} ({args.label})"

@@ -45,12 +45,13 @@ async def test_a_tool_round_trip_and_usage(workspace: Workspace, fake_server: Fa
 
 async def test_ENG40_steer_reaches_the_model_inside_the_next_tool_result(workspace: Workspace, fake_server: FakeOpenAIServer):
     fake_server.enqueue(
-        {"tool_calls": [{"name": "list_files", "arguments": {}}], "delay_s": 0.05},
+        {"tool_calls": [{"name": "list_files", "arguments": {}}], "hold": "steered"},
         {"text": "Using pandas."},
     )
     turn = asyncio.ensure_future(workspace.run("analyse", session="s"))
     await asyncio.to_thread(fake_server.wait_for_requests, 1)
     workspace.steer("s", "use pandas")
+    fake_server.release("steered")  # the tool call streams on only once the steer is queued
     result = await turn
     tool_message = [m for m in sent_messages(fake_server, 1) if m["role"] == "tool"][0]
     assert json.loads(tool_message["content"])["message_from_user"] == "use pandas"

@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 
 from blitz_kernel.engine.modes import go_ahead_prompt
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.wire import last_tool_result as tool_result
 
 from .conftest import ARTIFACTS, FAKE_KEY, JupyterServer, start_server, write_notebook
 
@@ -49,12 +50,6 @@ def output_of(page: Any, cell: int) -> Any:
 
 def write_call(path: str, call_id: str) -> dict[str, Any]:
     return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": "hi"}, "id": call_id}]}
-
-
-def tool_result(body: dict[str, Any]) -> dict[str, Any]:
-    [message] = [m for m in body["messages"] if m["role"] == "tool"][-1:]
-    content: dict[str, Any] = json.loads(message["content"])
-    return content
 
 
 @pytest.fixture(scope="module")

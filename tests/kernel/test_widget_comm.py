@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.wire import tool_messages
 
 from .conftest import FAKE_KEY
 from .driver import CellRun, KernelDriver, WidgetFrontEnd
@@ -21,10 +22,6 @@ HEADLESS_REASON = "approval needed but nobody can answer (headless)"
 
 def write_call(path: str, content: str = "hello", call_id: str = "call_w1") -> dict[str, Any]:
     return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}, "id": call_id}]}
-
-
-def tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in body["messages"] if m["role"] == "tool"]
 
 
 def static_outputs(cell: CellRun) -> list[tuple[dict[str, Any], dict[str, Any]]]:

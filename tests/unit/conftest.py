@@ -17,6 +17,7 @@ from blitz_kernel.models.base import ModelRequest
 from blitz_kernel.models.scripted import ScriptedModel, Step
 from blitz_kernel.tools.registry import Tool, ToolContext, ToolKind
 from tests.helpers.tiers import mark_tier
+from tests.helpers.workspaces import scripted_workspace
 
 HOLD_LIMIT_S = 60
 """How long a held call waits for its release at most (a test that forgot it fails, not hangs)."""
@@ -116,11 +117,7 @@ def tool_step(*calls: dict[str, Any], text: str = "") -> dict[str, Any]:
 @pytest.fixture
 def make_workspace(tmp_path: Path) -> Callable[..., tuple[Workspace, ScriptedModel]]:
     def make(steps: list[Step], **overrides: Any) -> tuple[Workspace, ScriptedModel]:
-        model = ScriptedModel(steps)
-        workspace = Workspace.open(
-            tmp_path, model=model, overrides=overrides, environ={}, home=tmp_path / "home"
-        )
-        return workspace, model
+        return scripted_workspace(tmp_path, steps, **overrides)
 
     return make
 

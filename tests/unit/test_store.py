@@ -33,6 +33,7 @@ from blitz_kernel.engine.store_schema import SCHEMA_VERSION
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError
 from blitz_kernel.models.scripted import ScriptedModel
+from tests.helpers.workspaces import scripted_workspace
 
 from .conftest import call, tool_step
 
@@ -41,8 +42,7 @@ TELEMETRY = {"telemetry.enabled": True, "telemetry.exporter": "memory"}
 
 
 def open_workspace(root: Path, steps: list[Any], **overrides: Any) -> tuple[Workspace, ScriptedModel]:
-    model = ScriptedModel(steps, price=Price(input=1.0, output=2.0))
-    return Workspace.open(root, model=model, overrides=overrides, environ={}, home=root / "home"), model
+    return scripted_workspace(root, steps, price=Price(input=1.0, output=2.0), **overrides)
 
 
 def dump(messages: list[Any]) -> list[dict[str, Any]]:

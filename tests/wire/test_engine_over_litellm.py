@@ -11,6 +11,8 @@ import pytest
 
 from blitz_kernel.engine.workspace import Workspace
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.wire import sent_messages
+from tests.helpers.workspaces import wire_workspace
 
 MODEL = "openai/fake-model"
 
@@ -18,14 +20,7 @@ MODEL = "openai/fake-model"
 @pytest.fixture
 def workspace(fake_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wire-not-a-real-key")
-    return Workspace.open(
-        tmp_path, model=MODEL, overrides={"api_base": fake_server.base_url, "model_retries": 0},
-        environ={}, home=tmp_path / "home",
-    )
-
-
-def sent_messages(server: FakeOpenAIServer, index: int) -> list[dict]:
-    return server.requests[index].body["messages"]
+    return wire_workspace(tmp_path, fake_server, MODEL)
 
 
 async def test_a_tool_round_trip_and_usage(workspace: Workspace, fake_server: FakeOpenAIServer, tmp_path: Path):

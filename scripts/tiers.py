@@ -55,7 +55,7 @@ STEPS: tuple[Step, ...] = (
         "lint",
         commands=(
             ("ruff", "check", "blitz_kernel", "tests", "bench", "scripts"),
-            ("ruff", "format", "--check", "blitz_kernel", "tests", "bench", "scripts"),
+            ("ruff", "format", "--check", "--output-format", "concise", "blitz_kernel", "tests", "bench", "scripts"),
             (sys.executable, "scripts/check_docs.py"),
         ),
     ),
@@ -141,6 +141,13 @@ def tier_paths(step: Step, paths: Sequence[str], cwd: Path) -> list[str]:
     return chosen
 
 
+def label(command: Sequence[str]) -> str:
+    """A short name for a step's command in its notes: `ruff format`, `scripts/check_docs.py`."""
+    if command[0] in (sys.executable, "bash") and len(command) > 1:
+        return command[1]
+    return " ".join(command[:2]) if command[0] == "ruff" else command[0]
+
+
 def run_command(command: Sequence[str], cwd: Path) -> int:
     print(f"$ {shlex.join(command)}", flush=True)
     try:
@@ -159,7 +166,7 @@ def run_step(step: Step, extra: Sequence[str], paths: Sequence[str] | None, repo
     for command in step.commands:
         if run_command(command, ROOT) != 0:
             failed = True
-            outcome.notes.append(f"{command[0] if command[0] != sys.executable else command[1]} failed")
+            outcome.notes.append(f"{label(command)} failed")
     if step.tests:
         junit = reports / f"{step.name}.xml"
         selected = list(paths) if paths is not None else list(step.tests)

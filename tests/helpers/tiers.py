@@ -16,7 +16,7 @@ import pytest
 TIMEOUT_S: dict[str, float] = {
     "unit": 120,
     "wire": 120,
-    "robustness": 300,
+    "robustness": 600,  # the interrupt fuzz is one test of 32 interrupts in a real kernel
     "kernel": 600,
     "browser": 900,
 }

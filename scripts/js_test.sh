@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The labextension's checks: type-check its TypeScript and run its unit tests (vitest, in
-# node; no browser). Installs node_modules with `npm ci` only when package-lock.json changed
-# since the last install, so repeated runs take a few seconds.
+# node; no browser). Installs node_modules with `npm ci` only when they are not current: not
+# after a run that installed them from the same package-lock.json, and not right after
+# `pip install` built the labextension (its build ran `npm install` from that lock), so
+# repeated runs take a few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v npm >/dev/null; then
@@ -10,11 +12,23 @@ if ! command -v npm >/dev/null; then
 fi
 stamp="node_modules/.blitz-lock-sha256"
 wanted="$(sha256sum package-lock.json | cut -d' ' -f1)"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
+current() {
+  # installed by an earlier run from this very lock
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+    return 0
+  fi
+  # npm's own record of its last install (any npm install or npm ci writes it), newer than the
+  # lock and package.json: node_modules holds what the lock says
+  local record="node_modules/.package-lock.json"
+  [ -f "$record" ] && [ "$record" -nt package-lock.json ] && [ "$record" -nt package.json ]
+}
+if current; then
+  echo "== node_modules are current (package-lock.json unchanged since the last npm install)"
+else
   echo "== npm ci"
   npm ci --no-audit --no-fund --loglevel=error
-  echo "$wanted" > "$stamp"
 fi
+echo "$wanted" > "$stamp"
 echo "== tsc (labextension)"
 node_modules/.bin/tsc -b labextension
 echo "== vitest (labextension)"

@@ -11,6 +11,10 @@ Step format (a JSON object):
   5, "cached_tokens": 2, "cache_creation_input_tokens": 1, "reasoning_tokens": 0},
   "model": "name in chunks", "chunks": ["explicit", " text", " pieces"]}`` — every key is
   optional. ``"delay_s": 0.05`` waits that long after each streamed event (a slow model).
+  ``"hold": "NAME"`` pauses the stream after its first piece (text or tool call) until
+  ``release("NAME")``: a test does what must happen mid-answer (a steer, a click) and then
+  lets it finish, instead of hoping a delay is long enough (a stream never released goes on
+  after HOLD_LIMIT_S).
   Text is streamed in word-sized deltas (or as ``chunks``), tool calls as OpenAI
   does: index/id/name first, then argument fragments; then the finish reason, then a usage
   chunk with empty ``choices`` when ``stream_options.include_usage`` is set, then ``[DONE]``.
@@ -29,7 +33,8 @@ mode the script replays forever instead (for benchmarks).
 
 Control: in process (``FakeOpenAIServer``) or over HTTP from another process:
 POST /_control/script (JSON list of steps, appended), POST /_control/reset (script and
-recorded requests cleared), GET /_control/requests (recorded requests as JSON).
+recorded requests cleared), POST /_control/release (``{"name": "NAME"}``: a held stream goes
+on), GET /_control/requests (recorded requests as JSON).
 
 Run alone: ``python tests/fakeserver.py --port 0 [--script FILE] [--repeat-script FILE]
 [--loop] [--no-record]``; prints the base URL on stdout once listening.
@@ -57,6 +62,8 @@ Step = dict[str, Any]
 _WORD = re.compile(r"\s*\S+\s*|\s+")
 _ARGUMENT_PIECE = 8
 """Characters per tool-argument fragment: small enough that every call arrives in pieces."""
+HOLD_LIMIT_S = 60.0
+"""How long a held stream waits for its release at most (a test that forgot it fails, not hangs)."""
 
 
 @dataclass
@@ -264,6 +271,8 @@ def _check_step(step: Any) -> Step:
     for call in step.get("tool_calls") or []:
         if "name" not in call:
             raise ValueError(f"a tool call needs a name: {call!r}")
+    if "hold" in step and not isinstance(step["hold"], str):
+        raise ValueError(f"hold names the release to wait for (a string), got {step['hold']!r}")
     return step
 
 
@@ -296,6 +305,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._control_script(body)
         elif self.path == "/_control/reset":
             self.server.owner.reset()
+            self._send_json(200, {"ok": True})
+        elif self.path == "/_control/release" and isinstance(body, dict) and isinstance(body.get("name"), str):
+            self.server.owner.release(body["name"])
             self._send_json(200, {"ok": True})
         elif self.path.rstrip("/").endswith("/chat/completions"):
             headers = {name.lower(): value for name, value in self.headers.items()}
@@ -344,7 +356,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif stream:
             events = (self.server.owner.rendered(step, model, include_usage) if looped
                       else stream_events(step, model, include_usage))
-            self._send_events(events, float(step.get("delay_s", 0)))
+            self._send_events(events, float(step.get("delay_s", 0)), step.get("hold"))
         else:
             self._send_json(200, completion_body(step, model))
 
@@ -395,12 +407,15 @@ class _Handler(BaseHTTPRequestHandler):
         """One HTTP chunk (an empty one ends the body)."""
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
-    def _send_events(self, events: Iterable[bytes], delay_s: float = 0.0) -> None:
+    def _send_events(self, events: Iterable[bytes], delay_s: float = 0.0, hold: str | None = None) -> None:
         self._start_stream()
         try:
-            for event in events:
+            for index, event in enumerate(events):
                 self._write_chunk(event)
-                if delay_s:  # a slow model (widget tests: a steer must arrive mid-answer)
+                if hold is not None and index == 1:  # the role chunk and the first piece are out
+                    self.wfile.flush()
+                    self.server.owner.gate(hold).wait(HOLD_LIMIT_S)
+                if delay_s:  # a slow model
                     self.server.owner.stopping.wait(delay_s)
             self._write_chunk(b"")
         except (BrokenPipeError, ConnectionResetError):
@@ -475,6 +490,8 @@ class FakeOpenAIServer:
         self._requests: list[RecordedRequest] = []
         self._requests_changed = threading.Condition()
         self._rendered: dict[tuple[int, str, bool], list[bytes]] = {}
+        self._gates: dict[str, threading.Event] = {}
+        self._gates_lock = threading.Lock()
         self._httpd = _Server((host, port), self)
         self._thread: threading.Thread | None = None
 
@@ -500,6 +517,7 @@ class FakeOpenAIServer:
 
     def stop(self) -> None:
         self.stopping.set()
+        self._open_gates()
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join(timeout=5)
@@ -540,8 +558,24 @@ class FakeOpenAIServer:
             events = self._rendered[key] = list(stream_events(step, model, include_usage))
         return events
 
+    def gate(self, name: str) -> threading.Event:
+        """The release a stream with ``"hold": name`` waits for."""
+        with self._gates_lock:
+            return self._gates.setdefault(name, threading.Event())
+
+    def release(self, name: str) -> None:
+        """Let the stream held as `name` go on (now, or at once when it reaches its hold)."""
+        self.gate(name).set()
+
+    def _open_gates(self) -> None:
+        with self._gates_lock:
+            gates, self._gates = list(self._gates.values()), {}
+        for gate in gates:
+            gate.set()
+
     def reset(self) -> None:
-        """Forget the script and every recorded request."""
+        """Forget the script and every recorded request (a held stream is let go)."""
+        self._open_gates()
         self.script.clear()
         self._rendered.clear()
         with self._requests_changed:

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.tiers import mark_tier
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -150,3 +151,10 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def start_server(kind: str, workspace: Path, model: FakeOpenAIServer, home: Path) -> JupyterServer:
     return JupyterServer(kind, workspace, home, model.base_url)
+
+
+# -- the tier: every test here is marked `browser` and gets the tier's timeout ---------------------
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_tier(config, items, Path(__file__).parent, "browser")

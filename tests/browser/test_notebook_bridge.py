@@ -14,6 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.wire import tool_results
 
 from .conftest import ARTIFACTS, JupyterServer, start_server, write_notebook
 from .test_turn_widget import KERNEL_IDLE, RUN_ALL, SAVE, output_of
@@ -49,10 +50,6 @@ def open_notebook(page: Any, server: JupyterServer, name: str) -> None:
 
 def edit(call_id: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": "notebook_edit", "arguments": arguments, "id": call_id}]}
-
-
-def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
 
 
 @pytest.fixture(scope="module")

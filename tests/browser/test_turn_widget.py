@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 
 from blitz_kernel.engine.turn.modes import go_ahead_prompt
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.wire import last_tool_result as tool_result
 
 from .conftest import ARTIFACTS, FAKE_KEY, JupyterServer, start_server, write_notebook
 
@@ -49,12 +50,6 @@ def output_of(page: Any, cell: int) -> Any:
 
 def write_call(path: str, call_id: str) -> dict[str, Any]:
     return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": "hi"}, "id": call_id}]}
-
-
-def tool_result(body: dict[str, Any]) -> dict[str, Any]:
-    [message] = [m for m in body["messages"] if m["role"] == "tool"][-1:]
-    content: dict[str, Any] = json.loads(message["content"])
-    return content
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +165,10 @@ def test_the_saved_notebook_keeps_the_static_rendering(
     turn.get_by_role("button", name="Deny", exact=True).click()  # the second request's
     expect(turn).to_contain_text("Saved: wrote kept.txt, skipped gone.txt.")
     expect(turn.locator(".blitz-turn")).to_have_count(0)  # the live widget shows the answer too: wait for the rendering
+    # The cell's last output is the Undo this turn button, shown after the rendering: save only
+    # once the front end holds it (the kernel's status can read idle from a click's comm message
+    # while the cell still runs, so an idle kernel alone does not say the outputs are all in).
+    expect(turn.get_by_role("button", name="Undo this turn", exact=True)).to_be_visible()
     page.wait_for_function(KERNEL_IDLE)
 
     page.evaluate(SAVE)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.tiers import mark_tier
 
 from .driver import KernelDriver, kernel_environment
 
@@ -46,3 +47,10 @@ def fresh_script(server: FakeOpenAIServer) -> Iterator[None]:
     server.reset()
     yield
     server.reset()
+
+
+# -- the tier: every test here is marked `kernel` and gets the tier's timeout ---------------------
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_tier(config, items, Path(__file__).parent, "kernel")

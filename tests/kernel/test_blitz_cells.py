@@ -6,13 +6,10 @@ import json
 from pathlib import Path
 
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.wire import tool_messages
 
 from .conftest import FAKE_KEY
 from .driver import KernelDriver, kernel_environment
-
-
-def tool_messages(request_body: dict) -> list[dict]:
-    return [m for m in request_body["messages"] if m["role"] == "tool"]
 
 
 def test_a_turn_streams_into_one_display_and_ends_with_a_usage_line(kernel: KernelDriver, server: FakeOpenAIServer):

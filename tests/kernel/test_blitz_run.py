@@ -17,7 +17,6 @@ import pytest
 from blitz_kernel.cli.report import RunReport
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.kernel
 
 
 def blitz_run(*args: str | Path, home: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:

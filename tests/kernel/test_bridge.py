@@ -8,7 +8,6 @@ assertions look at what the model was sent as each tool's result.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers import wire
 
 from .driver import CellRun, KernelDriver
 
@@ -121,8 +121,7 @@ def notebook(request: dict[str, Any]) -> dict[str, Any]:
 
 def tool_results(server: FakeOpenAIServer) -> list[dict[str, Any]]:
     """Every tool result the model received, in order, parsed."""
-    last = server.requests[-1].body["messages"]
-    return [json.loads(m["content"]) for m in last if m["role"] == "tool"]
+    return wire.tool_results(server.requests[-1].body)
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:

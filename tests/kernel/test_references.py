@@ -3,16 +3,10 @@ server's request log), and a reference to nothing failing before any model call.
 
 from __future__ import annotations
 
-import json
-
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.wire import last_user_text
 
 from .driver import KernelDriver
-
-
-def last_user_text(body: dict) -> str:
-    content = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
-    return content if isinstance(content, str) else json.dumps(content)
 
 
 def test_a_dataframe_reference_reaches_the_model_with_its_description(kernel: KernelDriver, server: FakeOpenAIServer):

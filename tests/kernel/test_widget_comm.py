@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.wire import tool_messages
 
 from .conftest import FAKE_KEY
 from .driver import CellRun, KernelDriver, WidgetFrontEnd
@@ -21,10 +22,6 @@ HEADLESS_REASON = "approval needed but nobody can answer (headless)"
 
 def write_call(path: str, content: str = "hello", call_id: str = "call_w1") -> dict[str, Any]:
     return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}, "id": call_id}]}
-
-
-def tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in body["messages"] if m["role"] == "tool"]
 
 
 def static_outputs(cell: CellRun) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -146,11 +143,13 @@ def test_steer_rides_on_the_next_tool_result(kernel: KernelDriver, server: FakeO
 
 def test_a_steer_no_tool_result_carried_is_sent_as_the_next_prompt(kernel: KernelDriver, server: FakeOpenAIServer):
     """ENG-41: a message that arrives while the final answer streams becomes the next prompt."""
-    slow_answer = {"text": " ".join(f"w{i}" for i in range(60)), "delay_s": 0.05}
-    server.enqueue(slow_answer, {"text": "En français."})
+    held_answer = {"text": " ".join(f"w{i}" for i in range(60)), "hold": "leftover"}
+    server.enqueue(held_answer, {"text": "En français."})
     front = start(kernel, "%%blitz -s leftover\nAnswer slowly.")
     front.pump_until(lambda: bool(front.views) and bool(front.state.get("live", {}).get("text")), what="streaming")
     front.send("steer", text="and now in French")
+    front.pump_until(lambda: [s["status"] for s in front.state.get("steers", [])] == ["queued"], what="the steer queued")
+    server.release("leftover")  # the answer streams on only once the kernel has the steer
     cell = front.finish()
     assert_clean(cell, front)
     assert len(front.views) == 2  # the follow-up turn has its own widget

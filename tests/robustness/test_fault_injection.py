@@ -22,9 +22,10 @@ import pytest
 
 from blitz_kernel.core.history import check_history
 from blitz_kernel.engine.events import ModelSwitchEvent
-from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.breaker import reset_breakers
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.wire import check_request, received_models
+from tests.helpers.workspaces import open_workspace
 
 pytestmark = pytest.mark.usefixtures("model_path")  # the direct OpenAI path and litellm
 
@@ -57,7 +58,9 @@ class Case:
     retries: int = 0
     fallback: bool = False
     switched: bool = False
-    """A ModelSwitchEvent is expected (the fallback answered)."""
+    """A ModelSwitchEvent is expected: the chain moved on to the fallback (which may fail too)."""
+    asked: list[str] | None = None
+    """The models the provider was asked, in order (checked where given)."""
     settings: dict[str, Any] = field(default_factory=dict)
 
 
@@ -113,10 +116,12 @@ CASES: list[Case] = [
         )
     ],
     Case("fallback-after-a-tool-call", [LIST, status(500), OK], "end_turn", text="recovered", fallback=True, switched=True),
-    Case("fallback-fails-too", [status(500), status(502)], "error", None, fallback=True),
-    Case("fallback-stalls-too", [status(500), {"fault": "stall", "seconds": 5}], "error", None, fallback=True),
+    Case("fallback-fails-too", [status(500), status(502)], "error", None, fallback=True, switched=True,
+         asked=["fake-model", "fallback-model"]),
+    Case("fallback-stalls-too", [status(500), {"fault": "stall", "seconds": 5}], "error", None, fallback=True,
+         switched=True, asked=["fake-model", "fallback-model"]),
     Case("fallback-never-replaces-shown-text", [{"fault": "reset_mid_stream", "text": "Half"}, OK], "error", None,
-         fallback=True),
+         fallback=True, asked=["fake-model"]),
     # -- broken tool calls from the model: the model reads an error and goes on
     Case("tool-arguments-not-json", [{"tool_calls": [{"name": "list_files", "arguments": "{not json"}]}, OK],
          "end_turn", text="recovered"),
@@ -139,21 +144,6 @@ def fresh_breakers() -> Iterator[None]:
     reset_breakers()
 
 
-def check_request(body: dict[str, Any]) -> None:
-    """What the provider was sent is a well-formed conversation: each assistant tool call is
-    answered by exactly one tool message before anything else."""
-    open_ids: set[str] = set()
-    for message in body["messages"]:
-        if message["role"] == "tool":
-            assert message["tool_call_id"] in open_ids, body["messages"]
-            open_ids.remove(message["tool_call_id"])
-            continue
-        assert not open_ids, f"calls {open_ids} have no result: {body['messages']}"
-        if message["role"] == "assistant":
-            open_ids = {call["id"] for call in message.get("tool_calls") or []}
-    assert not open_ids
-
-
 def test_the_suite_has_at_least_forty_cases() -> None:
     assert len(CASES) >= 40
     assert len({case.id for case in CASES}) == len(CASES)
@@ -170,7 +160,7 @@ async def test_a_fault_ends_cleanly_and_the_next_turn_works(
         "stall.first_byte_s": budget, "stall.between_chunks_s": budget,
         **({"fallback_models": [FALLBACK]} if case.fallback else {}), **case.settings,
     }
-    workspace = Workspace.open(tmp_path, model=PRIMARY, overrides=settings, environ={}, home=tmp_path / "home", durable=False)
+    workspace = open_workspace(tmp_path, PRIMARY, overrides=settings, durable=False)
     fake_server.enqueue(*case.steps)
 
     result = await workspace.run("go", session="s")
@@ -183,7 +173,9 @@ async def test_a_fault_ends_cleanly_and_the_next_turn_works(
     if case.text is not None:
         assert result.text == case.text
     switches = [event for event in result.events if isinstance(event, ModelSwitchEvent)]
-    assert bool(switches) == case.switched or (case.fallback and not case.switched)
+    assert bool(switches) == case.switched, switches
+    if case.asked is not None:
+        assert received_models(fake_server) == case.asked
     history = workspace.session("s").history
     check_history(history)
     assert workspace.session("s").turns == 1

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.wire import check_request
 from tests.kernel.driver import CellRun, KernelDriver, kernel_environment
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.kernel]
@@ -69,20 +70,6 @@ def kernel(server: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory) -
     assert loaded.status == "ok", loaded.reply
     yield driver
     driver.shutdown()
-
-
-def check_request(messages: list[dict[str, Any]]) -> None:
-    """Each assistant tool call is answered by exactly one tool message before anything else."""
-    open_ids: set[str] = set()
-    for message in messages:
-        if message["role"] == "tool":
-            assert message["tool_call_id"] in open_ids, messages
-            open_ids.remove(message["tool_call_id"])
-            continue
-        assert not open_ids, messages
-        if message["role"] == "assistant":
-            open_ids = {call["id"] for call in message.get("tool_calls") or []}
-    assert not open_ids, messages
 
 
 def ended_cancelled(cell: CellRun) -> bool:

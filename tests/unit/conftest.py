@@ -16,6 +16,11 @@ from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.base import ModelRequest
 from blitz_kernel.models.scripted import ScriptedModel, Step
 from blitz_kernel.tools.registry import Tool, ToolContext, ToolKind
+from tests.helpers.tiers import mark_tier
+from tests.helpers.workspaces import scripted_workspace
+
+HOLD_LIMIT_S = 60
+"""How long a held call waits for its release at most (a test that forgot it fails, not hangs)."""
 
 
 class SleepArgs(BaseModel):
@@ -24,13 +29,18 @@ class SleepArgs(BaseModel):
 
 
 class ConcurrencyProbe:
-    """A real tool that sleeps and records how many of its calls overlap."""
+    """A real tool that sleeps and records how many of its calls overlap.
 
-    def __init__(self, kind: ToolKind = ToolKind.READ_ONLY, name: str = "sleep") -> None:
+    With `hold`, a call waits for `release` instead of sleeping: a test that must act while
+    the call runs (steer, stop, ask aside) does so after `started` and then sets `release`,
+    so no sleep's length decides whether it was in time."""
+
+    def __init__(self, kind: ToolKind = ToolKind.READ_ONLY, name: str = "sleep", *, hold: bool = False) -> None:
         self.running = 0
         self.peak = 0
         self.calls: list[str] = []
         self.started = asyncio.Event()
+        self.release = asyncio.Event()
 
         async def sleep(args: SleepArgs, ctx: ToolContext) -> str:
             self.calls.append(args.label)
@@ -38,7 +48,10 @@ class ConcurrencyProbe:
             self.peak = max(self.peak, self.running)
             self.started.set()
             try:
-                await asyncio.sleep(args.seconds)
+                if hold:
+                    await asyncio.wait_for(self.release.wait(), HOLD_LIMIT_S)
+                else:
+                    await asyncio.sleep(args.seconds)
             finally:
                 self.running -= 1
             return f"slept {args.seconds} ({args.label})"
@@ -104,10 +117,13 @@ def tool_step(*calls: dict[str, Any], text: str = "") -> dict[str, Any]:
 @pytest.fixture
 def make_workspace(tmp_path: Path) -> Callable[..., tuple[Workspace, ScriptedModel]]:
     def make(steps: list[Step], **overrides: Any) -> tuple[Workspace, ScriptedModel]:
-        model = ScriptedModel(steps)
-        workspace = Workspace.open(
-            tmp_path, model=model, overrides=overrides, environ={}, home=tmp_path / "home"
-        )
-        return workspace, model
+        return scripted_workspace(tmp_path, steps, **overrides)
 
     return make
+
+
+# -- the tier: every test here is marked `unit` and gets the tier's timeout ---------------------
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_tier(config, items, Path(__file__).parent, "unit")

@@ -25,6 +25,7 @@ from blitz_kernel.errors import SessionBusyError
 from blitz_kernel.models.scripted import ScriptedModel
 from blitz_kernel.tools import confined
 from blitz_kernel.tools.notebook import NotebookRequestError
+from tests.helpers.workspaces import scripted_workspace
 
 from .conftest import NeverAnswers, call, tool_step
 
@@ -37,9 +38,7 @@ class NamespaceKernel:
 
 
 def open_workspace(root: Path, steps: list[Any], kernel: NamespaceKernel | None = None, **overrides: Any) -> tuple[Workspace, ScriptedModel]:
-    model = ScriptedModel(steps)
-    workspace = Workspace.open(root, model=model, overrides=overrides, environ={}, home=root / "home", kernel=kernel)
-    return workspace, model
+    return scripted_workspace(root, steps, kernel=kernel, **overrides)
 
 
 def done(result: Any) -> TurnDone:

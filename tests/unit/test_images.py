@@ -44,6 +44,7 @@ from blitz_kernel.tools.images import view_image
 from blitz_kernel.tools.media import image_dimensions, sniff_media_type
 from blitz_kernel.tools.registry import ToolContext, ToolError, ToolKind, ToolOutput
 from blitz_kernel.tools.run_python import run_python
+from tests.helpers.workspaces import open_workspace
 
 from .conftest import call, tool_results, tool_step
 
@@ -251,7 +252,7 @@ def test_media_types_come_from_the_bytes() -> None:
 
 
 def workspace(tmp_path: Path, model: ScriptedModel, kernel: DisplayKernel) -> Workspace:
-    return Workspace.open(tmp_path, model=model, kernel=kernel, environ={}, home=tmp_path / "home")
+    return open_workspace(tmp_path, model, kernel=kernel)
 
 
 async def test_a_vision_model_receives_the_figure_as_an_image(tmp_path: Path, kernel: DisplayKernel) -> None:

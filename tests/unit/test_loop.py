@@ -312,12 +312,13 @@ async def test_ENG26_pending_request_expires_as_denial(make_workspace, tmp_path)
 
 
 async def test_ENG40_steer_message_rides_on_the_next_tool_result(make_workspace):
-    probe = ConcurrencyProbe()
+    probe = ConcurrencyProbe(hold=True)
     ws, model = make_workspace([tool_step(call("sleep", seconds=0.1)), {"text": "noted"}])
     ws.tools.register(probe.tool)
     task = asyncio.ensure_future(ws.run("go", session="s"))
     await asyncio.wait_for(probe.started.wait(), 5)
     ws.steer("s", "use pandas")
+    probe.release.set()
     result = await task
     delivered = result_of(model, request=1)
     assert json.loads(delivered.to_model_content())["message_from_user"] == "use pandas"
@@ -340,13 +341,14 @@ async def test_ENG41_ENG42_leftovers_and_steer_too_late(make_workspace):
 
 
 async def test_second_turn_in_a_running_session_is_refused(make_workspace):
-    probe = ConcurrencyProbe()
+    probe = ConcurrencyProbe(hold=True)
     ws, _ = make_workspace([tool_step(call("sleep", seconds=0.2)), {"text": "done"}])
     ws.tools.register(probe.tool)
     task = asyncio.ensure_future(ws.run("go", session="s"))
     await asyncio.wait_for(probe.started.wait(), 5)
     with pytest.raises(SessionBusyError):
         await ws.run("again", session="s")
+    probe.release.set()
     await task
 
 
@@ -403,12 +405,13 @@ async def test_tool_that_raises_unexpectedly_becomes_an_error_result(make_worksp
 
 
 async def test_graceful_stop_ends_after_the_current_step(make_workspace):
-    probe = ConcurrencyProbe()
+    probe = ConcurrencyProbe(hold=True)
     ws, model = make_workspace([tool_step(call("sleep", seconds=0.1)), {"text": "never"}])
     ws.tools.register(probe.tool)
     task = asyncio.ensure_future(ws.run("go", session="s"))
     await asyncio.wait_for(probe.started.wait(), 5)
     assert ws.stop("s")
+    probe.release.set()
     result = await task
     assert result.stop_reason == "cancelled"
     assert len(model.requests) == 1

@@ -20,6 +20,7 @@ from blitz_kernel.engine.safety.approval import HEADLESS_REASON
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import ConfigError
 from blitz_kernel.models.scripted import ScriptedModel, Step
+from tests.helpers.workspaces import open_workspace
 
 from .conftest import ScriptedApprover, call, result_of, tool_results, tool_step
 
@@ -45,9 +46,7 @@ async def mcp_workspace(tmp_path: Path) -> AsyncIterator[MakeMcp]:
         model = ScriptedModel(steps, vision=vision)
         for name, server in (servers if servers is not None else {"t": stdio_server()}).items():
             overrides[f"mcp.servers.{name}"] = server
-        workspace = Workspace.open(
-            tmp_path, model=model, overrides=overrides, environ=environ or {}, home=tmp_path / "home", durable=False
-        )
+        workspace = open_workspace(tmp_path, model, overrides=overrides, environ=environ, durable=False)
         opened.append(workspace)
         return workspace, model
 

@@ -134,13 +134,14 @@ async def test_ENG50_aside_copy_shares_nothing_with_the_session(make_workspace):
 
 
 async def test_ENG51_aside_tokens_count_and_it_runs_during_a_turn(make_workspace):
-    probe = ConcurrencyProbe()
+    probe = ConcurrencyProbe(hold=True)
     usage = {"prompt_tokens": 7, "completion_tokens": 3}
     ws, model = make_workspace([{**tool_step(call("sleep", seconds=0.3)), "usage": usage}, {"text": "aside answer", "usage": usage}, {"text": "done", "usage": usage}])
     ws.tools.register(probe.tool)
     turn = asyncio.ensure_future(ws.run("work", session="s"))
     await asyncio.wait_for(probe.started.wait(), 5)
     aside = await ws.aside("s", "how is it going?")
+    probe.release.set()
     assert aside.text == "aside answer"
     result = await turn
     assert result.text == "done"

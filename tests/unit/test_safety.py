@@ -13,6 +13,7 @@ from blitz_kernel.engine.safety.risk import risky_reasons
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import ConfigError
 from blitz_kernel.models.scripted import ScriptedModel
+from tests.helpers.workspaces import scripted_workspace
 
 from .conftest import ScriptedApprover, call, tool_results, tool_step
 
@@ -40,8 +41,7 @@ def hook_module(tmp_path, monkeypatch):
 
 
 def _ws(root: Path, steps, **overrides) -> tuple[Workspace, ScriptedModel]:
-    model = ScriptedModel(steps)
-    return Workspace.open(root, model=model, overrides=overrides, environ={}, home=root / "home"), model
+    return scripted_workspace(root, steps, **overrides)
 
 
 # -- hooks --------------------------------------------------------------------------------

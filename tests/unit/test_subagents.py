@@ -10,6 +10,7 @@ from blitz_kernel.core.usage import Price
 from blitz_kernel.engine.events import PermissionRequest, SubagentEvent, TextEvent, ToolResultEvent
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.scripted import ScriptedModel
+from tests.helpers.workspaces import scripted_workspace
 
 from .conftest import ScriptedApprover, call, tool_results, tool_step
 
@@ -21,8 +22,7 @@ def _agent(root: Path, name: str, body: str, tools: str = "read_file, write_file
 
 
 def _workspace(root: Path, steps, **overrides) -> tuple[Workspace, ScriptedModel]:
-    model = ScriptedModel(steps, price=Price(input=0.0, output=1_000_000.0))
-    return Workspace.open(root, model=model, overrides=overrides, environ={}, home=root / "home"), model
+    return scripted_workspace(root, steps, price=Price(input=0.0, output=1_000_000.0), **overrides)
 
 
 async def test_ENG70_invoke_agent_runs_isolated_and_returns_the_final_text(tmp_path):

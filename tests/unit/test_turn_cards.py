@@ -30,6 +30,7 @@ from blitz_kernel.notebook.widgets.nested import asked
 from blitz_kernel.notebook.widgets.state import TurnState
 from blitz_kernel.notebook.widgets.static import static_bundle
 from blitz_kernel.notebook.widgets.view import DecideMessage, ReadyMessage
+from tests.helpers.workspaces import scripted_workspace
 
 from .conftest import ScriptedApprover, call, tool_step
 
@@ -44,7 +45,7 @@ def _agent(root: Path, name: str, tools: str = "read_file, write_file, invoke_ag
 
 
 def _workspace(root: Path, steps: list[Any]) -> Workspace:
-    return Workspace.open(root, model=ScriptedModel(steps), environ={}, home=root / "home")
+    return scripted_workspace(root, steps)[0]
 
 
 def folded(events: list[Event]) -> TurnState:

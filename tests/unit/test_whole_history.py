@@ -58,7 +58,7 @@ async def test_a_read_write_and_denied_turn_leaves_exactly_this_history(make_wor
 
 
 async def test_a_steered_turn_records_the_message_where_it_arrived(make_workspace):
-    probe = ConcurrencyProbe()
+    probe = ConcurrencyProbe(hold=True)
     ws, _ = make_workspace(
         [tool_step({**call("sleep", seconds=0.2, label="a"), "id": "c1"}), {"text": "switched to pandas"}]
     )
@@ -66,6 +66,7 @@ async def test_a_steered_turn_records_the_message_where_it_arrived(make_workspac
     turn = asyncio.ensure_future(ws.run("analyse", session="s"))
     await asyncio.wait_for(probe.started.wait(), 5)
     ws.steer("s", "use pandas")
+    probe.release.set()
     await asyncio.wait_for(turn, 5)
     expected = [
         user_prompt("analyse"),

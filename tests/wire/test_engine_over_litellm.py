@@ -11,6 +11,8 @@ import pytest
 
 from blitz_kernel.engine.workspace import Workspace
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.wire import sent_messages
+from tests.helpers.workspaces import wire_workspace
 
 pytestmark = pytest.mark.usefixtures("model_path")  # the direct OpenAI path and litellm
 
@@ -20,14 +22,7 @@ MODEL = "openai/fake-model"
 @pytest.fixture
 def workspace(fake_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wire-not-a-real-key")
-    return Workspace.open(
-        tmp_path, model=MODEL, overrides={"api_base": fake_server.base_url, "model_retries": 0},
-        environ={}, home=tmp_path / "home",
-    )
-
-
-def sent_messages(server: FakeOpenAIServer, index: int) -> list[dict]:
-    return server.requests[index].body["messages"]
+    return wire_workspace(tmp_path, fake_server, MODEL)
 
 
 async def test_a_tool_round_trip_and_usage(workspace: Workspace, fake_server: FakeOpenAIServer, tmp_path: Path):
@@ -47,12 +42,13 @@ async def test_a_tool_round_trip_and_usage(workspace: Workspace, fake_server: Fa
 
 async def test_ENG40_steer_reaches_the_model_inside_the_next_tool_result(workspace: Workspace, fake_server: FakeOpenAIServer):
     fake_server.enqueue(
-        {"tool_calls": [{"name": "list_files", "arguments": {}}], "delay_s": 0.05},
+        {"tool_calls": [{"name": "list_files", "arguments": {}}], "hold": "steered"},
         {"text": "Using pandas."},
     )
     turn = asyncio.ensure_future(workspace.run("analyse", session="s"))
     await asyncio.to_thread(fake_server.wait_for_requests, 1)
     workspace.steer("s", "use pandas")
+    fake_server.release("steered")  # the tool call streams on only once the steer is queued
     result = await turn
     tool_message = [m for m in sent_messages(fake_server, 1) if m["role"] == "tool"][0]
     assert json.loads(tool_message["content"])["message_from_user"] == "use pandas"

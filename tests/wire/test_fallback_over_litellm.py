@@ -15,6 +15,8 @@ from blitz_kernel.engine.events import ModelSwitchEvent, UsageEvent
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.breaker import BreakerState, breaker_for, reset_breakers
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.wire import received_models
+from tests.helpers.workspaces import wire_workspace
 
 pytestmark = pytest.mark.usefixtures("model_path")  # the direct OpenAI path and litellm
 
@@ -32,12 +34,7 @@ def fresh_breakers() -> Iterator[None]:
 def open_workspace(tmp_path: Path, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
                    **settings: Any) -> Workspace:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wire-not-a-real-key")
-    overrides = {"api_base": server.base_url, "fallback_models": [FALLBACK], **settings}
-    return Workspace.open(tmp_path, model=PRIMARY, overrides=overrides, environ={}, home=tmp_path / "home")
-
-
-def received_models(server: FakeOpenAIServer) -> list[str]:
-    return [request.body["model"] for request in server.requests]
+    return wire_workspace(tmp_path, server, PRIMARY, retries=None, fallback_models=[FALLBACK], **settings)
 
 
 async def test_GR01_the_fallback_answers_once_the_primary_has_spent_its_retries_on_500s(

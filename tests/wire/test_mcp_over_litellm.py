@@ -11,6 +11,7 @@ import pytest
 
 from blitz_kernel.engine.workspace import Workspace
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.workspaces import wire_workspace
 
 SERVER = str(Path(__file__).resolve().parents[1] / "mcp_server.py")
 
@@ -18,13 +19,8 @@ SERVER = str(Path(__file__).resolve().parents[1] / "mcp_server.py")
 @pytest.fixture
 async def workspace(fake_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Workspace]:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wire-not-a-real-key")
-    ws = Workspace.open(
-        tmp_path, model="openai/fake-model",
-        overrides={
-            "api_base": fake_server.base_url, "model_retries": 0,
-            "mcp.servers.warehouse": {"command": sys.executable, "args": [SERVER], "timeout_s": 30},
-        },
-        environ={}, home=tmp_path / "home",
+    ws = wire_workspace(
+        tmp_path, fake_server, **{"mcp.servers.warehouse": {"command": sys.executable, "args": [SERVER], "timeout_s": 30}}
     )
     yield ws
     await ws.mcp.aclose()

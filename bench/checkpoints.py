@@ -55,8 +55,10 @@ def bench_write(folder: Path, label: str, size: int, samples: int) -> None:
             (ours if checkpointed else baseline).append(time.perf_counter() - started)
     workspace.sessions.close()
     with_cp, without = median_ms(ours), median_ms(baseline)
-    print(f"write_file of a {label} file, median of {samples}: {with_cp:.3f} ms with the checkpoint, "
-          f"+{with_cp - without:.3f} ms (goal ≤ 1 ms extra)")
+    print(
+        f"write_file of a {label} file, median of {samples}: {with_cp:.3f} ms with the checkpoint, "
+        f"+{with_cp - without:.3f} ms (goal ≤ 1 ms extra)"
+    )
     print(f"  baseline, the same write with no checkpoint: {without:.3f} ms → ratio {with_cp / without:.2f}×")
 
 
@@ -66,9 +68,12 @@ def bench_undo(folder: Path, files: int) -> None:
     content = "x" * 10_000
     for index in range(files):
         (root / "data" / f"f{index}.txt").write_text(content)
-    calls = [{"name": "write_file", "arguments": {"path": f"data/f{i}.txt", "content": f"new {i}"}} for i in range(files)]
-    workspace = Workspace.open(root, model=ScriptedModel([{"tool_calls": calls}, {"text": "done"}]), environ={},
-                               home=folder / "home")
+    calls = [
+        {"name": "write_file", "arguments": {"path": f"data/f{i}.txt", "content": f"new {i}"}} for i in range(files)
+    ]
+    workspace = Workspace.open(
+        root, model=ScriptedModel([{"tool_calls": calls}, {"text": "done"}]), environ={}, home=folder / "home"
+    )
 
     async def turn_then_undo() -> tuple[float, int]:
         await workspace.run("rewrite them all", session="bench", approve="allow")
@@ -85,8 +90,10 @@ def bench_undo(folder: Path, files: int) -> None:
     baseline = time.perf_counter() - started
     workspace.sessions.close()
     print(f"undo of a turn that wrote {files} files of 10 KB: {elapsed:.3f} s (goal ≤ 0.5 s)")
-    print(f"  baseline, shutil.copyfile of the same {files} copies: {baseline:.3f} s → ratio {elapsed / baseline:.1f}×"
-          " (the undo also checks each file's fingerprint, records each item and rewinds the history)")
+    print(
+        f"  baseline, shutil.copyfile of the same {files} copies: {baseline:.3f} s → ratio {elapsed / baseline:.1f}×"
+        " (the undo also checks each file's fingerprint, records each item and rewinds the history)"
+    )
 
 
 def main() -> None:

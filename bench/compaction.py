@@ -63,14 +63,26 @@ class TimedModel:
             return {"text": "Goals: explore the data. Decisions: use pandas. " * 20}
         last = request.messages[-1]
         if last.kind == "user" and self.calls % 2 == 0:
-            return {"text": "Let me look.", "tool_calls": [{"name": "list_files", "arguments": {}}, {"name": "read_file", "arguments": {"path": "notes.txt"}}]}
+            return {
+                "text": "Let me look.",
+                "tool_calls": [
+                    {"name": "list_files", "arguments": {}},
+                    {"name": "read_file", "arguments": {"path": "notes.txt"}},
+                ],
+            }
         return {"text": "Here is what I found in the data, in detail. " * 15}
 
 
 async def run(turns: int, threshold: int, folder: Path) -> None:
     (folder / "notes.txt").write_text("".join(f"note {i}: a line of observations\n" for i in range(120)))
     model = TimedModel()
-    ws = Workspace.open(folder, model=model, overrides={"context.token_threshold": threshold, "context.retain_events": 20}, environ={}, home=folder / "home")
+    ws = Workspace.open(
+        folder,
+        model=model,
+        overrides={"context.token_threshold": threshold, "context.retain_events": 20},
+        environ={},
+        home=folder / "home",
+    )
     compaction_seconds: list[float] = []
     baseline_seconds: list[float] = []
     original = compaction.Compactor.summarise
@@ -95,8 +107,12 @@ async def run(turns: int, threshold: int, folder: Path) -> None:
     per = statistics.median(compaction_seconds) * 1000
     base = statistics.median(baseline_seconds) * 1000
     print(f"{turns} turns, {model.calls} model calls, {len(compaction_seconds)} automatic compactions in {total:.1f} s")
-    print(f"largest agent prompt sent: ≈{model.largest_prompt:,} tokens (threshold {threshold:,}): {'OK' if model.largest_prompt <= threshold else 'OVER'}")
-    print(f"per compaction, excluding the model: median {per:.2f} ms; baseline (serialising that history once): {base:.2f} ms; ratio {per / base:.1f}x")
+    print(
+        f"largest agent prompt sent: ≈{model.largest_prompt:,} tokens (threshold {threshold:,}): {'OK' if model.largest_prompt <= threshold else 'OVER'}"
+    )
+    print(
+        f"per compaction, excluding the model: median {per:.2f} ms; baseline (serialising that history once): {base:.2f} ms; ratio {per / base:.1f}x"
+    )
 
 
 def main() -> None:

@@ -70,8 +70,12 @@ def resident_mb() -> float:
 async def grow(folder: Path, turns: int, window: int, durable: bool) -> dict[int, tuple[float, float]]:
     """Per mark: (median ms per step over the window ending there, RSS in MB)."""
     workspace = Workspace.open(
-        folder, model=InstantModel(), overrides={"context.token_threshold": 10**9},
-        environ={}, home=folder / "home", durable=durable,
+        folder,
+        model=InstantModel(),
+        overrides={"context.token_threshold": 10**9},
+        environ={},
+        home=folder / "home",
+        durable=durable,
     )
     session = "growth" if durable else "growth-memory"
     for turn in range(5):  # warm-up in a session of its own: imports, the store's first writes

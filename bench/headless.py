@@ -65,7 +65,9 @@ def main() -> None:
             (folder / "script.json").write_text(json.dumps(script(args.cells + 1)))
             os.environ["BLITZ_MODEL"] = "scripted:script.json"
             blitz_cells = [f"%%blitz -s bench-{rep}\nList the files ({i})." for i in range(args.cells)]
-            plain_cells = [f"x_{i} = sorted(p.name for p in __import__('pathlib').Path('.').iterdir())" for i in range(args.cells)]
+            plain_cells = [
+                f"x_{i} = sorted(p.name for p in __import__('pathlib').Path('.').iterdir())" for i in range(args.cells)
+            ]
             first = ["%load_ext blitz_kernel", f"%%blitz -s first-{rep}\nList the files."]
             elapsed, last = run(notebook([*first, *blitz_cells, PROBE_STATE]), folder)
             blitz_times.append(elapsed)

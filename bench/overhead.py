@@ -44,16 +44,41 @@ FILES = ("alpha.txt", "beta.txt")
 def script(steps: int, chunk_delay_s: float) -> list[dict[str, Any]]:
     calls = [{"name": "read_file", "arguments": {"path": name}} for name in FILES]
     timing = {"delay_s": chunk_delay_s} if chunk_delay_s else {}
-    middle = [{"text": f"Step {i}: reading both files.", "tool_calls": calls, "usage": {"prompt_tokens": 500, "completion_tokens": 40}, **timing} for i in range(steps - 1)]
-    return [*middle, {"text": "Both files hold short lines of text. " * 8, "usage": {"prompt_tokens": 700, "completion_tokens": 80}, **timing}]
+    middle = [
+        {
+            "text": f"Step {i}: reading both files.",
+            "tool_calls": calls,
+            "usage": {"prompt_tokens": 500, "completion_tokens": 40},
+            **timing,
+        }
+        for i in range(steps - 1)
+    ]
+    return [
+        *middle,
+        {
+            "text": "Both files hold short lines of text. " * 8,
+            "usage": {"prompt_tokens": 700, "completion_tokens": 80},
+            **timing,
+        },
+    ]
 
 
 def start_server(steps: int, folder: Path, chunk_delay_s: float) -> tuple[subprocess.Popen[str], str]:
     path = folder / "script.json"
     path.write_text(json.dumps(script(steps, chunk_delay_s)))
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "fakeserver.py"), "--port", "0", "--script", str(path), "--loop", "--no-record"],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            str(ROOT / "tests" / "fakeserver.py"),
+            "--port",
+            "0",
+            "--script",
+            str(path),
+            "--loop",
+            "--no-record",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None
     return process, process.stdout.readline().strip()
@@ -65,12 +90,24 @@ def read_tool_file(workspace: Path, name: str) -> str:
     return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, 1))
 
 
-TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file.", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file.",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        },
+    }
+]
 
 
 async def hand_loop(create: Any, workspace: Path) -> str:
     """(b)/(c): stream, assemble tool calls, run them, send results, until a text answer."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a bench."}, {"role": "user", "content": "Read both files."}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a bench."},
+        {"role": "user", "content": "Read both files."},
+    ]
     while True:
         stream = await create(messages)
         text, calls = "", {}
@@ -87,7 +124,16 @@ async def hand_loop(create: Any, workspace: Path) -> str:
                     call["arguments"] += piece.function.arguments or ""
         if not calls:
             return text
-        messages.append({"role": "assistant", "content": text, "tool_calls": [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls.values()]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": text,
+                "tool_calls": [
+                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                    for c in calls.values()
+                ],
+            }
+        )
         for call in calls.values():
             result = read_tool_file(workspace, json.loads(call["arguments"])["path"])
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": json.dumps({"result": result})})
@@ -106,15 +152,28 @@ async def measure(reps: int, steps: int, base_url: str, workspace: Path) -> dict
     litellm.suppress_debug_info = True
     home = workspace / "home"
     ws = Workspace.open(workspace, model=MODEL, overrides={"api_base": base_url}, environ={}, home=home)
-    ws_memory = Workspace.open(workspace, model=MODEL, overrides={"api_base": base_url}, environ={}, home=home, durable=False)
-    ws_litellm = Workspace.open(workspace, model=LiteLLMModel(MODEL, api_base=base_url, direct=False), environ={}, home=home)
+    ws_memory = Workspace.open(
+        workspace, model=MODEL, overrides={"api_base": base_url}, environ={}, home=home, durable=False
+    )
+    ws_litellm = Workspace.open(
+        workspace, model=LiteLLMModel(MODEL, api_base=base_url, direct=False), environ={}, home=home
+    )
     client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-bench-not-a-real-key")
 
     async def via_litellm(messages: list[dict[str, Any]]) -> Any:
-        return await litellm.acompletion(model=MODEL, api_base=base_url, messages=messages, tools=TOOLS, stream=True, stream_options={"include_usage": True})
+        return await litellm.acompletion(
+            model=MODEL,
+            api_base=base_url,
+            messages=messages,
+            tools=TOOLS,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
 
     async def via_openai(messages: list[dict[str, Any]]) -> Any:
-        return await client.chat.completions.create(model="fake-model", messages=messages, tools=TOOLS, stream=True, stream_options={"include_usage": True})
+        return await client.chat.completions.create(
+            model="fake-model", messages=messages, tools=TOOLS, stream=True, stream_options={"include_usage": True}
+        )
 
     adapter = LiteLLMModel(MODEL, api_base=base_url, direct=True)
     adapter_litellm = LiteLLMModel(MODEL, api_base=base_url, direct=False)
@@ -178,7 +237,13 @@ def time_load_ext(kernels: int) -> tuple[float, float]:
         manager, client = start_new_kernel(kernel_name="python3")
         try:
             for ext, sink in (("autoreload", baseline), ("blitz_kernel", blitz)):
-                reply = client.execute_interactive(code.format(ext=ext), output_hook=lambda m, s=sink: s.append(float(m["content"]["text"])) if m["msg_type"] == "stream" else None, timeout=60)
+                reply = client.execute_interactive(
+                    code.format(ext=ext),
+                    output_hook=lambda m, s=sink: (
+                        s.append(float(m["content"]["text"])) if m["msg_type"] == "stream" else None
+                    ),
+                    timeout=60,
+                )
                 assert reply["content"]["status"] == "ok"
         finally:
             client.stop_channels()
@@ -204,15 +269,30 @@ def kernel_memory(direct: bool) -> tuple[float, float, float, bool]:
         env = {**os.environ, "BLITZ_MODEL": MODEL, "BLITZ_API_BASE": base_url, "HOME": str(workspace)}
         manager, client = start_new_kernel(kernel_name="python3", cwd=folder, env=env)
         try:
+
             def run(code: str) -> str:
                 printed: list[str] = []
-                reply = client.execute_interactive(code, output_hook=lambda m: printed.append(m["content"]["text"]) if m["msg_type"] == "stream" else None, timeout=120)
+                reply = client.execute_interactive(
+                    code,
+                    output_hook=lambda m: printed.append(m["content"]["text"]) if m["msg_type"] == "stream" else None,
+                    timeout=120,
+                )
                 assert reply["content"]["status"] == "ok", reply["content"]
                 return "".join(printed)
 
             bare = float(run(RSS))
-            warm = "" if direct else "import blitz_kernel.models.litellm_model as m; m.DIRECT_PATH = False; m.load_litellm()\n"
-            loaded = float(run("%load_ext blitz_kernel\nfrom blitz_kernel.notebook import extension\nextension._state['warm_up'].join()\n" + warm + RSS))
+            warm = (
+                ""
+                if direct
+                else "import blitz_kernel.models.litellm_model as m; m.DIRECT_PATH = False; m.load_litellm()\n"
+            )
+            loaded = float(
+                run(
+                    "%load_ext blitz_kernel\nfrom blitz_kernel.notebook import extension\nextension._state['warm_up'].join()\n"
+                    + warm
+                    + RSS
+                )
+            )
             assert "end_turn" in run("%%blitz -s rss --approve allow --plain\nRead both files.")
             turned, litellm_loaded = run(RSS + "\nimport sys; print('litellm' in sys.modules)").split()
         finally:
@@ -237,7 +317,9 @@ def run_scenario(reps: int, steps: int, chunk_delay_s: float) -> None:
     medians = {name: statistics.median(values) * 1000 for name, values in times.items() if not name.startswith("cpu ")}
     cpu = {name[4:]: statistics.median(values) * 1000 for name, values in times.items() if name.startswith("cpu ")}
     pace = f"{chunk_delay_s * 1000:g} ms between streamed events" if chunk_delay_s else "no model latency"
-    print(f"turn of {steps} streamed model calls ({2 * (steps - 1)} tool calls), {pace}, {reps} interleaved repetitions, medians:")
+    print(
+        f"turn of {steps} streamed model calls ({2 * (steps - 1)} tool calls), {pace}, {reps} interleaved repetitions, medians:"
+    )
     for name, value in medians.items():
         print(f"  {name:<20} {value:8.2f} ms wall   {cpu[name]:8.2f} ms CPU of this process")
     ca, ca0, ca_litellm, _, cc, cd, cd_litellm = cpu.values()
@@ -247,7 +329,9 @@ def run_scenario(reps: int, steps: int, chunk_delay_s: float) -> None:
         f"through litellm {(ca_litellm - cd_litellm) / steps:+.2f} ms"
     )
     a, a0, a_litellm, b, c, d, d_litellm = medians.values()
-    print(f"  against the raw openai SDK loop (c): a/c = {a / c:.3f} (goal <= 1.05)   a0/c = {a0 / c:.3f}   aL/c = {a_litellm / c:.3f}")
+    print(
+        f"  against the raw openai SDK loop (c): a/c = {a / c:.3f} (goal <= 1.05)   a0/c = {a0 / c:.3f}   aL/c = {a_litellm / c:.3f}"
+    )
     print(f"  against raw litellm (b): a/b = {a / b:.3f}   aL/b = {a_litellm / b:.3f}")
     print(
         f"  engine's own cost per step (goal <= 1 ms): store on (a - d) {(a - d) / steps:+.2f} ms, "
@@ -265,7 +349,9 @@ def main() -> None:
     for chunk_delay_s in (float(value) for value in args.chunk_delays.split(",")):
         run_scenario(args.reps, args.steps, chunk_delay_s)
     blitz_s, baseline_s = time_load_ext(args.kernels)
-    print(f"%load_ext blitz_kernel: {blitz_s * 1000:.1f} ms (median of {args.kernels} fresh kernels); %load_ext autoreload: {baseline_s * 1000:.1f} ms; ratio {blitz_s / baseline_s:.1f}x")
+    print(
+        f"%load_ext blitz_kernel: {blitz_s * 1000:.1f} ms (median of {args.kernels} fresh kernels); %load_ext autoreload: {baseline_s * 1000:.1f} ms; ratio {blitz_s / baseline_s:.1f}x"
+    )
     for direct in (True, False):
         bare, loaded, turned, litellm_loaded = kernel_memory(direct)
         path = "direct OpenAI path" if direct else "through litellm"

@@ -45,7 +45,9 @@ SENT: list[tuple[float, dict[str, Any]]] = []
 class RecordingComm(BaseComm):
     """Keeps what a widget would send to the browser, with the time it was sent."""
 
-    def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any) -> None:
+    def publish_msg(
+        self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any
+    ) -> None:
         if msg_type == "comm_msg":
             SENT.append((time.perf_counter(), data or {}))
 
@@ -70,7 +72,11 @@ class StreamingModel:
                 target = started + self.seconds * index / len(self.pieces)
                 await asyncio.sleep(max(0.0, target - time.perf_counter()))
         self.last_delta_at = time.perf_counter()
-        yield ModelResponse(text="".join(self.pieces), usage=TokenUsage(input_tokens=10, output_tokens=len(self.pieces)), model=self.name)
+        yield ModelResponse(
+            text="".join(self.pieces),
+            usage=TokenUsage(input_tokens=10, output_tokens=len(self.pieces)),
+            model=self.name,
+        )
 
     def price(self, model: str) -> Price | None:
         return None

@@ -110,7 +110,10 @@ def model_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     direct = request.param == "direct"
     monkeypatch.setattr(litellm_model, "DIRECT_PATH", direct)
     strays: list[str] = []
-    for transport, stray_when in ((litellm_model._LiteLLMTransport, direct), (litellm_model._DirectTransport, not direct)):
+    for transport, stray_when in (
+        (litellm_model._LiteLLMTransport, direct),
+        (litellm_model._DirectTransport, not direct),
+    ):
         original = transport.__init__
 
         def counted(self: Any, *args: Any, _original: Any = original, _stray: bool = stray_when, **kwargs: Any) -> None:

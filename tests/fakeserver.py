@@ -166,13 +166,17 @@ def stream_events(step: Step, model: str, include_usage: bool) -> Iterator[bytes
         yield writer.choice({"content": piece})
     calls = step.get("tool_calls") or []
     for index, call in enumerate(calls):
-        head = {"index": index, "id": _tool_call_id(call, index), "type": "function",
-                "function": {"name": call["name"], "arguments": ""}}
+        head = {
+            "index": index,
+            "id": _tool_call_id(call, index),
+            "type": "function",
+            "function": {"name": call["name"], "arguments": ""},
+        }
         yield writer.choice({"tool_calls": [head]})
         arguments = _tool_arguments(call)
         for start in range(0, len(arguments), _ARGUMENT_PIECE):
             pieces += 1
-            fragment = {"index": index, "function": {"arguments": arguments[start:start + _ARGUMENT_PIECE]}}
+            fragment = {"index": index, "function": {"arguments": arguments[start : start + _ARGUMENT_PIECE]}}
             yield writer.choice({"tool_calls": [fragment]})
     yield writer.choice({}, "tool_calls" if calls else "stop")
     if include_usage:
@@ -188,8 +192,11 @@ def completion_body(step: Step, model: str) -> dict[str, Any]:
         message["reasoning_content"] = step["reasoning"]
     if calls:
         message["tool_calls"] = [
-            {"id": _tool_call_id(call, index), "type": "function",
-             "function": {"name": call["name"], "arguments": _tool_arguments(call)}}
+            {
+                "id": _tool_call_id(call, index),
+                "type": "function",
+                "function": {"name": call["name"], "arguments": _tool_arguments(call)},
+            }
             for index, call in enumerate(calls)
         ]
     return {
@@ -197,8 +204,9 @@ def completion_body(step: Step, model: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": step.get("model") or model,
-        "choices": [{"index": 0, "message": message, "logprobs": None,
-                     "finish_reason": "tool_calls" if calls else "stop"}],
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": "tool_calls" if calls else "stop"}
+        ],
         "usage": usage_payload(step, len(split_text(step.get("text", "")))),
     }
 
@@ -206,11 +214,16 @@ def completion_body(step: Step, model: str) -> dict[str, Any]:
 def error_body(step: Step) -> dict[str, Any]:
     """An OpenAI-style error object for a status fault."""
     status = int(step.get("status", 500))
-    default_type = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-                    429: "rate_limit_error"}.get(status, "server_error")
+    default_type = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        404: "not_found_error",
+        429: "rate_limit_error",
+    }.get(status, "server_error")
     message = step.get("message") or f"fake server: injected HTTP {status}"
-    return {"error": {"message": message, "type": step.get("type", default_type), "param": None,
-                      "code": step.get("code")}}
+    return {
+        "error": {"message": message, "type": step.get("type", default_type), "param": None, "code": step.get("code")}
+    }
 
 
 # -- the script -------------------------------------------------------------------------------
@@ -338,8 +351,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, request: dict[str, Any]) -> None:
         step, looped = self.server.owner.script.take()
         if step is None:
-            self._send_json(500, {"error": {"message": "fake server: script exhausted",
-                                            "type": "server_error"}})
+            self._send_json(500, {"error": {"message": "fake server: script exhausted", "type": "server_error"}})
             return
         model = str(request.get("model", "fake-model"))
         stream = bool(request.get("stream"))
@@ -354,8 +366,11 @@ class _Handler(BaseHTTPRequestHandler):
         elif fault == "malformed":
             self._send_malformed(model)
         elif stream:
-            events = (self.server.owner.rendered(step, model, include_usage) if looped
-                      else stream_events(step, model, include_usage))
+            events = (
+                self.server.owner.rendered(step, model, include_usage)
+                if looped
+                else stream_events(step, model, include_usage)
+            )
             self._send_events(events, float(step.get("delay_s", 0)), step.get("hold"))
         else:
             self._send_json(200, completion_body(step, model))
@@ -509,8 +524,10 @@ class FakeOpenAIServer:
     def start(self) -> FakeOpenAIServer:
         if self._thread is None:
             self._thread = threading.Thread(
-                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                name=f"fake-openai-{self.port}", daemon=True,
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=f"fake-openai-{self.port}",
+                daemon=True,
             )
             self._thread.start()
         return self

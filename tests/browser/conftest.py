@@ -27,8 +27,14 @@ from tests.helpers.tiers import mark_tier
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
 ]
 ARTIFACTS = Path(__file__).parent / "artifacts"
 FAKE_KEY = "sk-browser-test-not-a-real-key"
@@ -57,15 +63,30 @@ class JupyterServer:
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("BLITZ_", "JUPYTER"))}
         env.update(
-            HOME=str(home), JUPYTER_CONFIG_DIR=str(config_dir), LITELLM_LOCAL_MODEL_COST_MAP="True",
-            BLITZ_MODEL="openai/fake-model", BLITZ_API_BASE=model_url, OPENAI_API_KEY=FAKE_KEY,
+            HOME=str(home),
+            JUPYTER_CONFIG_DIR=str(config_dir),
+            LITELLM_LOCAL_MODEL_COST_MAP="True",
+            BLITZ_MODEL="openai/fake-model",
+            BLITZ_API_BASE=model_url,
+            OPENAI_API_KEY=FAKE_KEY,
             PYDEVD_DISABLE_FILE_VALIDATION="1",
         )
-        expose = "--LabApp.expose_app_in_browser=True" if kind == "lab" else "--JupyterNotebookApp.expose_app_in_browser=True"
+        expose = (
+            "--LabApp.expose_app_in_browser=True"
+            if kind == "lab"
+            else "--JupyterNotebookApp.expose_app_in_browser=True"
+        )
         command = [
-            str(Path(sys.executable).parent / "jupyter"), kind, "--no-browser", "--ip=127.0.0.1",
-            f"--port={self.port}", f"--IdentityProvider.token={self.token}", "--allow-root",
-            f"--ServerApp.root_dir={root}", expose, "--ServerApp.port_retries=0",
+            str(Path(sys.executable).parent / "jupyter"),
+            kind,
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={self.port}",
+            f"--IdentityProvider.token={self.token}",
+            "--allow-root",
+            f"--ServerApp.root_dir={root}",
+            expose,
+            "--ServerApp.port_retries=0",
         ]
         self.log = (home / f"{kind}.log").open("w")
         self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=root)
@@ -106,11 +127,23 @@ class JupyterServer:
 def write_notebook(path: Path, cells: list[str]) -> None:
     """A notebook of code cells with the python3 kernelspec (so no kernel picker shows)."""
     notebook = {
-        "cells": [{"cell_type": "code", "execution_count": None, "id": f"cell-{i}", "metadata": {},
-                   "outputs": [], "source": source} for i, source in enumerate(cells)],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-                     "language_info": {"name": "python"}},
-        "nbformat": 4, "nbformat_minor": 5,
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": f"cell-{i}",
+                "metadata": {},
+                "outputs": [],
+                "source": source,
+            }
+            for i, source in enumerate(cells)
+        ],
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
     }
     path.write_text(json.dumps(notebook, indent=1))
 

@@ -1,4 +1,4 @@
-""""Ask Blitz to fix" in a real JupyterLab: no action while the kernel lacks blitz_kernel,
+""" "Ask Blitz to fix" in a real JupyterLab: no action while the kernel lacks blitz_kernel,
 the action once it is loaded, a click that inserts `%%blitz` / "Fix the error in @cell:N"
 below and selects it without running it, and that cell, run by the user, fixing the failed
 code through notebook_edit after Allow. The model is the fake server, scripted per test.
@@ -64,8 +64,15 @@ def test_ask_blitz_to_fix_inserts_a_prompt_that_fixes_the_cell(
 ) -> None:
     model_server.reset()
     model_server.enqueue(
-        {"tool_calls": [{"name": "notebook_edit", "id": "call_fix",
-                         "arguments": {"action": "replace", "index": 0, "source": FIXED}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "notebook_edit",
+                    "id": "call_fix",
+                    "arguments": {"action": "replace", "index": 0, "source": FIXED},
+                }
+            ]
+        },
         {"text": "Defined `count` before it is used."},
     )
     write_notebook(workspace / "fix.ipynb", [BROKEN, "%load_ext blitz_kernel"])

@@ -34,7 +34,11 @@ def test_a_subagents_request_is_answered_in_its_nested_card(
     (agents / "fixer.md").write_text("---\nname: fixer\ndescription: fixes\ntools: write_file\n---\nFix things.\n")
     model_server.reset()
     model_server.enqueue(
-        {"tool_calls": [{"name": "invoke_agent", "arguments": {"agent": "fixer", "prompt": "write it"}, "id": "call_1"}]},
+        {
+            "tool_calls": [
+                {"name": "invoke_agent", "arguments": {"agent": "fixer", "prompt": "write it"}, "id": "call_1"}
+            ]
+        },
         {"text": "Writing the *fix* now.", **write_call("fixed.txt", "call_1")},
         {"text": "wrote fixed.txt"},
         {"text": "The fixer wrote **fixed.txt**."},
@@ -53,8 +57,13 @@ def test_a_subagents_request_is_answered_in_its_nested_card(
     expect(turn).to_contain_text("The fixer wrote fixed.txt.")
     expect(turn.locator(".blitz-turn")).to_have_count(0)  # the static rendering
     nested_lines = turn.locator("li li")  # nested under the invoke_agent call
-    expect(nested_lines).to_have_text(["» fixer: Writing the *fix* now.", re.compile(r'^⚙ write_file\(path="fixed.txt".*✓'),
-                                       "» fixer: wrote fixed.txt"])
+    expect(nested_lines).to_have_text(
+        [
+            "» fixer: Writing the *fix* now.",
+            re.compile(r'^⚙ write_file\(path="fixed.txt".*✓'),
+            "» fixer: wrote fixed.txt",
+        ]
+    )
     page.wait_for_function(KERNEL_IDLE)
     assert (workspace / "fixed.txt").read_text() == "hi"
     page.screenshot(path=str(ARTIFACTS / "lab-subagent-static.png"))
@@ -66,8 +75,15 @@ def test_the_approval_card_shows_the_edit_as_a_diff(
     (workspace / "calc.py").write_text("rate = 1\nprint(rate)\n")
     model_server.reset()
     model_server.enqueue(
-        {"tool_calls": [{"name": "edit_file", "id": "call_e",
-                         "arguments": {"path": "calc.py", "old": "rate = 1", "new": "rate = 2  # <b>raised</b>"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit_file",
+                    "id": "call_e",
+                    "arguments": {"path": "calc.py", "old": "rate = 1", "new": "rate = 2  # <b>raised</b>"},
+                }
+            ]
+        },
         {"text": "Raised the rate."},
     )
     run_notebook(page, lab, workspace, "diff.ipynb", ["%%blitz -s diff\nRaise the rate."])
@@ -88,8 +104,15 @@ def test_undo_this_turn_puts_back_a_cell_replaced_through_the_bridge(
 ):
     model_server.reset()
     model_server.enqueue(
-        {"tool_calls": [{"name": "notebook_edit", "id": "call_r",
-                         "arguments": {"action": "replace", "index": 1, "source": "x = 2"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "notebook_edit",
+                    "id": "call_r",
+                    "arguments": {"action": "replace", "index": 1, "source": "x = 2"},
+                }
+            ]
+        },
         {"text": "Set x to 2."},
     )
     run_notebook(page, lab, workspace, "undo.ipynb", ["x = 1", "%%blitz -s undo --approve allow\nSet x to 2."])

@@ -96,12 +96,19 @@ def test_the_agent_edits_the_open_notebook_after_allow(
     assert read["result"].startswith("notebook bridge.ipynb — 3 cells; live from the open notebook")
     assert "[1] code · execution count 2 · id cell-1\nx = 1" in read["result"]
     assert "[2] code · RUNNING NOW (the %%blitz cell of this turn)" in read["result"]
-    assert tool_results(requests[2])[-1]["result"].startswith("inserted a code cell at index 3; the notebook now has 4 cells")
+    assert tool_results(requests[2])[-1]["result"].startswith(
+        "inserted a code cell at index 3; the notebook now has 4 cells"
+    )
     assert tool_results(requests[3])[-1]["result"].endswith("-x = 1\n+x = 2")
 
     page.evaluate(SAVE)
     saved = json.loads((workspace / "bridge.ipynb").read_text())
-    assert ["".join(cell["source"]) for cell in saved["cells"]] == ["%load_ext blitz_kernel", "x = 2", PROMPT, "print(x)"]
+    assert ["".join(cell["source"]) for cell in saved["cells"]] == [
+        "%load_ext blitz_kernel",
+        "x = 2",
+        PROMPT,
+        "print(x)",
+    ]
 
 
 def test_a_refused_edit_comes_back_as_an_error(
@@ -112,7 +119,9 @@ def test_a_refused_edit_comes_back_as_an_error(
         edit("call_delete", action="delete", index=1),
         {"text": "I may not delete the running cell."},
     )
-    write_notebook(workspace / "refuse.ipynb", ["%load_ext blitz_kernel", "%%blitz -s refuse --approve allow\nDelete yourself."])
+    write_notebook(
+        workspace / "refuse.ipynb", ["%load_ext blitz_kernel", "%%blitz -s refuse --approve allow\nDelete yourself."]
+    )
     open_notebook(page, lab, "refuse.ipynb")
     page.evaluate(RUN_ALL)
     expect(output_of(page, 1)).to_contain_text("I may not delete the running cell.")
@@ -137,7 +146,9 @@ def test_notebook_7_reads_the_live_notebook(
         {"tool_calls": [{"name": "notebook_read", "arguments": {"cells": [0]}, "id": "call_read"}]},
         {"text": "The first cell loads the extension."},
     )
-    write_notebook(workspace / "nb7-bridge.ipynb", ["%load_ext blitz_kernel", "%%blitz -s nb7\nWhat does the first cell do?"])
+    write_notebook(
+        workspace / "nb7-bridge.ipynb", ["%load_ext blitz_kernel", "%%blitz -s nb7\nWhat does the first cell do?"]
+    )
     open_notebook(page, notebook7, "nb7-bridge.ipynb")
     page.evaluate(RUN_ALL)
     expect(output_of(page, 1)).to_contain_text("The first cell loads the extension.")

@@ -43,43 +43,94 @@ async ({source, css, state}) => {
 
 
 def render(page: Any, **state: Any) -> Any:
-    base = {"turn_id": "t1", "header": {"prompt": "p", "model": "m", "started_ms": 0}, "items": [], "live": {},
-            "pending": {}, "review": {}, "offer": {}, "steers": [], "asides": [], "footer": {}, "phase": "running",
-            "stopping": "", "notice": "", "images": {}}
+    base = {
+        "turn_id": "t1",
+        "header": {"prompt": "p", "model": "m", "started_ms": 0},
+        "items": [],
+        "live": {},
+        "pending": {},
+        "review": {},
+        "offer": {},
+        "steers": [],
+        "asides": [],
+        "footer": {},
+        "phase": "running",
+        "stopping": "",
+        "notice": "",
+        "images": {},
+    }
     page.set_content("<!doctype html><html><body></body></html>")
     page.evaluate(HARNESS, {"source": TURN_JS.read_text(), "css": TURN_CSS.read_text(), "state": {**base, **state}})
     return page.locator("#widget")
 
 
 def pending_call(name: str, preview: str, kind: str, reason: str | None = None) -> dict[str, Any]:
-    return {"id": "c1", "name": name, "args": {}, "decision": None, "reason": reason, "preview": preview, "preview_kind": kind}
+    return {
+        "id": "c1",
+        "name": name,
+        "args": {},
+        "decision": None,
+        "reason": reason,
+        "preview": preview,
+        "preview_kind": kind,
+    }
 
 
 def test_the_approval_card_colours_a_diff_and_keeps_markup_as_text(page: Any):
     diff = "--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-rate = 1\n+rate = 2  # <b>raised</b>\n"
-    widget = render(page, pending={"request_id": "perm-1", "agent": None, "scope": [], "waiting": 0,
-                                   "calls": [pending_call("edit_file", diff, "diff")]})
+    widget = render(
+        page,
+        pending={
+            "request_id": "perm-1",
+            "agent": None,
+            "scope": [],
+            "waiting": 0,
+            "calls": [pending_call("edit_file", diff, "diff")],
+        },
+    )
     card = widget.get_by_role("group", name="Permission request", exact=True)
     preview = card.get_by_label("diff of edit_file", exact=True)
     expect(preview.locator(".blitz-diff-del")).to_have_text(["-rate = 1"])
     expect(preview.locator(".blitz-diff-add")).to_have_text(["+rate = 2  # <b>raised</b>"])
     expect(preview.locator("b")).to_have_count(0)
-    assert page.evaluate("() => getComputedStyle(document.querySelector('.blitz-diff-add')).backgroundColor") == "rgb(220, 252, 231)"
+    assert (
+        page.evaluate("() => getComputedStyle(document.querySelector('.blitz-diff-add')).backgroundColor")
+        == "rgb(220, 252, 231)"
+    )
     expect(card).to_contain_text("diff · 5 lines")
     card.get_by_role("button", name="Allow once", exact=True).click()
     assert page.evaluate("() => window.sent") == [
         {"kind": "ready", "turn_id": "t1"},
-        {"kind": "decide", "request_id": "perm-1", "call_id": "c1", "decision": "allow", "reason": None, "turn_id": "t1"},
+        {
+            "kind": "decide",
+            "request_id": "perm-1",
+            "call_id": "c1",
+            "decision": "allow",
+            "reason": None,
+            "turn_id": "t1",
+        },
     ]
     widget.screenshot(path=str(ARTIFACTS / "turn-js-diff.png"))
 
 
 def test_a_long_preview_folds_with_its_line_count_and_code_says_why_it_asks(page: Any):
     long_diff = "\n".join(["@@ -1,40 +1,40 @@", *(f"+line {n}" for n in range(40))])
-    widget = render(page, pending={"request_id": "perm-2", "agent": "reviewer", "scope": ["c0"], "waiting": 1, "calls": [
-        pending_call("write_file", long_diff, "diff"),
-        {**pending_call("run_python", "df.to_csv('o.csv')", "code", "writes a file: df.to_csv('o.csv')"), "id": "c2"},
-    ]})
+    widget = render(
+        page,
+        pending={
+            "request_id": "perm-2",
+            "agent": "reviewer",
+            "scope": ["c0"],
+            "waiting": 1,
+            "calls": [
+                pending_call("write_file", long_diff, "diff"),
+                {
+                    **pending_call("run_python", "df.to_csv('o.csv')", "code", "writes a file: df.to_csv('o.csv')"),
+                    "id": "c2",
+                },
+            ],
+        },
+    )
     card = widget.get_by_role("group", name="Permission request", exact=True)
     expect(card).to_contain_text("reviewer asks to run write_file, run_python")
     expect(card).to_contain_text("1 more request waiting")
@@ -95,14 +146,31 @@ def test_a_long_preview_folds_with_its_line_count_and_code_says_why_it_asks(page
 def test_chips_notices_and_the_footer(page: Any):
     widget = render(
         page,
-        header={"prompt": "Look at @df", "model": "m", "started_ms": 0, "attachments": [
-            {"kind": "variable", "name": "df", "size": 2100, "label": "variable df · 2.1 KB"},
-            {"kind": "file", "name": "<img src=x onerror=alert(1)>", "size": 5, "label": "file <img src=x onerror=alert(1)> · 5 B"},
-        ]},
+        header={
+            "prompt": "Look at @df",
+            "model": "m",
+            "started_ms": 0,
+            "attachments": [
+                {"kind": "variable", "name": "df", "size": 2100, "label": "variable df · 2.1 KB"},
+                {
+                    "kind": "file",
+                    "name": "<img src=x onerror=alert(1)>",
+                    "size": 5,
+                    "label": "file <img src=x onerror=alert(1)> · 5 B",
+                },
+            ],
+        },
         notice="untrusted workspace: hooks held back\nm has no price",
-        footer={"model": "b", "input_tokens": 10, "output_tokens": 2, "cost": "unpriced", "elapsed_s": 1.0,
-                "stop_reason": "end_turn", "context": "ctx 42 % of 128K",
-                "switches": ["answered by b after a failed (429 rate limit)"]},
+        footer={
+            "model": "b",
+            "input_tokens": 10,
+            "output_tokens": 2,
+            "cost": "unpriced",
+            "elapsed_s": 1.0,
+            "stop_reason": "end_turn",
+            "context": "ctx 42 % of 128K",
+            "switches": ["answered by b after a failed (429 rate limit)"],
+        },
         phase="done",
     )
     chips = widget.get_by_role("list", name="Attachments", exact=True).get_by_role("listitem")
@@ -110,7 +178,8 @@ def test_chips_notices_and_the_footer(page: Any):
     expect(widget.locator("img")).to_have_count(0)
     expect(widget.get_by_role("note")).to_have_text(["⚠ untrusted workspace: hooks held back", "⚠ m has no price"])
     expect(widget.locator(".blitz-footer")).to_have_text(
-        "b · 10 in · 2 out · unpriced · 1.0 s · end_turn · ctx 42 % of 128K · answered by b after a failed (429 rate limit)")
+        "b · 10 in · 2 out · unpriced · 1.0 s · end_turn · ctx 42 % of 128K · answered by b after a failed (429 rate limit)"
+    )
 
 
 def test_continue_is_offered_at_the_step_limit(page: Any):
@@ -122,11 +191,31 @@ def test_continue_is_offered_at_the_step_limit(page: Any):
 
 
 def test_a_nested_subagent_turn_keys_its_cards_by_path(page: Any):
-    inner = {"kind": "tool", "id": "c1", "name": "read_file", "args": {"path": "a"}, "status": "done", "started_ms": 0,
-             "ended_ms": 5, "preview": "x", "error": None, "decision": None, "images": 0, "images_omitted": 0,
-             "agent": "checker", "nested": []}
-    outer = {**inner, "name": "invoke_agent", "args": {"agent": "checker", "prompt": "p"}, "status": "running",
-             "ended_ms": None, "agent": "", "nested": [{"kind": "text", "text": "checking **now**"}, inner]}
+    inner = {
+        "kind": "tool",
+        "id": "c1",
+        "name": "read_file",
+        "args": {"path": "a"},
+        "status": "done",
+        "started_ms": 0,
+        "ended_ms": 5,
+        "preview": "x",
+        "error": None,
+        "decision": None,
+        "images": 0,
+        "images_omitted": 0,
+        "agent": "checker",
+        "nested": [],
+    }
+    outer = {
+        **inner,
+        "name": "invoke_agent",
+        "args": {"agent": "checker", "prompt": "p"},
+        "status": "running",
+        "ended_ms": None,
+        "agent": "",
+        "nested": [{"kind": "text", "text": "checking **now**"}, inner],
+    }
     widget = render(page, items=[outer])
     card = widget.locator('details.blitz-tool[data-tool-id="c1"]')
     expect(card).to_have_attribute("open", "")

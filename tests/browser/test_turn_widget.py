@@ -83,7 +83,9 @@ def test_a_turn_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeO
         write_call("other.txt", "call_b"),
         {"text": answer},
     )
-    run_notebook(page, lab, workspace, "turn.ipynb", ["%%blitz -s browser\nWrite hello.txt, then tell me what you did."])
+    run_notebook(
+        page, lab, workspace, "turn.ipynb", ["%%blitz -s browser\nWrite hello.txt, then tell me what you did."]
+    )
 
     turn = output_of(page, 1)
     expect(turn.locator(".blitz-live")).to_contain_text("I'll write hello.txt")  # shown while it streams
@@ -108,7 +110,9 @@ def test_a_turn_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeO
     expect(turn.locator(".blitz-steers")).to_contain_text("delivered")
     turn.get_by_role("textbox", name="Reason for denying write_file (optional)", exact=True).fill("not that one")
     turn.get_by_role("button", name="Deny", exact=True).click()
-    expect(turn).to_contain_text('All done: wrote hello.txt and skipped other.txt. <img src=x onerror="window.__blitz_xss=2">')
+    expect(turn).to_contain_text(
+        'All done: wrote hello.txt and skipped other.txt. <img src=x onerror="window.__blitz_xss=2">'
+    )
     expect(turn.locator(".blitz-turn")).to_have_count(0)  # the widget became the static rendering
     assert page.evaluate("() => window.__blitz_xss") is None  # model text never became HTML
     page.screenshot(path=str(ARTIFACTS / "lab-static.png"))
@@ -123,7 +127,9 @@ def test_a_turn_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeO
     assert tool_result(requests[3]) == {"error": "write_file was denied: not that one"}
 
 
-def test_stop_once_denies_the_waiting_request(page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path):
+def test_stop_once_denies_the_waiting_request(
+    page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path
+):
     model_server.reset()
     model_server.enqueue(write_call("stop.txt", "call_c"))
     run_notebook(page, lab, workspace, "stop-once.ipynb", ["%%blitz -s browser-stop-once\nWrite stop.txt."])
@@ -136,7 +142,9 @@ def test_stop_once_denies_the_waiting_request(page: Any, lab: JupyterServer, mod
     assert not (workspace / "stop.txt").exists()
 
 
-def test_stop_twice_cancels_a_stalled_model_call(page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path):
+def test_stop_twice_cancels_a_stalled_model_call(
+    page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path
+):
     model_server.reset()
     model_server.enqueue({"fault": "stall", "seconds": 60})
     run_notebook(page, lab, workspace, "stop-twice.ipynb", ["%%blitz -s browser-stop-twice\nTake your time."])
@@ -218,7 +226,9 @@ def test_plan_review_in_jupyterlab(page: Any, lab: JupyterServer, model_server: 
     in the same cell and asks before it writes. A plain cell's model HTML stays text."""
     model_server.reset()
     first = "1. **Objective**: write plan.txt\n2. Call `write_file`"
-    second = '1. **Objective**: write plan.txt\n2. Call `write_file`\n3. Verify <img src=x onerror="window.__blitz_xss=4">'
+    second = (
+        '1. **Objective**: write plan.txt\n2. Call `write_file`\n3. Verify <img src=x onerror="window.__blitz_xss=4">'
+    )
     plain = 'Plain <img src=x onerror="window.__blitz_xss=3"> and `List<int>`'
     model_server.enqueue(
         {"tool_calls": [{"name": "exit_plan_mode", "arguments": {"plan": first}, "id": "call_p1"}]},
@@ -227,11 +237,14 @@ def test_plan_review_in_jupyterlab(page: Any, lab: JupyterServer, model_server: 
         {"text": "Carried out: wrote **plan.txt**."},
         {"text": plain},
     )
-    write_notebook(workspace / "plan.ipynb", [
-        "%load_ext blitz_kernel",
-        "%%blitz -s browser-plan --plan\nWrite plan.txt.",
-        "%%blitz -s browser-plain --plain\nSay something.",
-    ])
+    write_notebook(
+        workspace / "plan.ipynb",
+        [
+            "%load_ext blitz_kernel",
+            "%%blitz -s browser-plan --plan\nWrite plan.txt.",
+            "%%blitz -s browser-plain --plain\nSay something.",
+        ],
+    )
     open_notebook(page, lab, "plan.ipynb", reset=True)
     page.evaluate(RUN_ALL)
 
@@ -269,7 +282,9 @@ def test_plan_review_in_jupyterlab(page: Any, lab: JupyterServer, model_server: 
 PLOT_CODE = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(9, 3))\nax.plot([1, 3, 2])"
 
 
-def test_a_figure_shows_inside_its_tool_card(page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path):
+def test_a_figure_shows_inside_its_tool_card(
+    page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path
+):
     """run_python's figure appears inside the run_python card while the turn runs (scaled to
     the card), not as an output of its own; the static rendering then shows it as an image
     output, in the page and in the saved notebook."""

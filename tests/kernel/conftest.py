@@ -28,7 +28,9 @@ def workspace_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def kernel(server: FakeOpenAIServer, workspace_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelDriver]:
+def kernel(
+    server: FakeOpenAIServer, workspace_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KernelDriver]:
     env = kernel_environment(
         tmp_path_factory.mktemp("home"),
         BLITZ_MODEL="openai/fake-model",

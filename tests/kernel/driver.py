@@ -53,7 +53,9 @@ class CellRun:
 class KernelDriver:
     """One kernel process with a working directory and environment of the test's choosing."""
 
-    def __init__(self, cwd: Path, env: dict[str, str], kernel_name: str = "python3", kernel_spec_manager: Any = None) -> None:
+    def __init__(
+        self, cwd: Path, env: dict[str, str], kernel_name: str = "python3", kernel_spec_manager: Any = None
+    ) -> None:
         extra = {"kernel_spec_manager": kernel_spec_manager} if kernel_spec_manager is not None else {}
         self.manager = KernelManager(kernel_name=kernel_name, **extra)
         self.manager.start_kernel(cwd=str(cwd), env=env)
@@ -68,10 +70,19 @@ class KernelDriver:
         jupyter_client's own, as nbclient and papermill send it."""
         if not browser:
             return str(self.client.execute(code))
-        content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-                   "allow_stdin": False, "stop_on_error": True}
-        message = self.client.session.msg("execute_request", content, metadata={
-            "cellId": str(uuid.uuid4()), "deletedCells": [], "recordTiming": False})
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": True,
+        }
+        message = self.client.session.msg(
+            "execute_request",
+            content,
+            metadata={"cellId": str(uuid.uuid4()), "deletedCells": [], "recordTiming": False},
+        )
         message["header"]["msg_id"] = message["msg_id"] = str(uuid.uuid4())
         self.client.shell_channel.send(message)
         return str(message["msg_id"])
@@ -233,7 +244,9 @@ class WidgetFrontEnd:
 
     def other(self, anywidget_id: str) -> tuple[str, dict[str, Any]]:
         """(comm id, synced state) of the newest anywidget of that class the cell showed."""
-        found = [(comm_id, state) for comm_id, state in self.others.items() if state.get("_anywidget_id") == anywidget_id]
+        found = [
+            (comm_id, state) for comm_id, state in self.others.items() if state.get("_anywidget_id") == anywidget_id
+        ]
         if not found:
             raise AssertionError(f"no {anywidget_id} was opened")
         return found[-1]

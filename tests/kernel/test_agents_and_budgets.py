@@ -15,7 +15,9 @@ def test_ENG70_a_subagents_lines_are_indented_under_its_call_in_plain_output(
 ):
     agents = workspace_dir / ".blitz" / "agents"
     agents.mkdir(parents=True, exist_ok=True)
-    (agents / "reviewer.md").write_text("---\nname: reviewer\ndescription: reviews files\ntools: read_file\n---\nReview.\n")
+    (agents / "reviewer.md").write_text(
+        "---\nname: reviewer\ndescription: reviews files\ntools: read_file\n---\nReview.\n"
+    )
     (workspace_dir / "prep.py").write_text("import pandas as pd\n")
     server.enqueue(
         {"tool_calls": [{"name": "invoke_agent", "arguments": {"agent": "reviewer", "prompt": "Review prep.py"}}]},

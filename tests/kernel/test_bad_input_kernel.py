@@ -16,14 +16,31 @@ from .driver import KernelDriver
 CASES = [
     ("max-cost-nan", "%%blitz -s k1 --max-cost nan\nhi", "UsageError", "--max-cost must be a finite number, got nan"),
     ("unclosed-quote", '%%blitz -s "k2\nhi', "UsageError", "No closing quotation"),
-    ("tools-empty", "%%blitz -s k3 --tools ,,,\nhi", "UsageError", "the allowed tools list is empty: name at least one tool"),
-    ("model-no-provider", "%%blitz -s k4 -m nosuchprovider/x\nhi", "TurnFailedError",
-     "model 'nosuchprovider/x': litellm knows no provider for this name; write it as provider/model, e.g. openai/gpt-4.1-mini"),
-    ("model-broken-script", "%%blitz -s k5 -m scripted:broken.json\nhi", "TurnFailedError",
-     "cannot load the scripted model 'scripted:broken.json': broken.json: step 1: unknown key 'txt' "
-     "(known: error, message, text, thought, tool_calls, usage)"),
-    ("policy-typo", "%blitz_config approval.tools.write_flie=deny", "UsageError",
-     "bad configuration 'approval.tools.write_flie' in %blitz_config: unknown tool 'write_flie'; did you mean 'write_file'?"),
+    (
+        "tools-empty",
+        "%%blitz -s k3 --tools ,,,\nhi",
+        "UsageError",
+        "the allowed tools list is empty: name at least one tool",
+    ),
+    (
+        "model-no-provider",
+        "%%blitz -s k4 -m nosuchprovider/x\nhi",
+        "TurnFailedError",
+        "model 'nosuchprovider/x': litellm knows no provider for this name; write it as provider/model, e.g. openai/gpt-4.1-mini",
+    ),
+    (
+        "model-broken-script",
+        "%%blitz -s k5 -m scripted:broken.json\nhi",
+        "TurnFailedError",
+        "cannot load the scripted model 'scripted:broken.json': broken.json: step 1: unknown key 'txt' "
+        "(known: error, message, text, thought, tool_calls, usage)",
+    ),
+    (
+        "policy-typo",
+        "%blitz_config approval.tools.write_flie=deny",
+        "UsageError",
+        "bad configuration 'approval.tools.write_flie' in %blitz_config: unknown tool 'write_flie'; did you mean 'write_file'?",
+    ),
     ("agent-unknown", "%%blitz -s k7 -a nosuch\nhi", "UsageError", "unknown agent 'nosuch' (known: blitz)"),
 ]
 

@@ -53,7 +53,9 @@ def test_run_python_variables_are_visible_in_the_next_cell(kernel: KernelDriver,
     assert json.loads(result["content"]) == {"result": "namespace: created answer_from_agent\nresult:\n42"}
 
 
-def test_headless_approval_denies_and_nothing_is_written(kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path):
+def test_headless_approval_denies_and_nothing_is_written(
+    kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path
+):
     server.enqueue(
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "hello"}}]},
         {"text": "I could not write it."},
@@ -114,7 +116,9 @@ def test_model_error_names_the_model(kernel: KernelDriver, server: FakeOpenAISer
     assert FAKE_KEY not in cell.evalue
 
 
-def test_interrupt_while_the_model_stalls_ends_cancelled_and_the_next_turn_works(kernel: KernelDriver, server: FakeOpenAIServer):
+def test_interrupt_while_the_model_stalls_ends_cancelled_and_the_next_turn_works(
+    kernel: KernelDriver, server: FakeOpenAIServer
+):
     server.enqueue({"fault": "stall", "seconds": 20})
     msg_id = kernel.submit("%%blitz -s interrupt\nTake your time.")
     server.wait_for_requests(1, timeout=30)
@@ -130,7 +134,13 @@ def test_interrupt_while_the_model_stalls_ends_cancelled_and_the_next_turn_works
 
 
 def test_interrupt_during_run_python_cancels_and_history_stays_valid(kernel: KernelDriver, server: FakeOpenAIServer):
-    server.enqueue({"tool_calls": [{"name": "run_python", "arguments": {"code": "print('spinning', flush=True)\nwhile True:\n    pass"}}]})
+    server.enqueue(
+        {
+            "tool_calls": [
+                {"name": "run_python", "arguments": {"code": "print('spinning', flush=True)\nwhile True:\n    pass"}}
+            ]
+        }
+    )
     msg_id = kernel.submit("%%blitz -s spin --approve allow\nSpin.")
     seen = kernel.wait_for_output(msg_id, "⚙ run_python", timeout=30)
     kernel.interrupt()
@@ -175,8 +185,7 @@ def test_model_html_never_reaches_a_display_raw(kernel: KernelDriver, server: Fa
     every Markdown display of model text (while it streams, too) has the HTML escaped, and code
     blocks stay readable."""
     answer = (
-        "Look: <img src=x onerror=alert(1)> and `List<int>` and `x = 1`\n\n"
-        "```html\n<i>code stays as it is</i>\n```"
+        "Look: <img src=x onerror=alert(1)> and `List<int>` and `x = 1`\n\n```html\n<i>code stays as it is</i>\n```"
     )
     server.enqueue({"text": answer})
     cell = kernel.run("%%blitz -s xss\nShow me.")
@@ -219,13 +228,17 @@ def test_session_magic_lists_switches_snapshots_and_searches(kernel: KernelDrive
     shown = kernel.run("%blitz_session show").stdout
     assert shown.startswith("session 'analysis': 1 turn(s), 2 message(s) in the history")
     kernel.run("%blitz_session snapshot median-known")
-    assert kernel.run("%blitz_session load median-known").stdout == "using session 'median-known-2' (from snapshot 'median-known')\n"
+    assert (
+        kernel.run("%blitz_session load median-known").stdout
+        == "using session 'median-known-2' (from snapshot 'median-known')\n"
+    )
     assert kernel.run("%%blitz\nAnd the mean?").status == "ok"
     sent = [m["content"] for m in server.requests[-1].body["messages"] if m["role"] != "system"]
     assert sent == ["What is the median?", "The median is 42.", "And the mean?"]
     found = kernel.run("%blitz_session search MEDIAN 42 --all").stdout.splitlines()
     assert sorted(line.split(" [")[0] + " " + line.split(", ")[1] for line in found[::2]) == [
-        "analysis message 1", "median-known-2 message 1",
+        "analysis message 1",
+        "median-known-2 message 1",
     ]
     assert found[1] == found[3] == "    The «median» is «42»."
     assert "median-known-2 [turn 2, message 2, user," in kernel.run("%blitz_session search mean").stdout

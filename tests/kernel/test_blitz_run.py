@@ -21,11 +21,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def blitz_run(*args: str | Path, home: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BLITZ_")}
-    env.update(HOME=str(home), PYTHONPATH=str(ROOT), LITELLM_LOCAL_MODEL_COST_MAP="True",
-               PYDEVD_DISABLE_FILE_VALIDATION="1")
+    env.update(
+        HOME=str(home), PYTHONPATH=str(ROOT), LITELLM_LOCAL_MODEL_COST_MAP="True", PYDEVD_DISABLE_FILE_VALIDATION="1"
+    )
     return subprocess.run(
         [sys.executable, "-m", "blitz_kernel", "run", *map(str, args)],
-        env=env, capture_output=True, text=True, timeout=timeout, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 
@@ -67,7 +72,9 @@ def test_the_quickstart_demo_runs_clean_with_a_report_and_turn_records(tmp_path:
     assert (first.cell_index, first.session, first.stop_reason) == (4, "quickstart", "end_turn")
     assert first.prompt == "What is in `sales`? Compute the revenue per region."
     assert [(c.name, c.status) for c in first.tool_calls] == [
-        ("list_variables", "done"), ("describe_variable", "done"), ("run_python", "done")
+        ("list_variables", "done"),
+        ("describe_variable", "done"),
+        ("run_python", "done"),
     ]
     assert first.usage.calls == 4 and first.usage.input_tokens > 0 and first.elapsed_s > 0
     assert second.tool_calls[0].name == "read_file"
@@ -96,9 +103,14 @@ def test_the_session_budget_stops_the_run_before_a_call_that_would_pass_it(tmp_p
     the third call would pass the budget, so it is never made (GR-06)."""
     # the user's own price (a workspace's blitz.toml may not introduce one without trust)
     (tmp_path / ".blitz").mkdir()
-    (tmp_path / ".blitz" / "config.toml").write_text('[prices.scripted]\ninput = 100.0\noutput = 0.0\n')
+    (tmp_path / ".blitz" / "config.toml").write_text("[prices.scripted]\ninput = 100.0\noutput = 0.0\n")
     spend = {"usage": {"prompt_tokens": 2000, "completion_tokens": 1}}
-    script(tmp_path / "script.json", {"text": "First answer.", **spend}, {"text": "Second answer.", **spend}, {"text": "Third.", **spend})
+    script(
+        tmp_path / "script.json",
+        {"text": "First answer.", **spend},
+        {"text": "Second answer.", **spend},
+        {"text": "Third.", **spend},
+    )
     nb = notebook(
         tmp_path / "budget.ipynb",
         "%load_ext blitz_kernel",
@@ -108,8 +120,18 @@ def test_the_session_budget_stops_the_run_before_a_call_that_would_pass_it(tmp_p
         "print('never reached')",
     )
     out = tmp_path / "out.ipynb"
-    done = blitz_run(nb, "--model", "scripted:script.json", "--budget", "0.7", "-o", out,
-                     "--report", tmp_path / "r.json", home=tmp_path)
+    done = blitz_run(
+        nb,
+        "--model",
+        "scripted:script.json",
+        "--budget",
+        "0.7",
+        "-o",
+        out,
+        "--report",
+        tmp_path / "r.json",
+        home=tmp_path,
+    )
     assert done.returncode == 3, done.stderr
     report = RunReport.model_validate_json((tmp_path / "r.json").read_text())
     assert report.outcome == "limit" and report.budget_usd == 0.7
@@ -123,9 +145,11 @@ def test_the_session_budget_stops_the_run_before_a_call_that_would_pass_it(tmp_p
 
 
 def test_approve_allow_lets_mutating_tools_run_and_deny_is_the_default(tmp_path: Path):
-    script(tmp_path / "script.json",
-           {"tool_calls": [{"name": "write_file", "arguments": {"path": "note.txt", "content": "hi"}}]},
-           {"text": "Done."})
+    script(
+        tmp_path / "script.json",
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "note.txt", "content": "hi"}}]},
+        {"text": "Done."},
+    )
     nb = notebook(tmp_path / "write.ipynb", "%load_ext blitz_kernel", "%%blitz\nWrite note.txt.")
     denied = blitz_run(nb, "--model", "scripted:script.json", "--report", tmp_path / "d.json", home=tmp_path)
     assert denied.returncode == 0, denied.stderr
@@ -198,10 +222,21 @@ def test_one_cell_numbering_in_the_progress_the_report_and_the_failed_cell(tmp_p
     ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "failing.ipynb")
-    done = blitz_run(tmp_path / "failing.ipynb", "-p", "month", "feb", "--model", "scripted:script.json",
-                     "-o", tmp_path / "out.ipynb", "--report", tmp_path / "r.json", home=tmp_path)
+    done = blitz_run(
+        tmp_path / "failing.ipynb",
+        "-p",
+        "month",
+        "feb",
+        "--model",
+        "scripted:script.json",
+        "-o",
+        tmp_path / "out.ipynb",
+        "--report",
+        tmp_path / "r.json",
+        home=tmp_path,
+    )
     assert done.returncode == 1, done.stderr
-    assert "[parameters] # Parameters month = \"feb\"" in done.stderr
+    assert '[parameters] # Parameters month = "feb"' in done.stderr
     assert "[cell 4] %%blitz · Summarise {month}." in done.stderr
     assert "[cell 5]" not in done.stderr
     assert "stopped at cell 4: " in done.stderr

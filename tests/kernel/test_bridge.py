@@ -24,12 +24,33 @@ TARGET = "blitz.notebook"
 Answer = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 CELLS = [
-    {"index": 0, "id": "intro", "cell_type": "markdown", "source": "# Sales", "execution_count": None,
-     "running": False, "outputs": []},
-    {"index": 1, "id": "load", "cell_type": "code", "source": "df = load()", "execution_count": 1,
-     "running": False, "outputs": [{"output_type": "stream", "name": "stdout", "text": "loaded 3 rows\n"}]},
-    {"index": 2, "id": "ask", "cell_type": "code", "source": "%%blitz\nfix the notebook", "execution_count": None,
-     "running": True, "outputs": []},
+    {
+        "index": 0,
+        "id": "intro",
+        "cell_type": "markdown",
+        "source": "# Sales",
+        "execution_count": None,
+        "running": False,
+        "outputs": [],
+    },
+    {
+        "index": 1,
+        "id": "load",
+        "cell_type": "code",
+        "source": "df = load()",
+        "execution_count": 1,
+        "running": False,
+        "outputs": [{"output_type": "stream", "name": "stdout", "text": "loaded 3 rows\n"}],
+    },
+    {
+        "index": 2,
+        "id": "ask",
+        "cell_type": "code",
+        "source": "%%blitz\nfix the notebook",
+        "execution_count": None,
+        "running": True,
+        "outputs": [],
+    },
 ]
 
 
@@ -84,7 +105,9 @@ class PlayedFrontEnd:
                 self.requests.append(request)
                 reply = answer(request)
                 if reply is not None:
-                    self._send("comm_msg", {"comm_id": self.comm_id, "data": {"kind": "reply", "id": request["id"], **reply}})
+                    self._send(
+                        "comm_msg", {"comm_id": self.comm_id, "data": {"kind": "reply", "id": request["id"], **reply}}
+                    )
                 continue
             if message["parent_header"].get("msg_id") != msg_id:
                 continue
@@ -105,17 +128,36 @@ def notebook(request: dict[str, Any]) -> dict[str, Any]:
         chosen = CELLS if params["indices"] is None else [CELLS[i] for i in params["indices"]]
         return {"ok": True, "result": {"path": "work/nb.ipynb", "cell_count": 3, "cells": chosen}}
     if op == "list_cells":
-        return {"ok": True, "result": {"path": "work/nb.ipynb", "cell_count": 3, "cells": [
-            {"index": c["index"], "id": c["id"], "cell_type": c["cell_type"]} for c in CELLS]}}
+        return {
+            "ok": True,
+            "result": {
+                "path": "work/nb.ipynb",
+                "cell_count": 3,
+                "cells": [{"index": c["index"], "id": c["id"], "cell_type": c["cell_type"]} for c in CELLS],
+            },
+        }
     if op == "insert_cell":
         return {"ok": True, "result": {"index": params["index"], "id": "new", "cell_count": 4}}
     if op == "replace_cell":
-        return {"ok": True, "result": {"index": params["index"], "id": "load", "cell_type": "code",
-                                       "previous_source": "df = load()", "cell_count": 3}}
+        return {
+            "ok": True,
+            "result": {
+                "index": params["index"],
+                "id": "load",
+                "cell_type": "code",
+                "previous_source": "df = load()",
+                "cell_count": 3,
+            },
+        }
     if op == "delete_cell":
         cell = CELLS[params["index"]]
-        return {"ok": True, "result": {"deleted": {"id": cell["id"], "cell_type": cell["cell_type"],
-                                                   "source": cell["source"]}, "cell_count": 2}}
+        return {
+            "ok": True,
+            "result": {
+                "deleted": {"id": cell["id"], "cell_type": cell["cell_type"], "source": cell["source"]},
+                "cell_count": 2,
+            },
+        }
     return {"ok": False, "error": {"code": "unknown_op", "message": f"unknown op {op}"}}
 
 
@@ -135,7 +177,9 @@ def front_end(kernel: KernelDriver) -> PlayedFrontEnd:
     return played
 
 
-def test_read_goes_through_the_front_end_while_the_cell_runs(front_end: PlayedFrontEnd, server: FakeOpenAIServer) -> None:
+def test_read_goes_through_the_front_end_while_the_cell_runs(
+    front_end: PlayedFrontEnd, server: FakeOpenAIServer
+) -> None:
     server.enqueue(call("notebook_read"), call("notebook_read", cells=[1], include_outputs=False), {"text": "Read it."})
     cell = front_end.run("%%blitz -s read\nWhat is in this notebook?", notebook)
     assert cell.status == "ok", cell.reply
@@ -182,7 +226,9 @@ def test_an_error_reply_reaches_the_model_as_an_error(front_end: PlayedFrontEnd,
 
     cell = front_end.run("%%blitz -s refuse --approve allow\nDelete cell 7.", refuse)
     assert cell.status == "ok", cell.reply
-    assert tool_results(server) == [{"error": "delete_cell failed in the notebook: no cell 7: the notebook has 3 cells"}]
+    assert tool_results(server) == [
+        {"error": "delete_cell failed in the notebook: no cell 7: the notebook has 3 cells"}
+    ]
 
 
 def test_a_silent_front_end_times_out_with_a_clear_message(front_end: PlayedFrontEnd, server: FakeOpenAIServer) -> None:
@@ -219,7 +265,9 @@ def test_list_cells_is_a_request_like_the_others(front_end: PlayedFrontEnd) -> N
     assert [r["op"] for r in front_end.requests] == ["list_cells"]
 
 
-def test_a_reloaded_extension_pings_and_the_front_end_comes_back(front_end: PlayedFrontEnd, server: FakeOpenAIServer) -> None:
+def test_a_reloaded_extension_pings_and_the_front_end_comes_back(
+    front_end: PlayedFrontEnd, server: FakeOpenAIServer
+) -> None:
     reloaded = front_end.run("%reload_ext blitz_kernel\n%blitz_config model_retries=0", notebook)
     assert reloaded.status == "ok", reloaded.reply
     assert front_end.pings == [{"kind": "ping", "protocol": 1}]

@@ -26,8 +26,11 @@ def start_kernel(server: FakeOpenAIServer, tmp_path: Path) -> Iterator[object]:
 
     def start(notebook: str = "analysis.ipynb") -> KernelDriver:
         env = kernel_environment(
-            tmp_path / "home", BLITZ_MODEL="openai/fake-model", BLITZ_API_BASE=server.base_url,
-            OPENAI_API_KEY=FAKE_KEY, JPY_SESSION_NAME=str(workspace / notebook),
+            tmp_path / "home",
+            BLITZ_MODEL="openai/fake-model",
+            BLITZ_API_BASE=server.base_url,
+            OPENAI_API_KEY=FAKE_KEY,
+            JPY_SESSION_NAME=str(workspace / notebook),
         )
         driver = KernelDriver(workspace, env)
         started.append(driver)
@@ -77,7 +80,9 @@ def test_a_conversation_survives_a_kernel_restart(start_kernel, server: FakeOpen
     assert "session 'memo': 2 turn(s), 6 message(s) in the history" in shown and "saved in .blitz/blitz.db" in shown
 
 
-def test_a_kernel_killed_mid_turn_leaves_an_interrupted_turn_and_a_valid_history(start_kernel, server: FakeOpenAIServer):
+def test_a_kernel_killed_mid_turn_leaves_an_interrupted_turn_and_a_valid_history(
+    start_kernel, server: FakeOpenAIServer
+):
     first = start_kernel()
     pid = int(first.run("import os; print(os.getpid())").stdout)
     server.enqueue({"tool_calls": [{"name": "run_python", "arguments": {"code": "import time\ntime.sleep(600)"}}]})

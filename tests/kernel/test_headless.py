@@ -47,8 +47,13 @@ def test_ten_blitz_cells_under_nbclient_never_probe(
     server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     (tmp_path / "home").mkdir()
-    env = kernel_environment(tmp_path / "home", BLITZ_MODEL="openai/fake-model", BLITZ_API_BASE=server.base_url,
-                             OPENAI_API_KEY=FAKE_KEY, BLITZ_APPROVAL_HEADLESS="allow")
+    env = kernel_environment(
+        tmp_path / "home",
+        BLITZ_MODEL="openai/fake-model",
+        BLITZ_API_BASE=server.base_url,
+        OPENAI_API_KEY=FAKE_KEY,
+        BLITZ_APPROVAL_HEADLESS="allow",
+    )
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     for _ in range(10):
@@ -56,7 +61,9 @@ def test_ten_blitz_cells_under_nbclient_never_probe(
     cells = ["%load_ext blitz_kernel", *(f"%%blitz -s nb\nList the files ({i})." for i in range(10)), MEMORY]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
 
-    NotebookClient(notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(
+        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
 
     printed = ["".join(output.get("text", "") for output in cell.outputs) for cell in notebook.cells]
     assert all("⚙ list_files()" in text and "end_turn" in text for text in printed[1:11]), printed

@@ -16,7 +16,9 @@ from .driver import KernelDriver, kernel_environment
 def test_install_writes_the_blitz_kernelspec(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "blitz_kernel", "install", "--prefix", str(tmp_path)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     folder = tmp_path / "share" / "jupyter" / "kernels" / "blitz"
     assert done.stdout == f"installed kernelspec blitz (Blitz (Python 3)) in {folder}\n"
@@ -36,14 +38,19 @@ def test_the_options_are_exclusive_and_shown_on_error() -> None:
 
 
 def test_a_blitz_cell_runs_in_the_blitz_kernel_without_load_ext(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, "-m", "blitz_kernel", "install", "--prefix", str(tmp_path)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "blitz_kernel", "install", "--prefix", str(tmp_path)], check=True, capture_output=True
+    )
     workspace = tmp_path / "work"
     workspace.mkdir()
-    (workspace / "script.json").write_text(json.dumps([
-        {"tool_calls": [{"name": "run_python", "arguments": {"code": "6 * 7"}}]},
-        {"text": "The answer is 42."},
-    ]))
+    (workspace / "script.json").write_text(
+        json.dumps(
+            [
+                {"tool_calls": [{"name": "run_python", "arguments": {"code": "6 * 7"}}]},
+                {"text": "The answer is 42."},
+            ]
+        )
+    )
     specs = KernelSpecManager(kernel_dirs=[str(tmp_path / "share" / "jupyter" / "kernels")])
     assert specs.get_kernel_spec("blitz").display_name == "Blitz (Python 3)"
     env = kernel_environment(tmp_path / "home", BLITZ_MODEL="scripted:script.json")
@@ -51,7 +58,7 @@ def test_a_blitz_cell_runs_in_the_blitz_kernel_without_load_ext(tmp_path: Path) 
     try:
         cell = kernel.run("%%blitz --approve allow\nWhat is 6 times 7?")
         assert cell.status == "ok", cell.reply
-        assert "⚙ run_python(code=\"6 * 7\")" in cell.stdout and "result: 42" in cell.stdout
+        assert '⚙ run_python(code="6 * 7")' in cell.stdout and "result: 42" in cell.stdout
         assert list(cell.displays.values())[-1] == "The answer is 42."
     finally:
         kernel.shutdown()

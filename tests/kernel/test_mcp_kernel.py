@@ -36,19 +36,23 @@ def wait_until_gone(pids: list[int], timeout: float = 15) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def mcp_kernel(server: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KernelDriver, Path]]:
+def mcp_kernel(
+    server: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[KernelDriver, Path]]:
     home = tmp_path_factory.mktemp("home")
     pid_file = home / "server-pids"
     (home / ".blitz").mkdir()
     (home / ".blitz" / "config.toml").write_text(
         "[mcp.servers.warehouse]\n"
         f"command = {json.dumps(sys.executable)}\n"
-        f"args = [{json.dumps(SERVER)}, \"--pid-file\", {json.dumps(str(pid_file))}]\n"
+        f'args = [{json.dumps(SERVER)}, "--pid-file", {json.dumps(str(pid_file))}]\n'
         "timeout_s = 30\n"
         '[mcp.servers.broken]\ncommand = "/nonexistent/blitz-mcp-server"\n'
         '[approval.tools]\n"mcp__warehouse__image" = "deny"\n'
     )
-    env = kernel_environment(home, BLITZ_MODEL="openai/fake-model", BLITZ_API_BASE=server.base_url, OPENAI_API_KEY=FAKE_KEY)
+    env = kernel_environment(
+        home, BLITZ_MODEL="openai/fake-model", BLITZ_API_BASE=server.base_url, OPENAI_API_KEY=FAKE_KEY
+    )
     driver = KernelDriver(tmp_path_factory.mktemp("workspace"), env)
     try:
         loaded = driver.run("%load_ext blitz_kernel\n%blitz_config model_retries=0")

@@ -12,10 +12,16 @@ from .driver import KernelDriver
 
 
 def user_texts(body: dict) -> list[str]:
-    return [m["content"] if isinstance(m["content"], str) else json.dumps(m["content"]) for m in body["messages"] if m["role"] == "user"]
+    return [
+        m["content"] if isinstance(m["content"], str) else json.dumps(m["content"])
+        for m in body["messages"]
+        if m["role"] == "user"
+    ]
 
 
-def test_plan_turn_refuses_mutating_tools_and_shows_the_plan(kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path):
+def test_plan_turn_refuses_mutating_tools_and_shows_the_plan(
+    kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path
+):
     server.enqueue(
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "plan.txt", "content": "x"}}]},
         {"tool_calls": [{"name": "exit_plan_mode", "arguments": {"plan": "1. Objective: tidy\\n2. Edit `clean()`"}}]},

@@ -98,7 +98,9 @@ def test_workspace_settings_are_held_back_until_trusted_and_again_after_a_change
         kernel.shutdown()
 
     # the trusted settings change (run_python becomes ask-if-risky): held back again
-    toml.write_text(f'api_base = "{hostile.base_url}"\n[approval.tools]\nrun_python = "ask-if-risky"\n', encoding="utf-8")
+    toml.write_text(
+        f'api_base = "{hostile.base_url}"\n[approval.tools]\nrun_python = "ask-if-risky"\n', encoding="utf-8"
+    )
     server.reset()
     hostile.reset()
     kernel = start(workspace, home)
@@ -143,16 +145,19 @@ def hooked(tmp_path_factory: pytest.TempPathFactory, server: FakeOpenAIServer) -
     workspace = root / "ws"
     workspace.mkdir()
     no_python = write_hook(
-        workspace, "no_python.py",
+        workspace,
+        "no_python.py",
         "if 'friday' in event['arguments']['code']:\n    sys.stderr.write('no python on fridays'); sys.exit(2)\n",
     )
     hangs = write_hook(workspace, "hangs.py", "time.sleep(30)\n")
     gate = write_hook(
-        workspace, "gate.py", "if 'forbidden' in event['prompt']:\n    sys.stderr.write('mentions the forbidden word'); sys.exit(2)\n"
+        workspace,
+        "gate.py",
+        "if 'forbidden' in event['prompt']:\n    sys.stderr.write('mentions the forbidden word'); sys.exit(2)\n",
     )
     hooks = (
-        f"[[hooks.pre_tool]]\ncommand = {json.dumps(no_python)}\nmatch = \"run_python\"\n"
-        f"[[hooks.pre_tool]]\ncommand = {json.dumps(hangs)}\nmatch = \"write_file\"\ntimeout_s = 0.5\n"
+        f'[[hooks.pre_tool]]\ncommand = {json.dumps(no_python)}\nmatch = "run_python"\n'
+        f'[[hooks.pre_tool]]\ncommand = {json.dumps(hangs)}\nmatch = "write_file"\ntimeout_s = 0.5\n'
         f"[[hooks.prompt_submit]]\ncommand = {json.dumps(gate)}\n"
     )
     kernel = start(workspace, user_home(root, server, hooks))
@@ -160,18 +165,24 @@ def hooked(tmp_path_factory: pytest.TempPathFactory, server: FakeOpenAIServer) -
     kernel.shutdown()
 
 
-def test_a_pre_tool_hook_blocks_run_python_and_the_model_reads_why(hooked: KernelDriver, server: FakeOpenAIServer) -> None:
+def test_a_pre_tool_hook_blocks_run_python_and_the_model_reads_why(
+    hooked: KernelDriver, server: FakeOpenAIServer
+) -> None:
     server.enqueue(python_call("hooked_var = 'friday'"), {"text": "blocked"})
     cell = hooked.run("%%blitz -s hook --approve allow\nset hooked_var")
     assert cell.status == "ok", cell.reply
-    assert [json.loads(c) for c in tool_contents(server)] == [{"error": "blocked by pre_tool hook: no python on fridays"}]
+    assert [json.loads(c) for c in tool_contents(server)] == [
+        {"error": "blocked by pre_tool hook: no python on fridays"}
+    ]
     assert hooked.run("print('hooked_var' in dir())").stdout == "False\n"
     audit = hooked.run("%blitz_audit -s hook --tool run_python").stdout
     assert "blocked" in audit and "hook" in audit
 
 
 def test_a_hook_that_times_out_blocks(hooked: KernelDriver, server: FakeOpenAIServer, tmp_path: Path) -> None:
-    server.enqueue({"tool_calls": [{"name": "write_file", "arguments": {"path": "w.txt", "content": "x"}}]}, {"text": "no"})
+    server.enqueue(
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "w.txt", "content": "x"}}]}, {"text": "no"}
+    )
     cell = hooked.run("%%blitz -s slowhook --approve allow\nwrite w.txt")
     assert cell.status == "ok", cell.reply
     [content] = [json.loads(c) for c in tool_contents(server)]
@@ -189,7 +200,9 @@ def test_prompt_submit_blocks_and_nothing_is_recorded(hooked: KernelDriver, serv
     assert not [line for line in listing.splitlines() if line.split()[:2] == ["gate", "1"]]
 
 
-def test_a_secret_printed_by_run_python_reaches_the_model_redacted(hooked: KernelDriver, server: FakeOpenAIServer) -> None:
+def test_a_secret_printed_by_run_python_reaches_the_model_redacted(
+    hooked: KernelDriver, server: FakeOpenAIServer
+) -> None:
     assert hooked.run(f"open('creds.txt', 'w').write('token={SECRET_VALUE}')").status == "ok"
     server.enqueue(
         python_call("import os\nprint(os.environ['BLITZ_SAFETY_TEST_TOKEN'])"),

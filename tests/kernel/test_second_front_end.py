@@ -111,4 +111,6 @@ def test_with_no_front_end_of_its_own_the_cell_is_not_served_by_another_client(
     stolen = [c for kind, c in cell.outputs if kind == "comm_msg" and c.get("comm_id") == intruder.comm_id]
     assert stolen == []
     [result] = tool_results(server)
-    assert result["error"].startswith("cannot see the notebook: no JupyterLab/Notebook 7 front end with the blitz_kernel extension is connected")
+    assert result["error"].startswith(
+        "cannot see the notebook: no JupyterLab/Notebook 7 front end with the blitz_kernel extension is connected"
+    )

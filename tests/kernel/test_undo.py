@@ -18,23 +18,36 @@ from .driver import KernelDriver, kernel_environment
 
 CELLS = [
     {"cell_type": "markdown", "id": "title", "metadata": {}, "source": "# Sales"},
-    {"cell_type": "code", "id": "plot", "metadata": {}, "execution_count": 2, "source": "sales.plot()",
-     "outputs": [{"output_type": "stream", "name": "stdout", "text": "plotted\n"}]},
+    {
+        "cell_type": "code",
+        "id": "plot",
+        "metadata": {},
+        "execution_count": 2,
+        "source": "sales.plot()",
+        "outputs": [{"output_type": "stream", "name": "stdout", "text": "plotted\n"}],
+    },
 ]
 
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("undo")
-    (root / "analysis.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": CELLS}))
+    (root / "analysis.ipynb").write_text(
+        json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": CELLS})
+    )
     return root
 
 
 @pytest.fixture(scope="module")
-def kernel(server: FakeOpenAIServer, workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelDriver]:
+def kernel(
+    server: FakeOpenAIServer, workspace: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KernelDriver]:
     env = kernel_environment(
-        tmp_path_factory.mktemp("home"), BLITZ_MODEL="openai/fake-model", BLITZ_API_BASE=server.base_url,
-        OPENAI_API_KEY=FAKE_KEY, JPY_SESSION_NAME=str(workspace / "analysis.ipynb"),
+        tmp_path_factory.mktemp("home"),
+        BLITZ_MODEL="openai/fake-model",
+        BLITZ_API_BASE=server.base_url,
+        OPENAI_API_KEY=FAKE_KEY,
+        JPY_SESSION_NAME=str(workspace / "analysis.ipynb"),
     )
     driver = KernelDriver(workspace, env)
     loaded = driver.run("%load_ext blitz_kernel\n%blitz_config model_retries=0")
@@ -57,16 +70,24 @@ def ok(cell: Any) -> Any:
     return cell
 
 
-def test_undo_puts_back_files_a_cell_and_a_rebound_dataframe(kernel: KernelDriver, server: FakeOpenAIServer, workspace: Path):
+def test_undo_puts_back_files_a_cell_and_a_rebound_dataframe(
+    kernel: KernelDriver, server: FakeOpenAIServer, workspace: Path
+):
     (workspace / "report.md").write_text("old report\n")
-    ok(kernel.run("import pandas as pd\nsales = pd.DataFrame({'a': range(7), 'b': range(7), 'c': range(7)})\noriginal = sales"))
+    ok(
+        kernel.run(
+            "import pandas as pd\nsales = pd.DataFrame({'a': range(7), 'b': range(7), 'c': range(7)})\noriginal = sales"
+        )
+    )
     server.enqueue(
-        {"tool_calls": [
-            call("write_file", path="report.md", content="new report\n"),
-            call("write_file", path="out/summary.txt", content="7 rows\n"),
-            call("notebook_edit", action="replace", index=1, source="sales.plot(kind='bar')"),
-            call("run_python", code="sales = sales.assign(d=sales.a * 2)"),
-        ]},
+        {
+            "tool_calls": [
+                call("write_file", path="report.md", content="new report\n"),
+                call("write_file", path="out/summary.txt", content="7 rows\n"),
+                call("notebook_edit", action="replace", index=1, source="sales.plot(kind='bar')"),
+                call("run_python", code="sales = sales.assign(d=sales.a * 2)"),
+            ]
+        },
         {"text": "Updated."},
     )
     ok(kernel.run("%%blitz -s everything --approve allow\nUpdate the report, the plot and the data."))
@@ -82,7 +103,9 @@ def test_undo_puts_back_files_a_cell_and_a_rebound_dataframe(kernel: KernelDrive
     assert "  cells: restored cell 1 (id plot)" in lines
     assert "  variables: restored sales (DataFrame 7×3)" in lines
     assert "  conversation: removed turn 1 from the history (7 messages)" in lines
-    assert any(line.startswith("  not undone: run_python ran in this turn; what its code did outside") for line in lines)
+    assert any(
+        line.startswith("  not undone: run_python ran in this turn; what its code did outside") for line in lines
+    )
     assert (workspace / "report.md").read_text() == "new report\n".replace("new", "old")
     assert not (workspace / "out" / "summary.txt").exists()
     assert json.loads((workspace / "analysis.ipynb").read_text())["cells"] == CELLS
@@ -99,7 +122,10 @@ def test_rewind_two_turns(kernel: KernelDriver, server: FakeOpenAIServer, worksp
         server.enqueue({"tool_calls": [call("write_file", path="notes.txt", content=version)]}, {"text": version})
         ok(kernel.run(f"%%blitz -s rewind --approve allow\nWrite {version}."))
     rewind = ok(kernel.run("%blitz_rewind 2 -s rewind"))
-    assert rewind.stdout.splitlines()[:2] == ["undid turn 3, 2 of session 'rewind'", "  files: restored notes.txt; restored notes.txt"]
+    assert rewind.stdout.splitlines()[:2] == [
+        "undid turn 3, 2 of session 'rewind'",
+        "  files: restored notes.txt; restored notes.txt",
+    ]
     assert (workspace / "notes.txt").read_text() == "v0"
     server.enqueue({"text": "We only said hello."})
     ok(kernel.run("%%blitz -s rewind\nWhat did we do?"))
@@ -133,7 +159,10 @@ def test_a_conflict_is_skipped_then_forced(kernel: KernelDriver, server: FakeOpe
     ok(kernel.run("%%blitz -s conflict --approve allow\nSet the mode."))
     ok(kernel.run("open('config.ini', 'w').write('mode = mine\\n')"))
     skipped = ok(kernel.run("%blitz_undo -s conflict --files-only"))
-    assert "  skipped file config.ini: it was changed since the agent wrote it (--force restores it)" in skipped.stdout.splitlines()
+    assert (
+        "  skipped file config.ini: it was changed since the agent wrote it (--force restores it)"
+        in skipped.stdout.splitlines()
+    )
     assert (workspace / "config.ini").read_text() == "mode = mine\n"
     forced = ok(kernel.run("%blitz_undo -s conflict --files-only --force"))
     assert "  files: restored config.ini" in forced.stdout.splitlines()
@@ -153,8 +182,17 @@ def test_a_cell_replaced_through_the_bridge_is_restored_through_it(kernel: Kerne
     """Last in this module: it connects a (played) front end, which the others must not have."""
     from .test_bridge import PlayedFrontEnd
 
-    cells = [{"index": 0, "id": "intro", "cell_type": "markdown", "source": "# Sales", "execution_count": None,
-              "running": False, "outputs": []}]
+    cells = [
+        {
+            "index": 0,
+            "id": "intro",
+            "cell_type": "markdown",
+            "source": "# Sales",
+            "execution_count": None,
+            "running": False,
+            "outputs": [],
+        }
+    ]
 
     def live(request: dict[str, Any]) -> dict[str, Any]:
         op, params = request["op"], request["params"]
@@ -163,13 +201,23 @@ def test_a_cell_replaced_through_the_bridge_is_restored_through_it(kernel: Kerne
         assert op == "replace_cell", op
         cell = cells[params["index"]]
         previous, cell["source"] = cell["source"], params["source"]
-        return {"ok": True, "result": {"index": params["index"], "id": cell["id"], "cell_type": cell["cell_type"],
-                                       "previous_source": previous, "cell_count": len(cells)}}
+        return {
+            "ok": True,
+            "result": {
+                "index": params["index"],
+                "id": cell["id"],
+                "cell_type": cell["cell_type"],
+                "previous_source": previous,
+                "cell_count": len(cells),
+            },
+        }
 
     front_end = PlayedFrontEnd(kernel)
     front_end.connect()
     try:
-        server.enqueue({"tool_calls": [call("notebook_edit", action="replace", index=0, source="# Revenue")]}, {"text": "Done."})
+        server.enqueue(
+            {"tool_calls": [call("notebook_edit", action="replace", index=0, source="# Revenue")]}, {"text": "Done."}
+        )
         ok(front_end.run("%%blitz -s bridge --approve allow\nRename the title.", live))
         assert cells[0]["source"] == "# Revenue"
         undo = ok(front_end.run("%blitz_undo -s bridge", live))

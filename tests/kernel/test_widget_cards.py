@@ -29,7 +29,11 @@ def test_ENG70_a_subagents_request_is_answered_in_the_widget_and_nests_in_its_ca
     agents.mkdir(parents=True, exist_ok=True)
     (agents / "fixer.md").write_text("---\nname: fixer\ndescription: fixes\ntools: write_file\n---\nFix things.\n")
     server.enqueue(
-        {"tool_calls": [{"name": "invoke_agent", "arguments": {"agent": "fixer", "prompt": "write it"}, "id": "call_1"}]},
+        {
+            "tool_calls": [
+                {"name": "invoke_agent", "arguments": {"agent": "fixer", "prompt": "write it"}, "id": "call_1"}
+            ]
+        },
         write_call("by_fixer.txt", "fixed", call_id="call_1"),  # the sub-agent's call: the same id
         {"text": "wrote by_fixer.txt"},
         {"text": "The fixer wrote it."},
@@ -48,7 +52,10 @@ def test_ENG70_a_subagents_request_is_answered_in_the_widget_and_nests_in_its_ca
     [(data, metadata)] = static_outputs(cell)
     lines = data["text/plain"].splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("⚙ invoke_agent("))
-    assert lines[at + 1].startswith("  ⚙ write_file(path=\"by_fixer.txt\"") and lines[at + 2] == "  » fixer: wrote by_fixer.txt"
+    assert (
+        lines[at + 1].startswith('  ⚙ write_file(path="by_fixer.txt"')
+        and lines[at + 2] == "  » fixer: wrote by_fixer.txt"
+    )
     [call] = metadata["blitz"]["tool_calls"]
     assert call["subagent_calls"][0]["decision"] == "allow"
 
@@ -69,9 +76,14 @@ def test_undo_this_turn_restores_the_file_and_says_so_on_the_rendering(
     assert front.others[comm_id]["status"] == "done", front.others[comm_id]["report"]
     assert (workspace_dir / "kept.txt").read_text() == "before"
     assert "kept.txt" in front.others[comm_id]["report"]
-    front.pump_until(lambda: any("This turn was undone (" in content["data"].get("text/plain", "")
-                                 for kind, content in front.outputs if kind == "update_display_data"),
-                     what="the rendering to say the turn was undone")
+    front.pump_until(
+        lambda: any(
+            "This turn was undone (" in content["data"].get("text/plain", "")
+            for kind, content in front.outputs
+            if kind == "update_display_data"
+        ),
+        what="the rendering to say the turn was undone",
+    )
     ours = [o for o in front.foreign_outputs if not o[1].get("text", "").startswith("No such comm")]
     assert ours == []  # the update went to the cell, not to the comm message (ipykernel's own note aside)
 

@@ -71,7 +71,9 @@ def test_allow_once_runs_the_call_and_the_widget_becomes_a_static_rendering(
     server.enqueue(write_call("allowed.txt", "hi"), {"text": "Wrote **allowed.txt**."})
     front = start(kernel, "%%blitz -s allow\nWrite allowed.txt.")
     pending = wait_for_pending(front)
-    assert [(c["name"], c["args"]) for c in pending["calls"]] == [("write_file", {"path": "allowed.txt", "content": "hi"})]
+    assert [(c["name"], c["args"]) for c in pending["calls"]] == [
+        ("write_file", {"path": "allowed.txt", "content": "hi"})
+    ]
     assert [item["status"] for item in front.state["items"] if item["kind"] == "tool"] == ["waiting"]
     decide(front, "allow")
     cell = front.finish()
@@ -87,7 +89,10 @@ def test_allow_once_runs_the_call_and_the_widget_becomes_a_static_rendering(
     assert record["stop_reason"] == "end_turn" and record["session"] == "allow"
     [call] = record["tool_calls"]
     assert (call["name"], call["args"], call["status"], call["decision"]) == (
-        "write_file", {"path": "allowed.txt", "content": "hi"}, "done", "allow",
+        "write_file",
+        {"path": "allowed.txt", "content": "hi"},
+        "done",
+        "allow",
     )
     assert record["usage"]["calls"] == 2
 
@@ -95,7 +100,9 @@ def test_allow_once_runs_the_call_and_the_widget_becomes_a_static_rendering(
 def test_always_allow_lets_the_tool_run_unasked_for_the_rest_of_the_session(
     kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path
 ):
-    server.enqueue(write_call("always1.txt"), {"text": "One."}, write_call("always2.txt", call_id="call_w2"), {"text": "Two."})
+    server.enqueue(
+        write_call("always1.txt"), {"text": "One."}, write_call("always2.txt", call_id="call_w2"), {"text": "Two."}
+    )
     front = start(kernel, "%%blitz -s always\nWrite always1.txt.")
     wait_for_pending(front)
     decide(front, "always")
@@ -129,7 +136,9 @@ def test_steer_rides_on_the_next_tool_result(kernel: KernelDriver, server: FakeO
     front = start(kernel, "%%blitz -s steer\nWrite steer.txt.")
     wait_for_pending(front)
     front.send("steer", text="use pandas")
-    front.pump_until(lambda: [s["status"] for s in front.state.get("steers", [])] == ["queued"], what="the steer queued")
+    front.pump_until(
+        lambda: [s["status"] for s in front.state.get("steers", [])] == ["queued"], what="the steer queued"
+    )
     decide(front, "allow")
     front.pump_until(lambda: [s["status"] for s in front.state["steers"]] == ["delivered"], what="delivery")
     cell = front.finish()
@@ -148,7 +157,9 @@ def test_a_steer_no_tool_result_carried_is_sent_as_the_next_prompt(kernel: Kerne
     front = start(kernel, "%%blitz -s leftover\nAnswer slowly.")
     front.pump_until(lambda: bool(front.views) and bool(front.state.get("live", {}).get("text")), what="streaming")
     front.send("steer", text="and now in French")
-    front.pump_until(lambda: [s["status"] for s in front.state.get("steers", [])] == ["queued"], what="the steer queued")
+    front.pump_until(
+        lambda: [s["status"] for s in front.state.get("steers", [])] == ["queued"], what="the steer queued"
+    )
     server.release("leftover")  # the answer streams on only once the kernel has the steer
     cell = front.finish()
     assert_clean(cell, front)
@@ -161,7 +172,9 @@ def test_a_steer_no_tool_result_carried_is_sent_as_the_next_prompt(kernel: Kerne
     assert second[1]["blitz"]["text"] == "En français."
 
 
-def test_an_aside_during_a_turn_is_answered_and_never_reaches_the_session(kernel: KernelDriver, server: FakeOpenAIServer):
+def test_an_aside_during_a_turn_is_answered_and_never_reaches_the_session(
+    kernel: KernelDriver, server: FakeOpenAIServer
+):
     """ENG-50/51 through the widget."""
     server.enqueue(write_call("aside.txt"), {"text": "It is aside.txt."}, {"text": "Done."})
     front = start(kernel, "%%blitz -s aside\nWrite aside.txt.")
@@ -226,7 +239,13 @@ def test_stale_and_malformed_clicks_are_ignored(kernel: KernelDriver, server: Fa
     pending = wait_for_pending(front)
     call_id = pending["calls"][0]["id"]
     view = front.view_id
-    old_turn = {"kind": "decide", "turn_id": "an-older-turn", "request_id": pending["request_id"], "call_id": call_id, "decision": "allow"}
+    old_turn = {
+        "kind": "decide",
+        "turn_id": "an-older-turn",
+        "request_id": pending["request_id"],
+        "call_id": call_id,
+        "decision": "allow",
+    }
     front.send_to(view, old_turn)
     front.send_to(view, {"kind": "stop", "turn_id": "an-older-turn"})
     front.send("decide", request_id="perm-0", call_id=call_id, decision="allow", reason=None)
@@ -241,7 +260,9 @@ def test_stale_and_malformed_clicks_are_ignored(kernel: KernelDriver, server: Fa
     assert_clean(front.finish(), front)
 
 
-def test_without_a_front_end_the_turn_is_plain_and_the_answer_keeps_the_record(kernel: KernelDriver, server: FakeOpenAIServer):
+def test_without_a_front_end_the_turn_is_plain_and_the_answer_keeps_the_record(
+    kernel: KernelDriver, server: FakeOpenAIServer
+):
     server.enqueue({"tool_calls": [{"name": "list_files", "arguments": {}}]}, {"text": "Nothing much."})
     front = start(kernel, "%%blitz -s headless\nList files.", answer_probe=False)
     cell = front.finish()

@@ -71,8 +71,12 @@ CASES: list[Case] = [
         for code in (400, 401, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504)
     ],
     Case("429-insufficient-quota", [status(429, code="insufficient_quota")], "error", f"model '{PRIMARY}' failed"),
-    Case("context-window-400", [status(400, code="context_length_exceeded", message="maximum context length is 10 tokens")],
-         "error", f"model '{PRIMARY}'"),
+    Case(
+        "context-window-400",
+        [status(400, code="context_length_exceeded", message="maximum context length is 10 tokens")],
+        "error",
+        f"model '{PRIMARY}'",
+    ),
     # -- retryable errors, one retry: the retry answers
     *[
         Case(f"status-{code}-then-retry-answers", [status(code), OK], "end_turn", text="recovered", retries=1)
@@ -86,21 +90,47 @@ CASES: list[Case] = [
     ],
     # -- broken streams
     Case("reset-before-any-text", [{"fault": "reset_mid_stream"}], "error", f"model '{PRIMARY}'"),
-    Case("reset-before-any-text-then-retry", [{"fault": "reset_mid_stream"}, OK], "end_turn", text="recovered", retries=1),
-    Case("reset-after-text-is-not-retried", [{"fault": "reset_mid_stream", "text": "The answer is"}, OK], "error",
-         f"model '{PRIMARY}'", retries=1),
+    Case(
+        "reset-before-any-text-then-retry", [{"fault": "reset_mid_stream"}, OK], "end_turn", text="recovered", retries=1
+    ),
+    Case(
+        "reset-after-text-is-not-retried",
+        [{"fault": "reset_mid_stream", "text": "The answer is"}, OK],
+        "error",
+        f"model '{PRIMARY}'",
+        retries=1,
+    ),
     Case("reset-after-a-tool-call", [LIST, {"fault": "reset_mid_stream"}], "error", f"model '{PRIMARY}'"),
     Case("malformed-chunk", [{"fault": "malformed"}], "error", f"model '{PRIMARY}'"),
     Case("malformed-chunk-then-retry", [{"fault": "malformed"}, OK], "end_turn", text="recovered", retries=1),
     Case("malformed-after-a-tool-call", [LIST, {"fault": "malformed"}], "error", f"model '{PRIMARY}'"),
     # -- stalls (GR-03)
-    Case("stall-before-the-first-byte", [{"fault": "stall", "seconds": 5}], "error",
-         f"model '{PRIMARY}' failed: sent nothing for {STALL_S:g} s (stall.first_byte_s)"),
-    Case("stall-before-the-first-byte-then-retry", [{"fault": "stall", "seconds": 5}, OK], "end_turn",
-         text="recovered", retries=1),
-    Case("stall-between-chunks", [{"fault": "stall", "seconds": 5, "started": True}], "error", f"model '{PRIMARY}' failed"),
-    Case("stall-after-text-is-not-retried", [{"fault": "stall", "seconds": 5, "text": "Half an"}, OK], "error",
-         f"model '{PRIMARY}'", retries=1),
+    Case(
+        "stall-before-the-first-byte",
+        [{"fault": "stall", "seconds": 5}],
+        "error",
+        f"model '{PRIMARY}' failed: sent nothing for {STALL_S:g} s (stall.first_byte_s)",
+    ),
+    Case(
+        "stall-before-the-first-byte-then-retry",
+        [{"fault": "stall", "seconds": 5}, OK],
+        "end_turn",
+        text="recovered",
+        retries=1,
+    ),
+    Case(
+        "stall-between-chunks",
+        [{"fault": "stall", "seconds": 5, "started": True}],
+        "error",
+        f"model '{PRIMARY}' failed",
+    ),
+    Case(
+        "stall-after-text-is-not-retried",
+        [{"fault": "stall", "seconds": 5, "text": "Half an"}, OK],
+        "error",
+        f"model '{PRIMARY}'",
+        retries=1,
+    ),
     Case("stall-after-a-tool-call", [LIST, {"fault": "stall", "seconds": 5}], "error", f"model '{PRIMARY}' failed"),
     # -- the fallback chain (GR-01): the fallback answers the same request
     *[
@@ -115,24 +145,76 @@ CASES: list[Case] = [
             ("stall-between-chunks", {"fault": "stall", "seconds": 5, "started": True}),
         )
     ],
-    Case("fallback-after-a-tool-call", [LIST, status(500), OK], "end_turn", text="recovered", fallback=True, switched=True),
-    Case("fallback-fails-too", [status(500), status(502)], "error", None, fallback=True, switched=True,
-         asked=["fake-model", "fallback-model"]),
-    Case("fallback-stalls-too", [status(500), {"fault": "stall", "seconds": 5}], "error", None, fallback=True,
-         switched=True, asked=["fake-model", "fallback-model"]),
-    Case("fallback-never-replaces-shown-text", [{"fault": "reset_mid_stream", "text": "Half"}, OK], "error", None,
-         fallback=True, asked=["fake-model"]),
+    Case(
+        "fallback-after-a-tool-call",
+        [LIST, status(500), OK],
+        "end_turn",
+        text="recovered",
+        fallback=True,
+        switched=True,
+    ),
+    Case(
+        "fallback-fails-too",
+        [status(500), status(502)],
+        "error",
+        None,
+        fallback=True,
+        switched=True,
+        asked=["fake-model", "fallback-model"],
+    ),
+    Case(
+        "fallback-stalls-too",
+        [status(500), {"fault": "stall", "seconds": 5}],
+        "error",
+        None,
+        fallback=True,
+        switched=True,
+        asked=["fake-model", "fallback-model"],
+    ),
+    Case(
+        "fallback-never-replaces-shown-text",
+        [{"fault": "reset_mid_stream", "text": "Half"}, OK],
+        "error",
+        None,
+        fallback=True,
+        asked=["fake-model"],
+    ),
     # -- broken tool calls from the model: the model reads an error and goes on
-    Case("tool-arguments-not-json", [{"tool_calls": [{"name": "list_files", "arguments": "{not json"}]}, OK],
-         "end_turn", text="recovered"),
-    Case("tool-arguments-wrong-type", [{"tool_calls": [{"name": "read_file", "arguments": {"path": 42}}]}, OK],
-         "end_turn", text="recovered"),
-    Case("tool-unknown", [{"tool_calls": [{"name": "format_disk", "arguments": {}}]}, OK], "end_turn", text="recovered"),
-    Case("tool-call-duplicate-ids", [{"tool_calls": [
-        {"name": "list_files", "arguments": {}, "id": "same"}, {"name": "glob", "arguments": {"pattern": "*"}, "id": "same"},
-    ]}, OK], "end_turn", text="recovered"),
-    Case("tool-arguments-missing", [{"tool_calls": [{"name": "read_file", "arguments": {}}]}, OK], "end_turn",
-         text="recovered"),
+    Case(
+        "tool-arguments-not-json",
+        [{"tool_calls": [{"name": "list_files", "arguments": "{not json"}]}, OK],
+        "end_turn",
+        text="recovered",
+    ),
+    Case(
+        "tool-arguments-wrong-type",
+        [{"tool_calls": [{"name": "read_file", "arguments": {"path": 42}}]}, OK],
+        "end_turn",
+        text="recovered",
+    ),
+    Case(
+        "tool-unknown", [{"tool_calls": [{"name": "format_disk", "arguments": {}}]}, OK], "end_turn", text="recovered"
+    ),
+    Case(
+        "tool-call-duplicate-ids",
+        [
+            {
+                "tool_calls": [
+                    {"name": "list_files", "arguments": {}, "id": "same"},
+                    {"name": "glob", "arguments": {"pattern": "*"}, "id": "same"},
+                ]
+            },
+            OK,
+        ],
+        "end_turn",
+        text="recovered",
+    ),
+    Case(
+        "tool-arguments-missing",
+        [{"tool_calls": [{"name": "read_file", "arguments": {}}]}, OK],
+        "end_turn",
+        text="recovered",
+    ),
     Case("empty-answer", [{"text": ""}], "end_turn", text=""),
 ]
 
@@ -156,9 +238,12 @@ async def test_a_fault_ends_cleanly_and_the_next_turn_works(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fault-not-a-real-key")
     budget = STALL_S if "stall" in case.id else RELAXED_S
     settings = {
-        "api_base": fake_server.base_url, "model_retries": case.retries,
-        "stall.first_byte_s": budget, "stall.between_chunks_s": budget,
-        **({"fallback_models": [FALLBACK]} if case.fallback else {}), **case.settings,
+        "api_base": fake_server.base_url,
+        "model_retries": case.retries,
+        "stall.first_byte_s": budget,
+        "stall.between_chunks_s": budget,
+        **({"fallback_models": [FALLBACK]} if case.fallback else {}),
+        **case.settings,
     }
     workspace = open_workspace(tmp_path, PRIMARY, overrides=settings, durable=False)
     fake_server.enqueue(*case.steps)

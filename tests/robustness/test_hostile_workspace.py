@@ -33,9 +33,7 @@ CATASTROPHIC = r"^(a|a)*$"
 
 async def call(workspace: Path, name: str, deadline: float | None = None, **arguments: Any) -> str:
     tool = TOOLS[name]
-    result = await tool.func(
-        tool.parse_arguments(json.dumps(arguments)), ToolContext(workspace, deadline=deadline)
-    )
+    result = await tool.func(tool.parse_arguments(json.dumps(arguments)), ToolContext(workspace, deadline=deadline))
     assert isinstance(result, str)
     return result
 
@@ -91,8 +89,7 @@ class LoopTicker:
 
 async def test_issue_pattern_on_prose_answers_at_once(ws: Path) -> None:
     (ws / "prose.txt").write_text(
-        "The quick brown fox jumps over the lazy dog.\n"
-        "The quick brown fox jumps over the lazy dog again.\n" * 50
+        "The quick brown fox jumps over the lazy dog.\nThe quick brown fox jumps over the lazy dog again.\n" * 50
     )
     text = await asyncio.wait_for(call(ws, "grep", pattern=r"^(\w+\s?)*$"), timeout=10)
     assert text.startswith("no matches for /^(\\w+\\s?)*$/ in . (1 files searched")
@@ -158,15 +155,12 @@ async def test_six_fifos_in_one_batch_are_refused_and_the_users_to_thread_still_
     ws: Path, fifos: list[Path]
 ) -> None:
     results = await asyncio.wait_for(
-        asyncio.gather(
-            *(call(ws, "read_file", path=p.name) for p in fifos), return_exceptions=True
-        ),
+        asyncio.gather(*(call(ws, "read_file", path=p.name) for p in fifos), return_exceptions=True),
         timeout=10,
     )
     assert all(isinstance(r, ToolError) for r in results), results
     assert str(results[0]) == (
-        "pipe0 is a named pipe (FIFO), not a regular file; file tools read and write only "
-        "regular files"
+        "pipe0 is a named pipe (FIFO), not a regular file; file tools read and write only regular files"
     )
     await user_to_thread_still_runs()
 
@@ -175,9 +169,7 @@ async def test_walks_skip_fifos_with_a_note(ws: Path, fifos: list[Path]) -> None
     text = await asyncio.wait_for(call(ws, "grep", pattern="needle"), timeout=10)
     assert text.splitlines() == ["real.txt:1: needle", "[skipped: 6 named pipes (FIFO) (pipe0)]"]
     globbed = await asyncio.wait_for(call(ws, "glob", pattern="*"), timeout=10)
-    assert globbed.splitlines() == [
-        "1 matches for *:", "real.txt", "[skipped: 6 named pipes (FIFO) (pipe0)]"
-    ]
+    assert globbed.splitlines() == ["1 matches for *:", "real.txt", "[skipped: 6 named pipes (FIFO) (pipe0)]"]
     listed = await call(ws, "list_files")
     assert "pipe0  (a named pipe (FIFO); not read by file tools)" in listed.splitlines()
 
@@ -402,9 +394,7 @@ async def test_view_image_refuses_a_fifo_named_like_an_image(ws: Path) -> None:
     os.mkfifo(ws / "plot.png")
     tool = TOOLS["view_image"]
     with pytest.raises(ToolError, match="plot.png is a named pipe \\(FIFO\\), not a regular file"):
-        await asyncio.wait_for(
-            tool.func(tool.parse_arguments('{"path": "plot.png"}'), ToolContext(ws)), timeout=10
-        )
+        await asyncio.wait_for(tool.func(tool.parse_arguments('{"path": "plot.png"}'), ToolContext(ws)), timeout=10)
     await user_to_thread_still_runs()
 
 
@@ -416,6 +406,7 @@ async def test_an_unreadable_file_is_a_one_line_error(ws: Path) -> None:
         arguments = {"path": name, "content": "x", "old": "a", "new": "b"}
         with pytest.raises(ToolError, match="^path 'n{59}…' is too long for this file system$"):
             await call(ws, tool, **{k: v for k, v in arguments.items() if k in _fields(tool)})
+
 
 def _fields(tool_name: str) -> set[str]:
     from blitz_kernel.tools import builtin_tools

@@ -37,9 +37,19 @@ SCENARIOS: dict[str, list[dict[str, Any]]] = {
     "tool-then-slow-text": [tool("list_files"), SLOW_TEXT],
     "run-python-sleeps": [tool("run_python", code="import time\nfor _ in range(30):\n    time.sleep(0.1)"), SLOW_TEXT],
     "stall": [{"fault": "stall", "seconds": 10}],
-    "three-steps": [tool("list_files"), tool("glob", pattern="*"), tool("run_python", code="import time; time.sleep(2)"), SLOW_TEXT],
+    "three-steps": [
+        tool("list_files"),
+        tool("glob", pattern="*"),
+        tool("run_python", code="import time; time.sleep(2)"),
+        SLOW_TEXT,
+    ],
     "parallel-tools": [
-        {"tool_calls": [{"name": "list_files", "arguments": {}}, {"name": "run_python", "arguments": {"code": "import time; time.sleep(2)"}}]},
+        {
+            "tool_calls": [
+                {"name": "list_files", "arguments": {}},
+                {"name": "run_python", "arguments": {"code": "import time; time.sleep(2)"}},
+            ]
+        },
         SLOW_TEXT,
     ],
 }
@@ -62,7 +72,9 @@ def server() -> Iterator[FakeOpenAIServer]:
 @pytest.fixture(scope="module")
 def kernel(server: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelDriver]:
     env = kernel_environment(
-        tmp_path_factory.mktemp("home"), BLITZ_MODEL="openai/fake-model", BLITZ_API_BASE=server.base_url,
+        tmp_path_factory.mktemp("home"),
+        BLITZ_MODEL="openai/fake-model",
+        BLITZ_API_BASE=server.base_url,
         OPENAI_API_KEY="sk-fuzz-not-a-real-key",
     )
     driver = KernelDriver(tmp_path_factory.mktemp("fuzz"), env)
@@ -137,4 +149,3 @@ def interrupt_after(kernel: KernelDriver, msg_id: str, delay: float) -> CellRun:
             seen.append((message["msg_type"], message["content"]))
     kernel.interrupt()
     return kernel.collect(msg_id, timeout=30, already=seen)
-

@@ -64,7 +64,9 @@ class ScriptedApprover:
 
     interactive = True
 
-    def __init__(self, answer: Callable[[PermissionRequest], list[PermissionDecision]] | Verdict, reason: str | None = None):
+    def __init__(
+        self, answer: Callable[[PermissionRequest], list[PermissionDecision]] | Verdict, reason: str | None = None
+    ):
         self.requests: list[PermissionRequest] = []
         self._answer = answer
         self._reason = reason

@@ -32,14 +32,21 @@ def test_the_exit_codes_are_the_documented_ones():
 
 
 def test_headlines_are_one_line():
-    assert classify("TurnFailedError", "over budget", ["\x1b[0;31mBlitz turn stopped (max_cost):\x1b[0m over budget"]) == (
-        "limit", "Blitz turn stopped (max_cost): over budget"
-    )
+    assert classify(
+        "TurnFailedError", "over budget", ["\x1b[0;31mBlitz turn stopped (max_cost):\x1b[0m over budget"]
+    ) == ("limit", "Blitz turn stopped (max_cost): over budget")
     assert classify("ValueError", "bad\nsecond line", ["..."]) == ("cell_failed", "ValueError: bad")
 
 
 def test_parameter_values_convert_like_papermill():
-    assert [parameter_value(v) for v in ("3", "2.5", "True", "None", "abc", "1e3")] == [3, 2.5, True, None, "abc", 1000.0]
+    assert [parameter_value(v) for v in ("3", "2.5", "True", "None", "abc", "1e3")] == [
+        3,
+        2.5,
+        True,
+        None,
+        "abc",
+        1000.0,
+    ]
 
 
 def test_defaults():
@@ -82,10 +89,13 @@ def test_cells_with_their_own_session_are_noticed(first_line: str, own: bool):
     assert bool(SESSION_OPTION.search(first_line + " ")) is own
 
 
-@pytest.mark.parametrize(("argv0", "usage"), [("/venv/bin/blitz", "usage: blitz "),
-                                              ("/repo/blitz_kernel/__main__.py", "usage: python -m blitz_kernel ")])
-def test_the_help_names_the_command_it_was_called_by(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                                                      argv0: str, usage: str):
+@pytest.mark.parametrize(
+    ("argv0", "usage"),
+    [("/venv/bin/blitz", "usage: blitz "), ("/repo/blitz_kernel/__main__.py", "usage: python -m blitz_kernel ")],
+)
+def test_the_help_names_the_command_it_was_called_by(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv0: str, usage: str
+):
     from blitz_kernel.__main__ import main
 
     monkeypatch.setattr("sys.argv", [argv0, "--help"])

@@ -37,7 +37,9 @@ class NamespaceKernel:
     notebook: Any = None
 
 
-def open_workspace(root: Path, steps: list[Any], kernel: NamespaceKernel | None = None, **overrides: Any) -> tuple[Workspace, ScriptedModel]:
+def open_workspace(
+    root: Path, steps: list[Any], kernel: NamespaceKernel | None = None, **overrides: Any
+) -> tuple[Workspace, ScriptedModel]:
     return scripted_workspace(root, steps, kernel=kernel, **overrides)
 
 
@@ -55,12 +57,17 @@ def results(workspace: Workspace, session: str = "default") -> list[str]:
 
 async def test_ws03_files_written_and_edited_in_a_turn_come_back(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("first line\nsecond line\n")
-    workspace, _ = open_workspace(tmp_path, [
-        tool_step(call("write_file", path="notes.txt", content="replaced\n"),
-                  call("write_file", path="out/new.csv", content="a,b\n1,2\n")),
-        tool_step(call("edit_file", path="notes.txt", old="replaced", new="edited twice")),
-        {"text": "done"},
-    ])
+    workspace, _ = open_workspace(
+        tmp_path,
+        [
+            tool_step(
+                call("write_file", path="notes.txt", content="replaced\n"),
+                call("write_file", path="out/new.csv", content="a,b\n1,2\n"),
+            ),
+            tool_step(call("edit_file", path="notes.txt", old="replaced", new="edited twice")),
+            {"text": "done"},
+        ],
+    )
     result = await workspace.run("rewrite the notes", approve="allow")
     assert (tmp_path / "notes.txt").read_text() == "edited twice\n"
     assert result.undoable and done(result).undoable
@@ -80,7 +87,9 @@ async def test_ws03_files_written_and_edited_in_a_turn_come_back(tmp_path: Path)
 
 async def test_ws03_a_file_changed_since_is_skipped_and_forced_back(tmp_path: Path) -> None:
     (tmp_path / "data.csv").write_text("x\n1\n")
-    workspace, _ = open_workspace(tmp_path, [tool_step(call("write_file", path="data.csv", content="x\n2\n")), {"text": "ok"}])
+    workspace, _ = open_workspace(
+        tmp_path, [tool_step(call("write_file", path="data.csv", content="x\n2\n")), {"text": "ok"}]
+    )
     await workspace.run("change it", approve="allow")
     (tmp_path / "data.csv").write_text("x\n3 (the user's edit)\n")
 
@@ -100,7 +109,9 @@ async def test_ws03_a_file_changed_since_is_skipped_and_forced_back(tmp_path: Pa
 
 async def test_ws03_force_restores_a_file_changed_since(tmp_path: Path) -> None:
     (tmp_path / "data.csv").write_text("x\n1\n")
-    workspace, _ = open_workspace(tmp_path, [tool_step(call("write_file", path="data.csv", content="x\n2\n")), {"text": "ok"}])
+    workspace, _ = open_workspace(
+        tmp_path, [tool_step(call("write_file", path="data.csv", content="x\n2\n")), {"text": "ok"}]
+    )
     await workspace.run("change it", approve="allow")
     (tmp_path / "data.csv").unlink()
     report = await workspace.undo("default", force=True)
@@ -114,8 +125,9 @@ async def test_ws03_the_first_change_moves_the_file_aside_keeping_its_mode(tmp_p
     notes.write_text("old\n")
     notes.chmod(0o640)
     before = notes.stat()
-    workspace, _ = open_workspace(tmp_path, [tool_step(call("edit_file", path="notes.txt", old="old", new="new")),
-                                             {"text": "ok"}])
+    workspace, _ = open_workspace(
+        tmp_path, [tool_step(call("edit_file", path="notes.txt", old="old", new="new")), {"text": "ok"}]
+    )
     await workspace.run("edit it", approve="allow")
     after = notes.stat()
     [copy] = (tmp_path / ".blitz" / "checkpoints").rglob("*.bak")
@@ -131,8 +143,9 @@ async def test_ws03_a_hard_linked_file_is_copied_and_changed_in_place(tmp_path: 
     (tmp_path / "data.csv").write_text("x\n1\n")
     (tmp_path / "link.csv").hardlink_to(tmp_path / "data.csv")
     inode = (tmp_path / "data.csv").stat().st_ino
-    workspace, _ = open_workspace(tmp_path, [tool_step(call("write_file", path="data.csv", content="x\n2\n")),
-                                             {"text": "ok"}])
+    workspace, _ = open_workspace(
+        tmp_path, [tool_step(call("write_file", path="data.csv", content="x\n2\n")), {"text": "ok"}]
+    )
     await workspace.run("change it", approve="allow")
     assert (tmp_path / "data.csv").stat().st_ino == inode and (tmp_path / "link.csv").read_text() == "x\n2\n"
     [copy] = (tmp_path / ".blitz" / "checkpoints").rglob("*.bak")
@@ -149,8 +162,9 @@ async def test_ws03_a_refused_link_falls_back_to_a_copy(tmp_path: Path, monkeypa
     (tmp_path / "data.csv").write_text("x\n1\n")
     inode = (tmp_path / "data.csv").stat().st_ino
     monkeypatch.setattr(checkpoints.os, "link", cross_device)
-    workspace, _ = open_workspace(tmp_path, [tool_step(call("write_file", path="data.csv", content="x\n2\n")),
-                                             {"text": "ok"}])
+    workspace, _ = open_workspace(
+        tmp_path, [tool_step(call("write_file", path="data.csv", content="x\n2\n")), {"text": "ok"}]
+    )
     await workspace.run("change it", approve="allow")
     monkeypatch.undo()
     assert (tmp_path / "data.csv").read_text() == "x\n2\n"
@@ -181,11 +195,14 @@ async def test_a_full_disk_leaves_the_file_and_its_checkpoint_as_they_were(
         return tool_step(call("write_file", path="data.csv", content="new\n"))
 
     big = "y" * (300 * 1024)
-    workspace, _ = open_workspace(tmp_path, [
-        tool_step(call("write_file", path="data.csv", content=big)),
-        look_then_write_again,
-        {"text": "ok"},
-    ])
+    workspace, _ = open_workspace(
+        tmp_path,
+        [
+            tool_step(call("write_file", path="data.csv", content=big)),
+            look_then_write_again,
+            {"text": "ok"},
+        ],
+    )
     monkeypatch.setattr(confined.os, "pwrite", full_after_one_piece)
     await workspace.run("change it", approve="allow")
     assert seen_after_the_failure == ["old\n"]
@@ -218,7 +235,9 @@ async def test_ws03_variables_are_diffed_by_name_and_restored_by_reference(tmp_p
     assert kernel.user_ns["sales"] is sales  # the very object, not a copy
     assert kernel.user_ns["tmp"] == [1, 2] and "revenue_by_region" not in kernel.user_ns
     assert sorted(report.variables) == [
-        "removed revenue_by_region (the turn created it)", "restored sales (DataFrame 7×3)", "restored tmp (list len 2)",
+        "removed revenue_by_region (the turn created it)",
+        "restored sales (DataFrame 7×3)",
+        "restored tmp (list len 2)",
     ]
     assert report.not_undone[0].startswith(
         "run_python ran in this turn; what its code did outside the namespace cannot be undone: turn 1, `sales = "
@@ -246,7 +265,9 @@ async def test_ws03_a_variable_rebound_since_is_skipped_unless_forced(tmp_path: 
     kernel.user_ns["x"] = 3
     report = await workspace.undo("default", conversation=False)
     assert kernel.user_ns["x"] == 3
-    assert [(s.item, s.reason) for s in report.skipped] == [("variable x", "it was rebound or deleted since the turn (--force restores it)")]
+    assert [(s.item, s.reason) for s in report.skipped] == [
+        ("variable x", "it was rebound or deleted since the turn (--force restores it)")
+    ]
 
 
 async def test_ws03_rebound_objects_are_kept_only_for_keep_turns(tmp_path: Path) -> None:
@@ -268,8 +289,14 @@ async def test_ws03_rebound_objects_are_kept_only_for_keep_turns(tmp_path: Path)
 def write_notebook(path: Path) -> list[dict[str, Any]]:
     cells = [
         {"cell_type": "markdown", "id": "intro", "metadata": {}, "source": "# Sales"},
-        {"cell_type": "code", "id": "load", "metadata": {"tags": ["keep"]}, "execution_count": 3,
-         "source": "df = load()", "outputs": [{"output_type": "stream", "name": "stdout", "text": "ok\n"}]},
+        {
+            "cell_type": "code",
+            "id": "load",
+            "metadata": {"tags": ["keep"]},
+            "execution_count": 3,
+            "source": "df = load()",
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": "ok\n"}],
+        },
         {"cell_type": "code", "id": "plot", "metadata": {}, "execution_count": 4, "source": "df.plot()", "outputs": []},
     ]
     path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}, indent=1))
@@ -281,12 +308,18 @@ async def test_ws03_cells_edited_in_the_ipynb_come_back_whole(tmp_path: Path, mo
     original = write_notebook(notebook)
     monkeypatch.chdir(tmp_path)
     kernel = NamespaceKernel(user_ns={"__session__": str(notebook)})
-    workspace, _ = open_workspace(tmp_path, [
-        tool_step(call("notebook_edit", action="replace", index=1, source="df = load(cache=True)")),
-        tool_step(call("notebook_edit", action="insert", index=3, source="df.describe()"),
-                  call("notebook_edit", action="delete", index=0)),
-        {"text": "ok"},
-    ], kernel)
+    workspace, _ = open_workspace(
+        tmp_path,
+        [
+            tool_step(call("notebook_edit", action="replace", index=1, source="df = load(cache=True)")),
+            tool_step(
+                call("notebook_edit", action="insert", index=3, source="df.describe()"),
+                call("notebook_edit", action="delete", index=0),
+            ),
+            {"text": "ok"},
+        ],
+        kernel,
+    )
     result = await workspace.run("tidy the notebook", approve="allow")
     assert result.undoable
     assert "edited the .ipynb file on disk" in results(workspace)[0]
@@ -295,7 +328,11 @@ async def test_ws03_cells_edited_in_the_ipynb_come_back_whole(tmp_path: Path, mo
 
     report = await workspace.undo("default")
     assert json.loads(notebook.read_text())["cells"] == original  # outputs and metadata too
-    assert report.cells == ["put back cell 0 (id intro)", f"removed cell 3 (id {edited[2]['id']})", "restored cell 1 (id load)"]
+    assert report.cells == [
+        "put back cell 0 (id intro)",
+        f"removed cell 3 (id {edited[2]['id']})",
+        "restored cell 1 (id load)",
+    ]
 
 
 async def test_ws03_a_cell_edited_since_is_skipped_then_forced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -349,26 +386,37 @@ class LiveNotebook:
                 self.next_id += 1
                 cell = cells[params["index"]] = {"id": f"new{self.next_id}", "cell_type": cell_type, "source": ""}
             cell["source"] = params["source"]
-            return {"index": params["index"], "id": cell["id"], "cell_type": cell_type, "previous_source": previous,
-                    "cell_count": len(cells)}
+            return {
+                "index": params["index"],
+                "id": cell["id"],
+                "cell_type": cell_type,
+                "previous_source": previous,
+                "cell_count": len(cells),
+            }
         del cells[params["index"]]
         return {"deleted": dict(cell), "cell_count": len(cells)}
 
 
 async def test_ws03_cells_edited_through_the_bridge_come_back(tmp_path: Path) -> None:
-    front_end = LiveNotebook([
-        {"id": "a", "cell_type": "markdown", "source": "# Title"},
-        {"id": "b", "cell_type": "code", "source": "x = 1"},
-    ])
+    front_end = LiveNotebook(
+        [
+            {"id": "a", "cell_type": "markdown", "source": "# Title"},
+            {"id": "b", "cell_type": "code", "source": "x = 1"},
+        ]
+    )
     original = [dict(c) for c in front_end.cells]
     kernel = NamespaceKernel(notebook=front_end)
-    workspace, _ = open_workspace(tmp_path, [
-        tool_step(call("notebook_edit", action="replace", index=1, source="x = 2")),
-        tool_step(call("notebook_edit", action="replace", index=0, source="print('hi')", cell_type="code")),
-        tool_step(call("notebook_edit", action="insert", index=2, source="x")),
-        tool_step(call("notebook_edit", action="delete", index=1)),
-        {"text": "ok"},
-    ], kernel)
+    workspace, _ = open_workspace(
+        tmp_path,
+        [
+            tool_step(call("notebook_edit", action="replace", index=1, source="x = 2")),
+            tool_step(call("notebook_edit", action="replace", index=0, source="print('hi')", cell_type="code")),
+            tool_step(call("notebook_edit", action="insert", index=2, source="x")),
+            tool_step(call("notebook_edit", action="delete", index=1)),
+            {"text": "ok"},
+        ],
+        kernel,
+    )
     await workspace.run("edit", approve="allow")
     assert [c["source"] for c in front_end.cells] == ["print('hi')", "x"]
     report = await workspace.undo("default")
@@ -392,12 +440,17 @@ async def test_ws03_a_turn_that_changed_nothing_has_nothing_to_undo(tmp_path: Pa
 
 async def test_ws03_rewind_two_turns_newest_first_and_the_model_forgets_them(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("v0")
-    workspace, model = open_workspace(tmp_path, [
-        {"text": "kept"},
-        tool_step(call("write_file", path="f.txt", content="v1")), {"text": "one"},
-        tool_step(call("write_file", path="f.txt", content="v2")), {"text": "two"},
-        {"text": "after the rewind"},
-    ])
+    workspace, model = open_workspace(
+        tmp_path,
+        [
+            {"text": "kept"},
+            tool_step(call("write_file", path="f.txt", content="v1")),
+            {"text": "one"},
+            tool_step(call("write_file", path="f.txt", content="v2")),
+            {"text": "two"},
+            {"text": "after the rewind"},
+        ],
+    )
     for prompt in ("keep me", "first change", "second change"):
         await workspace.run(prompt, approve="allow")
     report = await workspace.undo("default", turns=2)
@@ -427,7 +480,9 @@ async def test_ws03_the_rewind_survives_a_restart_and_search_marks_it(tmp_path: 
 
 async def test_ws03_file_records_survive_a_restart(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("before")
-    workspace, _ = open_workspace(tmp_path, [tool_step(call("write_file", path="a.txt", content="after")), {"text": "ok"}])
+    workspace, _ = open_workspace(
+        tmp_path, [tool_step(call("write_file", path="a.txt", content="after")), {"text": "ok"}]
+    )
     await workspace.run("write", approve="allow")
     workspace.sessions.close()
     reopened, _ = open_workspace(tmp_path, [])
@@ -451,9 +506,14 @@ async def test_ws03_two_run_python_calls_in_one_batch_each_name_their_own_change
     import matplotlib.pyplot as plt
 
     kernel = NamespaceKernel()
-    workspace, _ = open_workspace(tmp_path, [
-        tool_step(call("run_python", code="first = 1"), call("run_python", code="second = 2")), {"text": "ok"},
-    ], kernel)
+    workspace, _ = open_workspace(
+        tmp_path,
+        [
+            tool_step(call("run_python", code="first = 1"), call("run_python", code="second = 2")),
+            {"text": "ok"},
+        ],
+        kernel,
+    )
     await workspace.run("two at once", approve="allow")
     assert results(workspace) == ["namespace: created first", "namespace: created second"]
     assert plt.show.__module__ == "matplotlib.pyplot"  # neither call's figure capture leaked
@@ -464,7 +524,9 @@ async def test_ws03_two_run_python_calls_in_one_batch_each_name_their_own_change
 
 async def test_ws03_deleting_a_session_deletes_its_copies_and_undo_creates_none(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("before")
-    workspace, _ = open_workspace(tmp_path, [tool_step(call("write_file", path="a.txt", content="after")), {"text": "ok"}])
+    workspace, _ = open_workspace(
+        tmp_path, [tool_step(call("write_file", path="a.txt", content="after")), {"text": "ok"}]
+    )
     await workspace.run("write", session="doomed", approve="allow")
     assert list((tmp_path / ".blitz" / "checkpoints").rglob("*.bak"))
     workspace.sessions.delete("doomed")
@@ -475,10 +537,13 @@ async def test_ws03_deleting_a_session_deletes_its_copies_and_undo_creates_none(
 
 async def test_ws03_a_continued_turn_is_rewound_on_its_own(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("0")
-    workspace, _ = open_workspace(tmp_path, [
-        tool_step(call("write_file", path="a.txt", content="1")),  # the turn stops here at max_turns=1
-        {"text": "finished"},  # what the continuation adds
-    ])
+    workspace, _ = open_workspace(
+        tmp_path,
+        [
+            tool_step(call("write_file", path="a.txt", content="1")),  # the turn stops here at max_turns=1
+            {"text": "finished"},  # what the continuation adds
+        ],
+    )
     first = await workspace.run("write it", approve="allow", max_turns=1)
     assert first.stop_reason == "max_turns"
     await workspace.continue_turn("default")
@@ -492,14 +557,18 @@ async def test_ws03_a_continued_turn_is_rewound_on_its_own(tmp_path: Path) -> No
 
 
 async def test_ws03_turns_compaction_summarised_keep_their_summary(tmp_path: Path) -> None:
-    workspace, _ = open_workspace(tmp_path, [{"text": "one"}, {"text": "two"}, {"text": "the summary"}, {"text": "three"}])
+    workspace, _ = open_workspace(
+        tmp_path, [{"text": "one"}, {"text": "two"}, {"text": "the summary"}, {"text": "three"}]
+    )
     await workspace.run("first")
     await workspace.run("second")
     await workspace.compact("default", keep_turns=1)  # the first turn goes into a summary
     await workspace.run("third")
     report = await workspace.undo("default", turns=3, files=False)
     assert report.conversation == "removed turn 3, 2 from the history (4 messages)"
-    assert [(s.item, s.reason) for s in report.skipped] == [("conversation of turn 1", "compaction summarised it; the summary stays")]
+    assert [(s.item, s.reason) for s in report.skipped] == [
+        ("conversation of turn 1", "compaction summarised it; the summary stays")
+    ]
     assert [m.kind for m in workspace.session("default").history] == ["summary"]
     workspace.sessions.close()
     reopened, _ = open_workspace(tmp_path, [])
@@ -509,11 +578,16 @@ async def test_ws03_turns_compaction_summarised_keep_their_summary(tmp_path: Pat
 
 async def test_ws03_undo_through_an_older_turn_undoes_the_later_ones_too(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("v0")
-    workspace, _ = open_workspace(tmp_path, [
-        tool_step(call("write_file", path="f.txt", content="v1")), {"text": "one"},
-        tool_step(call("write_file", path="f.txt", content="v2")), {"text": "two"},
-        {"text": "three"},
-    ])
+    workspace, _ = open_workspace(
+        tmp_path,
+        [
+            tool_step(call("write_file", path="f.txt", content="v1")),
+            {"text": "one"},
+            tool_step(call("write_file", path="f.txt", content="v2")),
+            {"text": "two"},
+            {"text": "three"},
+        ],
+    )
     for prompt in ("first", "second", "third"):
         await workspace.run(prompt, approve="allow")
     report = await workspace.undo("default", through_turn=1)

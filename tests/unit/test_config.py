@@ -134,7 +134,9 @@ def test_WS06_ci_trusts_through_the_environment_only(workspace: Path, home: Path
 
 
 def test_WS06_user_config_is_the_users_own_and_always_applies(workspace: Path, home: Path) -> None:
-    write(home / ".blitz" / "config.toml", 'api_base = "http://127.0.0.1:9/v1"\n[approval.tools]\nrun_python = "allow"\n')
+    write(
+        home / ".blitz" / "config.toml", 'api_base = "http://127.0.0.1:9/v1"\n[approval.tools]\nrun_python = "allow"\n'
+    )
     config = load(workspace, home)
     assert config.api_base == "http://127.0.0.1:9/v1" and config.approval.tools == {"run_python": "allow"}
 
@@ -149,8 +151,7 @@ def test_WS06_describe_config_marks_held_back_keys(workspace: Path, home: Path) 
 def test_tool_blitz_in_pyproject_is_read(workspace: Path, home: Path) -> None:
     path = write(
         workspace / "pyproject.toml",
-        '[project]\nname = "x"\n[tool.blitz]\nmodel = "from-pyproject"\n'
-        "[tool.blitz.limits]\nmax_turns = 9\n",
+        '[project]\nname = "x"\n[tool.blitz]\nmodel = "from-pyproject"\n[tool.blitz.limits]\nmax_turns = 9\n',
     )
     config = load(workspace, home)
     assert config.model == "from-pyproject"
@@ -176,8 +177,7 @@ def test_blitz_toml_wins_over_pyproject(workspace: Path, home: Path) -> None:
 def test_prices_table_parses_into_price(workspace: Path, home: Path) -> None:
     home_file(
         home,
-        '[prices."gpt-4.1"]\ninput = 2.0\noutput = 8\ncached_input = 0.5\n'
-        '[prices."ollama/"]\ninput = 0\noutput = 0\n',
+        '[prices."gpt-4.1"]\ninput = 2.0\noutput = 8\ncached_input = 0.5\n[prices."ollama/"]\ninput = 0\noutput = 0\n',
     )
     config = load(workspace, home)
     assert config.prices["gpt-4.1"] == Price(input=2.0, output=8.0, cached_input=0.5)
@@ -225,9 +225,7 @@ def test_empty_environment_variable_counts_as_unset(workspace: Path, home: Path)
         ("memory", True, "memory"),
     ],
 )
-def test_blitz_telemetry_variants(
-    workspace: Path, home: Path, value: str, enabled: bool, exporter: str
-) -> None:
+def test_blitz_telemetry_variants(workspace: Path, home: Path, value: str, enabled: bool, exporter: str) -> None:
     telemetry = load(workspace, home, environ={"BLITZ_TELEMETRY": value}).telemetry
     assert (telemetry.enabled, telemetry.exporter) == (enabled, exporter)
 
@@ -280,12 +278,9 @@ def test_precedence_across_all_layers(workspace: Path, home: Path) -> None:
 def test_tables_merge_deeply(workspace: Path, home: Path) -> None:
     home_file(
         home,
-        "[limits]\nmax_turns = 10\nmax_cost_usd = 1.5\n"
-        '[approval.tools]\nread_file = "allow"\nwrite_file = "ask"\n',
+        '[limits]\nmax_turns = 10\nmax_cost_usd = 1.5\n[approval.tools]\nread_file = "allow"\nwrite_file = "ask"\n',
     )
-    write(
-        workspace / "blitz.toml", '[limits]\nmax_turns = 5\n[approval.tools]\nwrite_file = "deny"\n'
-    )
+    write(workspace / "blitz.toml", '[limits]\nmax_turns = 5\n[approval.tools]\nwrite_file = "deny"\n')
     config = load(workspace, home, overrides={"limits.timeout_s": 30})
     assert config.limits.max_turns == 5
     assert config.limits.max_cost_usd == 1.5
@@ -308,9 +303,7 @@ def test_override_with_quoted_key_reaches_a_dotted_model_name(workspace: Path, h
     assert config.prices["gpt-4.1"] == Price(input=3, output=8)
 
 
-def test_bad_value_overridden_by_a_higher_layer_is_not_an_error(
-    workspace: Path, home: Path
-) -> None:
+def test_bad_value_overridden_by_a_higher_layer_is_not_an_error(workspace: Path, home: Path) -> None:
     home_file(home, '[limits]\nmax_turns = "lots"\n')
     assert load(workspace, home, overrides={"limits.max_turns": 5}).limits.max_turns == 5
 
@@ -334,9 +327,7 @@ def test_bad_value_overridden_by_a_higher_layer_is_not_an_error(
         ("model=", ("model", "")),
     ],
 )
-def test_parse_assignment_reads_toml_literals_else_text(
-    text: str, expected: tuple[str, Any]
-) -> None:
+def test_parse_assignment_reads_toml_literals_else_text(text: str, expected: tuple[str, Any]) -> None:
     assert parse_assignment(text) == expected
 
 

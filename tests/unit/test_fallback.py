@@ -241,27 +241,34 @@ async def test_GR01_streamed_text_is_never_replaced_by_another_model() -> None:
 
 
 async def test_GR01_the_chain_goes_on_until_a_model_answers() -> None:
-    models = [ScriptedModel([failure("timeout", "slow")], name="a"),
-              ScriptedModel([failure("rate_limit", "HTTP 429: busy")], name="b"),
-              ScriptedModel([answer("from c")], name="c")]
+    models = [
+        ScriptedModel([failure("timeout", "slow")], name="a"),
+        ScriptedModel([failure("rate_limit", "HTTP 429: busy")], name="b"),
+        ScriptedModel([answer("from c")], name="c"),
+    ]
 
     items = await collect(chain(*models))
 
     switches = [item for item in items if isinstance(item, ModelSwitch)]
-    assert switches == [ModelSwitch(failed="a", reason="slow", next="b"),
-                        ModelSwitch(failed="b", reason="HTTP 429: busy", next="c")]
+    assert switches == [
+        ModelSwitch(failed="a", reason="slow", next="b"),
+        ModelSwitch(failed="b", reason="HTTP 429: busy", next="c"),
+    ]
     assert isinstance(items[-1], ModelResponse) and items[-1].model == "c"
 
 
 async def test_GR01_when_no_model_answers_the_error_lists_every_cause() -> None:
-    models = [ScriptedModel([failure("unavailable", "HTTP 502: bad gateway")], name="a"),
-              ScriptedModel([failure("auth", "HTTP 401: bad key")], name="b")]
+    models = [
+        ScriptedModel([failure("unavailable", "HTTP 502: bad gateway")], name="a"),
+        ScriptedModel([failure("auth", "HTTP 401: bad key")], name="b"),
+    ]
 
     with pytest.raises(FallbackExhaustedError) as raised:
         await collect(chain(*models))
 
-    assert str(raised.value) == ("model 'a' failed: no model of the fallback chain answered "
-                                 "(a: HTTP 502: bad gateway; b: HTTP 401: bad key)")
+    assert str(raised.value) == (
+        "model 'a' failed: no model of the fallback chain answered (a: HTTP 502: bad gateway; b: HTTP 401: bad key)"
+    )
     assert [type(error).__name__ for error in raised.value.errors] == ["ModelUnavailableError", "ModelAuthError"]
 
 
@@ -298,7 +305,8 @@ async def test_GR02_an_open_breaker_skips_the_model_without_calling_it(clock: Fa
 
     assert len(primary.requests) == 3  # not called the fourth time
     assert items[0] == ModelSwitch(
-        failed="primary", next="fallback",
+        failed="primary",
+        next="fallback",
         reason="circuit open after 3 consecutive failure(s); next try in 60 s (breaker.cooldown_s)",
     )
     assert isinstance(items[-1], ModelResponse) and items[-1].model == "fallback"
@@ -363,7 +371,10 @@ async def test_GR01_the_engine_emits_the_switch_and_prices_usage_by_the_model_th
     primary = ScriptedModel([failure(message="HTTP 503: overloaded")], name="primary")
     fallback = ScriptedModel([answer("fallback text")], name="fallback")
     workspace = Workspace.open(
-        tmp_path, model=chain(primary, fallback), environ={}, home=tmp_path / "home",
+        tmp_path,
+        model=chain(primary, fallback),
+        environ={},
+        home=tmp_path / "home",
         overrides={"prices": {"fallback": {"input": 1000.0, "output": 2000.0}}},
     )
 
@@ -385,9 +396,17 @@ async def test_GR01_the_engine_emits_the_switch_and_prices_usage_by_the_model_th
 
 def test_GR01_the_factory_builds_a_chain_only_when_fallbacks_are_configured(tmp_path: Path) -> None:
     plain = build_model("openai/a", workspace=tmp_path)
-    chained = build_model("openai/a", workspace=tmp_path, fallback_models=["openai/b", "openai/a", "openai/b", "openai/c"],
-                          api_base="http://127.0.0.1:9/v1", retries=1, stall_first_byte_s=7, stall_between_chunks_s=3,
-                          breaker_failures=2, breaker_cooldown_s=9)
+    chained = build_model(
+        "openai/a",
+        workspace=tmp_path,
+        fallback_models=["openai/b", "openai/a", "openai/b", "openai/c"],
+        api_base="http://127.0.0.1:9/v1",
+        retries=1,
+        stall_first_byte_s=7,
+        stall_between_chunks_s=3,
+        breaker_failures=2,
+        breaker_cooldown_s=9,
+    )
 
     assert isinstance(plain, LiteLLMModel)
     assert isinstance(chained, FallbackModel)
@@ -395,37 +414,54 @@ def test_GR01_the_factory_builds_a_chain_only_when_fallbacks_are_configured(tmp_
     for model in chained.models:  # each built like the primary
         assert isinstance(model, LiteLLMModel)
         assert (model.api_base, model.retries, model.stall_first_byte_s, model.stall_between_chunks_s) == (
-            "http://127.0.0.1:9/v1", 1, 7, 3)
+            "http://127.0.0.1:9/v1",
+            1,
+            7,
+            3,
+        )
     assert (breaker_for("openai/b").threshold, breaker_for("openai/b").cooldown_s) == (2, 9)
 
 
 async def test_GR01_a_fallback_that_cannot_be_built_stays_in_the_chain_and_says_why(tmp_path: Path) -> None:
     (tmp_path / "down.json").write_text(json.dumps([failure(message="HTTP 500: down")]))
     (tmp_path / "up.json").write_text(json.dumps([answer("from up")]))
-    model = build_model("scripted:down.json", workspace=tmp_path,
-                        fallback_models=["scripted:missing.json", "scripted:up.json"])
+    model = build_model(
+        "scripted:down.json", workspace=tmp_path, fallback_models=["scripted:missing.json", "scripted:up.json"]
+    )
 
     items = await collect(model)
 
     assert isinstance(model, FallbackModel) and isinstance(model.models[1], PlaceholderModel)
     switches = [item for item in items if isinstance(item, ModelSwitch)]
     assert [(switch.failed, switch.next) for switch in switches] == [
-        ("scripted:down.json", "scripted:missing.json"), ("scripted:missing.json", "scripted:up.json")]
+        ("scripted:down.json", "scripted:missing.json"),
+        ("scripted:missing.json", "scripted:up.json"),
+    ]
     assert switches[1].reason.startswith("cannot load the scripted model 'scripted:missing.json'")
     assert isinstance(items[-1], ModelResponse) and items[-1].text == "from up"
 
 
 def test_GR01_GR02_GR03_the_workspace_passes_its_settings_to_the_models(tmp_path: Path) -> None:
     workspace = Workspace.open(
-        tmp_path, model="openai/a", environ={}, home=tmp_path / "home",
-        overrides={"fallback_models": ["openai/b"], "stall.first_byte_s": 5, "stall.between_chunks_s": 2.5,
-                   "breaker.failures": 4, "breaker.cooldown_s": 30},
+        tmp_path,
+        model="openai/a",
+        environ={},
+        home=tmp_path / "home",
+        overrides={
+            "fallback_models": ["openai/b"],
+            "stall.first_byte_s": 5,
+            "stall.between_chunks_s": 2.5,
+            "breaker.failures": 4,
+            "breaker.cooldown_s": 30,
+        },
     )
 
     model = workspace.model
     assert isinstance(model, FallbackModel) and [m.name for m in model.models] == ["openai/a", "openai/b"]
-    assert all(isinstance(m, LiteLLMModel) and (m.stall_first_byte_s, m.stall_between_chunks_s) == (5, 2.5)
-               for m in model.models)
+    assert all(
+        isinstance(m, LiteLLMModel) and (m.stall_first_byte_s, m.stall_between_chunks_s) == (5, 2.5)
+        for m in model.models
+    )
     assert (breaker_for("openai/a").threshold, breaker_for("openai/a").cooldown_s) == (4, 30)
 
     workspace.configure(fallback_models=[])  # a changed chain rebuilds the model
@@ -434,8 +470,14 @@ def test_GR01_GR02_GR03_the_workspace_passes_its_settings_to_the_models(tmp_path
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("stall.first_byte_s", 0), ("stall.first_byte_s", float("inf")), ("stall.between_chunks_s", float("nan")),
-     ("stall.between_chunks_s", -1), ("breaker.failures", 0), ("breaker.cooldown_s", float("inf"))],
+    [
+        ("stall.first_byte_s", 0),
+        ("stall.first_byte_s", float("inf")),
+        ("stall.between_chunks_s", float("nan")),
+        ("stall.between_chunks_s", -1),
+        ("breaker.failures", 0),
+        ("breaker.cooldown_s", float("inf")),
+    ],
 )
 def test_GR07_stall_and_breaker_settings_are_finite_and_in_range(tmp_path: Path, key: str, value: float) -> None:
     with pytest.raises(ConfigError) as raised:
@@ -451,4 +493,3 @@ def test_GR03_default_stall_budgets_and_breaker_settings(tmp_path: Path) -> None
     assert (config.stall.first_byte_s, config.stall.between_chunks_s) == (120, 60)
     assert (config.breaker.failures, config.breaker.cooldown_s) == (3, 60)
     assert isinstance(workspace.model, LiteLLMModel) and workspace.model.stall_first_byte_s == 120
-

@@ -56,9 +56,7 @@ def test_names_kinds_and_arguments_match_the_interface() -> None:
         "write_file": (ToolKind.MUTATING, {"path", "content"}),
         "edit_file": (ToolKind.MUTATING, {"path", "old", "new", "replace_all"}),
     }
-    assert {
-        name: (t.kind, set(t.spec().parameters["properties"])) for name, t in TOOLS.items()
-    } == expected
+    assert {name: (t.kind, set(t.spec().parameters["properties"])) for name, t in TOOLS.items()} == expected
 
 
 def test_every_argument_has_a_description_for_the_model() -> None:
@@ -81,9 +79,7 @@ def test_resolve_accepts_relative_and_absolute_paths_inside(ws: Path) -> None:
 
 
 @pytest.mark.parametrize("tool_name", ["read_file", "list_files", "write_file", "grep"])
-async def test_dotdot_escape_is_refused_by_every_tool(
-    ws: Path, outside: Path, tool_name: str
-) -> None:
+async def test_dotdot_escape_is_refused_by_every_tool(ws: Path, outside: Path, tool_name: str) -> None:
     arguments: dict[str, Any] = {"path": "../outside/secret.txt"}
     if tool_name == "write_file":
         arguments["content"] = "x"
@@ -277,15 +273,11 @@ async def test_glob_recursive_and_top_level(tree: Path) -> None:
 
 
 async def test_glob_enters_a_skipped_folder_only_when_named(tree: Path) -> None:
-    assert (await call(tree, "glob", pattern=".venv/**/*.py")).splitlines()[1:] == [
-        ".venv/lib/e.py"
-    ]
+    assert (await call(tree, "glob", pattern=".venv/**/*.py")).splitlines()[1:] == [".venv/lib/e.py"]
 
 
 async def test_glob_no_match_hints_and_refusals(tree: Path) -> None:
-    assert await call(tree, "glob", pattern="*.csv") == (
-        "no matches for *.csv; '**/*.csv' searches sub-folders too"
-    )
+    assert await call(tree, "glob", pattern="*.csv") == ("no matches for *.csv; '**/*.csv' searches sub-folders too")
     with pytest.raises(ToolError, match="relative to the workspace"):
         await call(tree, "glob", pattern="../*")
     with pytest.raises(ToolError, match="relative to the workspace"):
@@ -346,16 +338,33 @@ GREP_TEXTS = {
     "blank.txt": "\n\n\n",
 }
 GREP_PATTERNS = [
-    "foo", r"^foo", r"foo$", r"^$", r"\s$", r"\s+$", r"foo\s*$", r"\bfoo\b", r"\Bar", "x*",
-    r"\n", r"[^a]+", r"(?s).*", r"(?i)FOO", r"a|^b", r"(?:ba|fo)[or]", r"(\w)\1", r"\W$",
-    r"^\s*\S+\s*$", r"é|ï", r"o\s+b", r"r\n\n",
+    "foo",
+    r"^foo",
+    r"foo$",
+    r"^$",
+    r"\s$",
+    r"\s+$",
+    r"foo\s*$",
+    r"\bfoo\b",
+    r"\Bar",
+    "x*",
+    r"\n",
+    r"[^a]+",
+    r"(?s).*",
+    r"(?i)FOO",
+    r"a|^b",
+    r"(?:ba|fo)[or]",
+    r"(\w)\1",
+    r"\W$",
+    r"^\s*\S+\s*$",
+    r"é|ï",
+    r"o\s+b",
+    r"r\n\n",
 ]
 
 
 @pytest.mark.parametrize("pattern", GREP_PATTERNS)
-async def test_grep_searching_many_lines_at_once_finds_what_line_by_line_finds(
-    ws: Path, pattern: str
-) -> None:
+async def test_grep_searching_many_lines_at_once_finds_what_line_by_line_finds(ws: Path, pattern: str) -> None:
     """grep searches whole blocks of lines when that cannot change the answer; `(?=)` (always
     true) forces the line-by-line path, and a plain per-line loop is the reference."""
     for name, text in GREP_TEXTS.items():

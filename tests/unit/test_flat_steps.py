@@ -23,13 +23,17 @@ def walked(ws: Any, name: str) -> int:
 
 async def test_the_running_size_follows_commits_compaction_and_rewind(make_workspace, tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("v0")
-    ws, _ = make_workspace([
-        {"text": "one " * 50},
-        tool_step(call("write_file", path="f.txt", content="v1")), {"text": "two"},
-        {"text": "three"},
-        {"text": "SUMMARY of one and two"},
-        tool_step(call("write_file", path="f.txt", content="v2")), {"text": "four"},
-    ])
+    ws, _ = make_workspace(
+        [
+            {"text": "one " * 50},
+            tool_step(call("write_file", path="f.txt", content="v1")),
+            {"text": "two"},
+            {"text": "three"},
+            {"text": "SUMMARY of one and two"},
+            tool_step(call("write_file", path="f.txt", content="v2")),
+            {"text": "four"},
+        ]
+    )
     for prompt in ("first", "second", "third"):
         await ws.run(prompt, session="s", approve="allow")
         assert ws.session("s").prompt_chars() == walked(ws, "s")
@@ -43,8 +47,10 @@ async def test_the_running_size_follows_commits_compaction_and_rewind(make_works
 
 async def test_a_step_in_a_long_session_does_not_walk_its_history(make_workspace, monkeypatch) -> None:
     turns = 60
-    ws, _ = make_workspace([*({"text": f"answer {i}"} for i in range(turns)), tool_step(call("list_files")),
-                            {"text": "done"}], **{"context.token_threshold": 10_000_000})
+    ws, _ = make_workspace(
+        [*({"text": f"answer {i}"} for i in range(turns)), tool_step(call("list_files")), {"text": "done"}],
+        **{"context.token_threshold": 10_000_000},
+    )
     for index in range(turns):
         await ws.run(f"prompt {index}", session="s")
     sized: list[object] = []
@@ -57,7 +63,9 @@ async def test_a_step_in_a_long_session_does_not_walk_its_history(make_workspace
     monkeypatch.setattr(compaction, "message_chars", counting)
     monkeypatch.setattr(session, "message_chars", counting)
     original_init = ModelRequest.__init__
-    monkeypatch.setattr(ModelRequest, "__init__", lambda self, **data: built.append(data) or original_init(self, **data))
+    monkeypatch.setattr(
+        ModelRequest, "__init__", lambda self, **data: built.append(data) or original_init(self, **data)
+    )
 
     result = await ws.run("one more, with a tool", session="s")
 

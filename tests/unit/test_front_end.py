@@ -52,8 +52,9 @@ ASK = PermissionRequest(request_id="perm-1", calls=[PendingCall(id="c1", name="w
 
 
 def result(text: str, stop_reason: Any = "end_turn", leftovers: list[str] | None = None) -> TurnResult:
-    return TurnResult(text=text, stop_reason=stop_reason, usage=UsageTotals(), session="s", turn_index=0,
-                      leftovers=leftovers or [])
+    return TurnResult(
+        text=text, stop_reason=stop_reason, usage=UsageTotals(), session="s", turn_index=0, leftovers=leftovers or []
+    )
 
 
 # -- the probe --------------------------------------------------------------------------------
@@ -119,7 +120,9 @@ def test_the_real_probe_targets_nobody():
 # -- the plain presenter ----------------------------------------------------------------------
 
 
-def plain(clock: FakeClock | None = None, header: str | None = None) -> tuple[TurnState, PlainPresenter, RecordingOutput]:
+def plain(
+    clock: FakeClock | None = None, header: str | None = None
+) -> tuple[TurnState, PlainPresenter, RecordingOutput]:
     state = TurnState(turn_id="", prompt="p", session="s")
     output = RecordingOutput()
     presenter = PlainPresenter(state, header=header, output=output, clock=(clock or FakeClock()).now)
@@ -211,13 +214,20 @@ def test_the_record_goes_on_the_answer_or_on_a_one_line_summary():
 
 def test_a_plan_is_the_plain_answer_with_what_became_of_it():
     state, presenter, output = plain()
-    feed(state, presenter, START, ToolCallEvent(id="p1", name="exit_plan_mode", args={"plan": "1. <do> it"}),
-         PlanEvent(plan="1. <do> it", status="rejected", reason="too <big>"))
+    feed(
+        state,
+        presenter,
+        START,
+        ToolCallEvent(id="p1", name="exit_plan_mode", args={"plan": "1. <do> it"}),
+        PlanEvent(plan="1. <do> it", status="rejected", reason="too <big>"),
+    )
     shown = output.rendered()[-1]
     assert shown.startswith("### Proposed plan\n\n1. &lt;do> it\n\n*Proposed plan — rejected: too &lt;big>.*")
     state, presenter, output = plain()
     feed(state, presenter, START, PlanEvent(plan="1. it", status="unreviewed"))
-    assert output.rendered() == ["### Proposed plan\n\n1. it\n\n*To carry it out, run a `%%blitz` cell such as “Carry out the plan.”*"]
+    assert output.rendered() == [
+        "### Proposed plan\n\n1. it\n\n*To carry it out, run a `%%blitz` cell such as “Carry out the plan.”*"
+    ]
 
 
 # -- the widget presenter ---------------------------------------------------------------------
@@ -255,7 +265,11 @@ def widget_turn(make_workspace: Any, scenario: Any, render_timeout: float = 30.0
 def test_the_widget_catches_up_and_waits_for_its_view_before_a_permission_request(make_workspace: Any):
     async def scenario(controller: TurnController, presenter: WidgetPresenter, output: RecordingWidgetOutput) -> None:
         state = controller.state
-        for event in (START, TextEvent(text="Writing.", repeat=True), ToolCallEvent(id="c1", name="write_file", args={"path": "a"})):
+        for event in (
+            START,
+            TextEvent(text="Writing.", repeat=True),
+            ToolCallEvent(id="c1", name="write_file", args={"path": "a"}),
+        ):
             state.apply(event)
         presenter.catch_up()
         [view] = output.shown
@@ -287,14 +301,20 @@ def test_a_widget_that_never_renders_takes_the_request_off(make_workspace: Any):
 
 
 def test_the_widget_ends_as_the_static_rendering(make_workspace: Any):
-    async def scenario(controller: TurnController, presenter: WidgetPresenter, output: RecordingWidgetOutput) -> list[str]:
+    async def scenario(
+        controller: TurnController, presenter: WidgetPresenter, output: RecordingWidgetOutput
+    ) -> list[str]:
         controller.state.apply(START)
         presenter.catch_up()
         controller.receive(SteerMessage(kind="steer", turn_id=controller.turn_id, text="too late"))  # no turn runs
-        for event in (ToolCallEvent(id="c1", name="write_file", args={"path": "a"}), ASK,
-                      PermissionDecision(call_id="c1", decision="deny", reason="no"),
-                      ToolResultEvent(id="c1", name="write_file", ok=False, status="denied", error="write_file was denied: no"),
-                      TextEvent(text="Did not write.", repeat=True), DONE):
+        for event in (
+            ToolCallEvent(id="c1", name="write_file", args={"path": "a"}),
+            ASK,
+            PermissionDecision(call_id="c1", decision="deny", reason="no"),
+            ToolResultEvent(id="c1", name="write_file", ok=False, status="denied", error="write_file was denied: no"),
+            TextEvent(text="Did not write.", repeat=True),
+            DONE,
+        ):
             controller.state.apply(event)
             waiting = presenter.on_event(event)
             if waiting is not None:  # the permission request: the view has spoken, so at once
@@ -334,8 +354,14 @@ class Ran:
     seen_by_tool: list[list[str]]
 
 
-def cell_turn(make_workspace: Any, steps: list[Any], opener: CommOpener, clock: FakeClock, memory: FrontEndMemory,
-              during: Any = None) -> Ran:
+def cell_turn(
+    make_workspace: Any,
+    steps: list[Any],
+    opener: CommOpener,
+    clock: FakeClock,
+    memory: FrontEndMemory,
+    during: Any = None,
+) -> Ran:
     """Run one real turn (scripted model) through a CellTurn whose probe talks to fakes;
     `during(turn, plain_output)` runs beside the turn once it started. The read-only tool
     `look` records what the cell showed at the moment it ran."""
@@ -347,7 +373,9 @@ def cell_turn(make_workspace: Any, steps: list[Any], opener: CommOpener, clock: 
         seen_by_tool.append(plain_output.rendered())
         return "looked"
 
-    workspace.tools.register(Tool(name="look", description="Look.", args_model=NoArgs, kind=ToolKind.READ_ONLY, func=look))
+    workspace.tools.register(
+        Tool(name="look", description="Look.", args_model=NoArgs, kind=ToolKind.READ_ONLY, func=look)
+    )
 
     async def main() -> tuple[CellTurn, TurnResult]:
         probe = FrontEndProbe(open_comm=opener, call_later=clock.call_later, memory=memory)

@@ -71,11 +71,19 @@ def agent_file(folder: Path, name: str, description: str, body: str = "Be brief.
         (lambda f: (f / "latin.md").write_bytes(b"---\ndescription: caf\xe9\n---\nhi\n"), "not UTF-8 text"),
         (lambda f: (f / "folder.md").mkdir(), "not a regular file"),
         (lambda f: os.mkfifo(f / "pipe.md"), "not a regular file"),
-        (lambda f: (f / "open.md").write_text("---\nname: x\n", encoding="utf-8"), "front matter opened with --- is never closed"),
-        (lambda f: (f / "odd.md").write_text("---\ncolour: red\n---\nhi", encoding="utf-8"), "colour: unknown agent field (name, description, model, tools)"),
+        (
+            lambda f: (f / "open.md").write_text("---\nname: x\n", encoding="utf-8"),
+            "front matter opened with --- is never closed",
+        ),
+        (
+            lambda f: (f / "odd.md").write_text("---\ncolour: red\n---\nhi", encoding="utf-8"),
+            "colour: unknown agent field (name, description, model, tools)",
+        ),
     ],
 )
-def test_a_broken_agent_file_is_skipped_with_one_warning_and_the_others_work(tmp_path: Path, make: Any, why: str) -> None:
+def test_a_broken_agent_file_is_skipped_with_one_warning_and_the_others_work(
+    tmp_path: Path, make: Any, why: str
+) -> None:
     folder = agents_folder(tmp_path)
     agent_file(folder, "good", "a good one")
     make(folder)
@@ -95,7 +103,9 @@ def test_a_broken_agent_file_is_skipped_with_one_warning_and_the_others_work(tmp
 def test_choosing_a_skipped_agent_names_its_file(tmp_path: Path) -> None:
     (agents_folder(tmp_path) / "latin.md").write_bytes(b"\xff\xfe")
     ws = Workspace.open(tmp_path, model=ScriptedModel([]), environ={}, home=tmp_path / "home", durable=False)
-    with pytest.raises(Exception, match=r"agent 'latin' is not available: skipped agent file .blitz/agents/latin.md: not UTF-8 text"):
+    with pytest.raises(
+        Exception, match=r"agent 'latin' is not available: skipped agent file .blitz/agents/latin.md: not UTF-8 text"
+    ):
         asyncio.run(ws.run("hi", agent="latin"))
     assert ws.sessions.names() == []
 
@@ -162,7 +172,10 @@ def test_a_model_that_cannot_be_built_records_nothing(tmp_path: Path, model: str
         ('[{"tool_calls": {"name": "x"}}]', "bad.json: step 1: 'tool_calls' must be a list"),
         ('[{"text": "a"}, {"usage": {"prompt_tokens": -1}}]', "bad.json: step 2: 'usage' must map"),
         ('[{"error": "melted"}]', "bad.json: step 1: unknown error 'melted'"),
-        ('[{"tool_calls": [{"name": "x", "arguments": 3}]}]', 'bad.json: step 1: tool call 1: "arguments" must be an object'),
+        (
+            '[{"tool_calls": [{"name": "x", "arguments": 3}]}]',
+            'bad.json: step 1: tool call 1: "arguments" must be an object',
+        ),
     ],
 )
 def test_a_malformed_scripted_file_is_one_line(tmp_path: Path, content: str, message: str) -> None:
@@ -190,7 +203,11 @@ async def test_a_failed_automatic_compaction_goes_on_without_it_and_says_so(tmp_
     steps = [{"text": "a"}, {"error": "unavailable", "message": "summariser down"}, {"text": "b"}]
     model = ScriptedModel(steps)
     ws = Workspace.open(
-        tmp_path, model=model, environ={}, home=tmp_path / "home", durable=False,
+        tmp_path,
+        model=model,
+        environ={},
+        home=tmp_path / "home",
+        durable=False,
         overrides={"context.token_threshold": 1000, "context.retain_events": 1},
     )
     await ws.run("short", session="s")

@@ -137,7 +137,9 @@ def test_view_image_is_a_read_only_builtin() -> None:
 # -- run_python captures figures -------------------------------------------------------------
 
 
-async def test_a_figure_left_open_is_shown_in_the_cell_named_and_closed(ctx: ToolContext, kernel: DisplayKernel) -> None:
+async def test_a_figure_left_open_is_shown_in_the_cell_named_and_closed(
+    ctx: ToolContext, kernel: DisplayKernel
+) -> None:
     text = await run(ctx, PLOT + "plt.show()")  # show() must not lose the figure
     assert "figures:\nfig-1: <Figure size 640x480 with 1 Axes>, PNG " in text
     assert 'view_image(output="fig-1")' in text
@@ -221,7 +223,9 @@ async def test_view_image_reads_an_image_file(ctx: ToolContext, tmp_path: Path) 
         ({"output": "fig-9"}, "no image named 'fig-9' in this turn (images so far: none yet)"),
     ],
 )
-async def test_view_image_errors_say_what_to_do(ctx: ToolContext, tmp_path: Path, arguments: dict[str, str], message: str) -> None:
+async def test_view_image_errors_say_what_to_do(
+    ctx: ToolContext, tmp_path: Path, arguments: dict[str, str], message: str
+) -> None:
     (tmp_path / "notes.txt").write_text("not an image")
     with pytest.raises(ToolError, match=message.replace("(", r"\(").replace(")", r"\)")):
         await view(ctx, **arguments)
@@ -285,7 +289,9 @@ async def test_a_blind_model_gets_a_clear_error_and_no_image(tmp_path: Path, ker
     assert "cannot see images" in viewed.error
 
 
-async def test_run_pythons_figures_ride_on_its_result_event_not_in_the_history(tmp_path: Path, kernel: DisplayKernel) -> None:
+async def test_run_pythons_figures_ride_on_its_result_event_not_in_the_history(
+    tmp_path: Path, kernel: DisplayKernel
+) -> None:
     steps = [
         tool_step(call("run_python", code=PLOT)),
         tool_step(call("run_python", code=PLOT + "1 / 0")),
@@ -346,8 +352,12 @@ def test_tool_images_follow_the_step_results_as_one_user_message() -> None:
     part = ImagePart(data_base64=base64.b64encode(tiny_png()).decode())
     history = [
         UserMessage(parts=[{"part_kind": "text", "text": "plot"}]),  # type: ignore[list-item]
-        AssistantMessage(tool_calls=[ToolCall(id="a", name="view_image", arguments="{}"),
-                                     ToolCall(id="b", name="list_variables", arguments="{}")]),
+        AssistantMessage(
+            tool_calls=[
+                ToolCall(id="a", name="view_image", arguments="{}"),
+                ToolCall(id="b", name="list_variables", arguments="{}"),
+            ]
+        ),
         ToolResultMessage(call_id="a", name="view_image", output="fig-1: PNG", images=[part]),
         ToolResultMessage(call_id="b", name="list_variables", output="df"),
         AssistantMessage(text="done"),

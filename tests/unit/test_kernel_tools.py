@@ -82,9 +82,7 @@ def test_names_kinds_and_arguments_match_the_interface() -> None:
         "list_variables": (ToolKind.READ_ONLY, set()),
         "describe_variable": (ToolKind.READ_ONLY, {"name"}),
     }
-    actual = {
-        name: (t.kind, set(t.spec().parameters.get("properties", {}))) for name, t in TOOLS.items()
-    }
+    actual = {name: (t.kind, set(t.spec().parameters.get("properties", {}))) for name, t in TOOLS.items()}
     assert actual == expected
     for tool in TOOLS.values():
         for name, prop in tool.spec().parameters.get("properties", {}).items():
@@ -121,9 +119,7 @@ async def test_variables_persist_in_the_user_namespace(ctx: ToolContext) -> None
 
 async def test_last_expression_repr_stdout_and_stderr(ctx: ToolContext) -> None:
     code = "import sys\nprint('to out')\nprint('to err', file=sys.stderr)\n{'k': [1, 2]}"
-    assert await call(ctx, "run_python", code=code) == (
-        "stdout:\nto out\nstderr:\nto err\nresult:\n{'k': [1, 2]}"
-    )
+    assert await call(ctx, "run_python", code=code) == ("stdout:\nto out\nstderr:\nto err\nresult:\n{'k': [1, 2]}")
     assert sys.stdout is not None and "to out" not in repr(sys.stdout)
 
 
@@ -144,10 +140,7 @@ async def test_exception_shows_the_users_lines_not_ours(ctx: ToolContext) -> Non
 
 async def test_user_code_does_not_inherit_our_future_imports(ctx: ToolContext) -> None:
     code = "def f(x: int) -> int:\n    return x\nf.__annotations__"
-    assert (
-        await call(ctx, "run_python", code=code)
-        == "result:\n{'x': <class 'int'>, 'return': <class 'int'>}"
-    )
+    assert await call(ctx, "run_python", code=code) == "result:\n{'x': <class 'int'>, 'return': <class 'int'>}"
 
 
 async def test_functions_defined_earlier_keep_their_source_in_tracebacks(ctx: ToolContext) -> None:
@@ -233,10 +226,7 @@ async def test_sigint_cancels_even_when_the_code_catches_keyboard_interrupt(
     ctx: ToolContext,
 ) -> None:
     sender = interrupt_when("started", ctx)
-    code = (
-        "started.set()\ntry:\n    while True:\n        pass\n"
-        "except KeyboardInterrupt:\n    caught = True\n"
-    )
+    code = "started.set()\ntry:\n    while True:\n        pass\nexcept KeyboardInterrupt:\n    caught = True\n"
     with pytest.raises(asyncio.CancelledError):
         await call(ctx, "run_python", code=code)
     sender.join(timeout=30)
@@ -431,9 +421,7 @@ async def test_describe_containers_text_and_callables(ctx: ToolContext) -> None:
     ]
     xs = await call(ctx, "describe_variable", name="xs")
     assert xs.splitlines()[:2] == ["xs: list of length 3", "item types: int × 2, str × 1"]
-    assert (
-        await call(ctx, "describe_variable", name="msg") == "msg: str of length 3, 2 lines\n'a\\nb'"
-    )
+    assert await call(ctx, "describe_variable", name="msg") == "msg: str of length 3, 2 lines\n'a\\nb'"
     await call(ctx, "run_python", code="def f(x):\n    '''Doubles x.'''\n    return 2 * x")
     assert (await call(ctx, "describe_variable", name="f")).endswith("f(x)\nDoubles x.")
 
@@ -441,9 +429,7 @@ async def test_describe_containers_text_and_callables(ctx: ToolContext) -> None:
 async def test_describe_dotted_attribute(ctx: ToolContext) -> None:
     ns(ctx)["point"] = types.SimpleNamespace(x=3)
     assert await call(ctx, "describe_variable", name="point.x") == "point.x: type: builtins.int\n3"
-    assert "cannot get point.y: AttributeError" in await error_of(
-        ctx, "describe_variable", name="point.y"
-    )
+    assert "cannot get point.y: AttributeError" in await error_of(ctx, "describe_variable", name="point.y")
 
 
 async def test_describe_unknown_name_suggests_close_names(ctx: ToolContext) -> None:
@@ -511,13 +497,10 @@ async def test_describe_refuses_dotted_paths_into_modules(ctx: ToolContext) -> N
     finally:
         del os.environ["BLITZ_TEST_SECRET"]
     assert refusals["pathlib.os.environ"] == (
-        "pathlib is the module pathlib; describe_variable describes the user's variables, not "
-        "modules or what they hold"
+        "pathlib is the module pathlib; describe_variable describes the user's variables, not modules or what they hold"
     )
     assert refusals["holder.mod.environ"].startswith("holder.mod is the module os;")
-    assert refusals["holder.env"] == (
-        "holder.env is the process environment; describe_variable does not show it"
-    )
+    assert refusals["holder.env"] == ("holder.env is the process environment; describe_variable does not show it")
     assert refusals["f.__globals__"].startswith("cannot get f.__globals__: describe_variable follows public")
     assert refusals["os"].startswith("no variable named 'os'")
     assert not any("sk-do-not-send" in text for text in refusals.values())
@@ -536,8 +519,7 @@ async def test_list_and_describe_do_not_run_a_user_objects_repr_or_len(ctx: Tool
     assert lines[1].startswith("slow (SlowRepr): <SlowRepr instance at 0x")
     assert described.splitlines() == [
         "slow: type: tests.unit.test_kernel_tools.SlowRepr",
-        "(its repr, len and properties are its own code and were not run; use run_python to "
-        "look inside)",
+        "(its repr, len and properties are its own code and were not run; use run_python to look inside)",
         "attributes: size (int)",
     ]
     assert "<SlowRepr instance at 0x" in in_list

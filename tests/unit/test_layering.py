@@ -31,14 +31,18 @@ def modules_in(*layers: str) -> list[Path]:
     return sorted(p for layer in layers for p in (PACKAGE / layer).rglob("*.py"))
 
 
-@pytest.mark.parametrize("path", modules_in("engine", "core", "models", "tools"), ids=lambda p: str(p.relative_to(PACKAGE)))
+@pytest.mark.parametrize(
+    "path", modules_in("engine", "core", "models", "tools"), ids=lambda p: str(p.relative_to(PACKAGE))
+)
 def test_lower_layers_never_import_the_front_end(path: Path):
     imported = imported_modules(path)
     assert not [m for m in imported if m.split(".")[0] in FRONT_END_LIBRARIES]
     assert not [m for m in imported if m.startswith("blitz_kernel.notebook")]
 
 
-@pytest.mark.parametrize("path", modules_in("engine", "core", "models", "tools"), ids=lambda p: str(p.relative_to(PACKAGE)))
+@pytest.mark.parametrize(
+    "path", modules_in("engine", "core", "models", "tools"), ids=lambda p: str(p.relative_to(PACKAGE))
+)
 def test_only_the_adapter_imports_litellm(path: Path):
     if path.name == "litellm_model.py":
         return

@@ -98,7 +98,11 @@ async def test_ENG12_batch_runs_at_most_max_parallel_and_results_keep_call_order
 async def test_ENG12_cancel_gives_every_call_a_result_and_the_next_turn_works(make_workspace):
     probe = ConcurrencyProbe()
     steps = [
-        tool_step(call("sleep", seconds=30, label="a"), call("sleep", seconds=30, label="b"), call("sleep", seconds=30, label="c")),
+        tool_step(
+            call("sleep", seconds=30, label="a"),
+            call("sleep", seconds=30, label="b"),
+            call("sleep", seconds=30, label="c"),
+        ),
         {"text": "after cancel"},
     ]
     ws, model = make_workspace(steps, **{"tools.max_parallel": 1})
@@ -130,7 +134,11 @@ async def test_ENG14_max_turns_stops_at_call_n_plus_one(make_workspace):
 
 async def test_ENG14_max_cost_checked_after_every_usage_event(make_workspace):
     usage = {"prompt_tokens": 1_000_000, "completion_tokens": 0}
-    steps = [{**tool_step(call("list_files")), "usage": usage}, {**tool_step(call("list_files")), "usage": usage}, {"text": "x"}]
+    steps = [
+        {**tool_step(call("list_files")), "usage": usage},
+        {**tool_step(call("list_files")), "usage": usage},
+        {"text": "x"},
+    ]
     ws, model = make_workspace(steps, **{"prices": {"scripted": {"input": 1.0, "output": 2.0}}})
     result = await ws.run("spend", max_cost_usd=1.5)
     assert result.stop_reason == "max_cost"
@@ -183,7 +191,9 @@ async def test_no_model_configured_explains_how_to_set_one(tmp_path):
 
 async def test_ENG16_per_run_model_override_is_for_this_turn_only(make_workspace):
     ws, main = make_workspace([{"text": "from main"}])
-    other = ScriptedModel([{"text": "from other", "usage": {"prompt_tokens": 10, "completion_tokens": 10}}], name="other")
+    other = ScriptedModel(
+        [{"text": "from other", "usage": {"prompt_tokens": 10, "completion_tokens": 10}}], name="other"
+    )
     result = await ws.run("hi", model=other, session="s")
     assert result.text == "from other"
     assert ws.model is main
@@ -200,7 +210,9 @@ async def test_ENG16_unknown_agent_is_an_error(make_workspace):
 async def test_ENG16_user_agent_from_file_runs_with_its_instructions(make_workspace, tmp_path):
     agents = tmp_path / ".blitz" / "agents"
     agents.mkdir(parents=True)
-    (agents / "terse.md").write_text("---\nname: terse\ndescription: short answers\ntools: read_file\n---\nAnswer in one word.\n")
+    (agents / "terse.md").write_text(
+        "---\nname: terse\ndescription: short answers\ntools: read_file\n---\nAnswer in one word.\n"
+    )
     ws, model = make_workspace([{"text": "Yes."}])
     await ws.run("hi", agent="terse")
     assert model.requests[0].system == "Answer in one word.\n\n" + VISION_NOTE  # ENG-03: it can see images
@@ -268,12 +280,20 @@ async def test_ENG24_allow_once_always_and_deny_with_reason(make_workspace, tmp_
     def answer(request: PermissionRequest) -> list[PermissionDecision]:
         verdicts = {"a.txt": "allow", "b.txt": "deny"}
         return [
-            PermissionDecision(call_id=c.id, decision=verdicts[c.args["path"]], reason="not that one" if c.args["path"] == "b.txt" else None)
+            PermissionDecision(
+                call_id=c.id,
+                decision=verdicts[c.args["path"]],
+                reason="not that one" if c.args["path"] == "b.txt" else None,
+            )
             for c in request.calls
         ]
 
     steps = [
-        tool_step(call("write_file", path="a.txt", content="a"), call("write_file", path="b.txt", content="b"), call("list_files")),
+        tool_step(
+            call("write_file", path="a.txt", content="a"),
+            call("write_file", path="b.txt", content="b"),
+            call("list_files"),
+        ),
         {"text": "ok"},
     ]
     ws, model = make_workspace(steps)
@@ -286,7 +306,13 @@ async def test_ENG24_allow_once_always_and_deny_with_reason(make_workspace, tmp_
     assert results[1].error == "write_file was denied: not that one"
     assert result.stop_reason == "end_turn"
 
-    ws.model = ScriptedModel([tool_step(call("write_file", path="c.txt", content="c")), tool_step(call("write_file", path="d.txt", content="d")), {"text": "ok"}])
+    ws.model = ScriptedModel(
+        [
+            tool_step(call("write_file", path="c.txt", content="c")),
+            tool_step(call("write_file", path="d.txt", content="d")),
+            {"text": "ok"},
+        ]
+    )
     always = ScriptedApprover("always")
     await ws.run("write more", approver=always, session="s")
     assert (tmp_path / "c.txt").exists() and (tmp_path / "d.txt").exists()
@@ -376,7 +402,9 @@ async def test_ENG81_unpriced_is_never_a_silent_zero(make_workspace):
 
 async def test_events_cover_a_tool_round_trip_in_order(make_workspace, tmp_path):
     (tmp_path / "data.csv").write_text("a,b\n1,2\n")
-    ws, _ = make_workspace([tool_step(call("read_file", path="data.csv"), text="Reading."), {"text": "It has columns a and b."}])
+    ws, _ = make_workspace(
+        [tool_step(call("read_file", path="data.csv"), text="Reading."), {"text": "It has columns a and b."}]
+    )
     result = await ws.run("what is in data.csv?")
     kinds = [e.type for e in result.events if not (isinstance(e, TextEvent) and e.delta)]
     assert kinds == ["turn_started", "text", "usage", "tool_call", "tool_result", "text", "usage", "turn_done"]
@@ -421,7 +449,14 @@ async def test_graceful_stop_ends_after_the_current_step(make_workspace):
 def test_price_lookup_prefers_exact_then_longest_prefix():
     from blitz_kernel.core.usage import PriceBook
 
-    book = PriceBook({"gpt-4": Price(input=1, output=1), "gpt-4o": Price(input=2, output=2), "gpt-4o-mini": Price(input=3, output=3)}, lambda m: Price(input=9, output=9) if m == "other" else None)
+    book = PriceBook(
+        {
+            "gpt-4": Price(input=1, output=1),
+            "gpt-4o": Price(input=2, output=2),
+            "gpt-4o-mini": Price(input=3, output=3),
+        },
+        lambda m: Price(input=9, output=9) if m == "other" else None,
+    )
     assert book.lookup("gpt-4o-mini").input == 3
     assert book.lookup("gpt-4o-2024").input == 2
     assert book.lookup("gpt-4-turbo").input == 1
@@ -441,7 +476,9 @@ async def test_two_runs_started_together_in_one_session_cannot_both_run(make_wor
 
 
 async def test_duplicate_call_ids_from_a_provider_still_give_every_call_its_result(make_workspace):
-    ws, model = make_workspace([tool_step({**call("list_files"), "id": "same"}, {**call("glob", pattern="*"), "id": "same"}), {"text": "ok"}])
+    ws, model = make_workspace(
+        [tool_step({**call("list_files"), "id": "same"}, {**call("glob", pattern="*"), "id": "same"}), {"text": "ok"}]
+    )
     result = await ws.run("x", session="s")
     assert result.stop_reason == "end_turn"
     check_history(ws.session("s").history)
@@ -494,7 +531,9 @@ async def test_ENG26_max_pending_counts_every_session_of_the_kernel():
     waiting = PendingApprovals()
     first_session = ApprovalGate(SlowApprover(), max_pending=1, waiting=waiting)
     other_session = ApprovalGate(SlowApprover(), max_pending=1, waiting=waiting)
-    first = asyncio.ensure_future(first_session.decide(first_session.new_request([PendingCall(id="a", name="write_file")])))
+    first = asyncio.ensure_future(
+        first_session.decide(first_session.new_request([PendingCall(id="a", name="write_file")]))
+    )
     await asyncio.sleep(0)
     with pytest.raises(ApprovalOverflowError):
         await other_session.decide(other_session.new_request([PendingCall(id="b", name="write_file")]))
@@ -510,7 +549,9 @@ async def test_ENG26_workspace_gates_share_one_counter(make_workspace):
 
 
 async def test_ENG34_enter_plan_mode_restricts_later_calls_of_its_own_batch(make_workspace, tmp_path):
-    ws, model = make_workspace([tool_step(call("enter_plan_mode"), call("write_file", path="a.txt", content="x")), {"text": "ok"}])
+    ws, model = make_workspace(
+        [tool_step(call("enter_plan_mode"), call("write_file", path="a.txt", content="x")), {"text": "ok"}]
+    )
     await ws.run("careful", approve="allow")
     assert not (tmp_path / "a.txt").exists()
     assert tool_results(model.requests[-1])[-1].error.startswith("plan mode: write_file is disabled")
@@ -533,7 +574,6 @@ async def test_ENG06_configuring_a_limit_keeps_the_model(make_workspace):
     ws.configure(**{"limits.max_turns": 5})
     assert ws.model is model
     assert (await ws.run("2")).text == "step two"
-
 
 
 async def test_ENG42_steer_while_the_turn_ends_is_refused_not_lost(make_workspace):
@@ -592,7 +632,9 @@ estimate (GR-06) of a few thousand prompt tokens stays far below a dollar."""
 async def test_GR05_session_budget_trips_refuses_later_turns_and_add_budget_lifts_it(tmp_path):
     steps = [{"text": "a", "usage": {"prompt_tokens": 1, "completion_tokens": 2}}] * 3
     model = ScriptedModel(steps, price=PRICED)
-    ws = Workspace.open(tmp_path, model=model, overrides={"limits.max_cost_usd_session": 3.0}, environ={}, home=tmp_path / "h")
+    ws = Workspace.open(
+        tmp_path, model=model, overrides={"limits.max_cost_usd_session": 3.0}, environ={}, home=tmp_path / "h"
+    )
     first = await ws.run("one", session="s")
     assert first.stop_reason == "end_turn" and first.usage.cost_usd == pytest.approx(2.0)
     second = await ws.run("two", session="s")
@@ -613,14 +655,22 @@ async def test_GR06_a_call_that_would_pass_the_turn_ceiling_is_not_made(tmp_path
     ws = Workspace.open(tmp_path, model=model, environ={}, home=tmp_path / "h")
     result = await ws.run("x" * 40_000, session="s", max_cost_usd=0.001)  # ≈ 10K+ tokens ≈ $0.01
     assert result.stop_reason == "max_cost"
-    assert result.error is not None and result.error.startswith("maximum cost reached: the next call would cost about $0.01")
+    assert result.error is not None and result.error.startswith(
+        "maximum cost reached: the next call would cost about $0.01"
+    )
     assert model.requests == []
 
 
 def test_GR07_run_options_refuse_non_finite_numbers():
     from blitz_kernel.core.numbers import RunOptionError
 
-    for bad in ({"max_cost_usd": float("nan")}, {"timeout_s": float("inf")}, {"timeout_s": 1e309}, {"max_turns": 0}, {"tools": ()}):
+    for bad in (
+        {"max_cost_usd": float("nan")},
+        {"timeout_s": float("inf")},
+        {"timeout_s": 1e309},
+        {"max_turns": 0},
+        {"tools": ()},
+    ):
         with pytest.raises(RunOptionError):
             RunOptions(**bad)
 
@@ -635,12 +685,15 @@ async def test_ENG02_project_memory_layers_in_a_fixed_order_each_marked(tmp_path
     ws = Workspace.open(tmp_path, model=model, overrides={"language": "German"}, environ={}, home=home)
     await ws.run("hi", session="s")
     system = model.requests[0].system
-    order = [system.index(marker) for marker in (
-        "## Project memory (from ~/.blitz/AGENTS.md)\nPrefer polars.",
-        "## Project memory (from AGENTS.md)\nData lives in data/.",
-        "## Project memory (from BLITZ.md)\nNever touch raw/.",
-        "## Language\nReply in German",
-    )]
+    order = [
+        system.index(marker)
+        for marker in (
+            "## Project memory (from ~/.blitz/AGENTS.md)\nPrefer polars.",
+            "## Project memory (from AGENTS.md)\nData lives in data/.",
+            "## Project memory (from BLITZ.md)\nNever touch raw/.",
+            "## Language\nReply in German",
+        )
+    ]
     assert order == sorted(order)
     assert "## Images" not in system  # a blind model is not told about view_image
     assert [m.label for m in ws.memory()] == ["~/.blitz/AGENTS.md", "AGENTS.md", "BLITZ.md"]
@@ -674,7 +727,9 @@ async def test_ENG10_ENG11_attachments_go_ahead_of_the_prompt_images_first(tmp_p
 
 async def test_continue_runs_more_steps_of_a_turn_that_stopped_at_max_turns(make_workspace, tmp_path):
     (tmp_path / "a.txt").write_text("a\n")
-    ws, model = make_workspace([tool_step(call("read_file", path="a.txt")), tool_step(call("list_files")), {"text": "done"}])
+    ws, model = make_workspace(
+        [tool_step(call("read_file", path="a.txt")), tool_step(call("list_files")), {"text": "done"}]
+    )
     first = await ws.run("go", session="s", max_turns=1)
     assert first.stop_reason == "max_turns"
     turns_before = len(model.requests)

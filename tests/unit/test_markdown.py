@@ -15,8 +15,33 @@ from blitz_kernel.notebook.markdown import escape_html
 from blitz_kernel.notebook.widgets import static
 
 render_trusted = mistune.create_markdown(escape=False, plugins=["strikethrough", "table", "url"])
-ALLOWED_TAGS = {"p", "code", "pre", "em", "strong", "ul", "ol", "li", "a", "blockquote", "hr", "br",
-                "h1", "h2", "h3", "h4", "h5", "h6", "del", "table", "thead", "tbody", "tr", "th", "td"}
+ALLOWED_TAGS = {
+    "p",
+    "code",
+    "pre",
+    "em",
+    "strong",
+    "ul",
+    "ol",
+    "li",
+    "a",
+    "blockquote",
+    "hr",
+    "br",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "del",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+}
 
 ATTACKS = [
     "<img src=x onerror=alert(1)>",

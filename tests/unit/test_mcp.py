@@ -41,8 +41,14 @@ async def mcp_workspace(tmp_path: Path) -> AsyncIterator[MakeMcp]:
     settings, so trusted); every server is closed after the test."""
     opened: list[Workspace] = []
 
-    def make(steps: list[Step], servers: dict[str, dict[str, Any]] | None = None, *, vision: bool = True,
-             environ: dict[str, str] | None = None, **overrides: Any) -> tuple[Workspace, ScriptedModel]:
+    def make(
+        steps: list[Step],
+        servers: dict[str, dict[str, Any]] | None = None,
+        *,
+        vision: bool = True,
+        environ: dict[str, str] | None = None,
+        **overrides: Any,
+    ) -> tuple[Workspace, ScriptedModel]:
         model = ScriptedModel(steps, vision=vision)
         for name, server in (servers if servers is not None else {"t": stdio_server()}).items():
             overrides[f"mcp.servers.{name}"] = server
@@ -72,7 +78,14 @@ async def test_ENG04_names_schemas_and_descriptions_reach_the_model(mcp_workspac
     result = await ws.run("hi")
     assert result.stop_reason == "end_turn"
     specs = {spec.name: spec for spec in model.requests[0].tools}
-    for name in ("mcp__t__echo", "mcp__t__slow", "mcp__t__fail", "mcp__t__image", "list_mcp_resources", "read_mcp_resource"):
+    for name in (
+        "mcp__t__echo",
+        "mcp__t__slow",
+        "mcp__t__fail",
+        "mcp__t__image",
+        "list_mcp_resources",
+        "read_mcp_resource",
+    ):
         assert name in specs
     echo = specs["mcp__t__echo"]
     assert echo.parameters["properties"]["text"]["type"] == "string"
@@ -92,8 +105,10 @@ async def test_a_call_result_returns_to_the_model(mcp_workspace: MakeMcp):
 
 
 async def test_ENG90_the_tool_span_names_the_server_and_tool(mcp_workspace: MakeMcp):
-    ws, _ = mcp_workspace([tool_step(call("mcp__t__echo", text="hi")), {"text": "done"}],
-                          **{"telemetry.enabled": True, "telemetry.exporter": "memory"})
+    ws, _ = mcp_workspace(
+        [tool_step(call("mcp__t__echo", text="hi")), {"text": "done"}],
+        **{"telemetry.enabled": True, "telemetry.exporter": "memory"},
+    )
     await ws.run("echo", approve="allow")
     assert ws.telemetry.memory is not None
     [span] = [s for s in ws.telemetry.memory.get_finished_spans() if s.name == "blitz.tool_call"]
@@ -111,7 +126,7 @@ async def test_structured_content_becomes_the_result(mcp_workspace: MakeMcp):
 async def test_structured_content_that_only_repeats_the_text_is_sent_once(mcp_workspace: MakeMcp):
     """The reference filesystem server answers a read with the file as text and again as
     `structuredContent` `{"content": <the same text>}`: the model reads the text once."""
-    text = "line one\nline two: {braces} and \"quotes\""
+    text = 'line one\nline two: {braces} and "quotes"'
     ws, model = mcp_workspace([tool_step(call("mcp__t__read_text", text=text)), {"text": "done"}])
     await ws.run("read", approve="allow")
     assert result_of(model).output == text
@@ -145,14 +160,16 @@ async def test_policy_by_tool_name_allows_without_asking(mcp_workspace: MakeMcp)
 
 
 async def test_ENG30_plan_mode_refuses_mcp_tools_but_reads_resources(mcp_workspace: MakeMcp):
-    ws, model = mcp_workspace([
-        tool_step(
-            call("mcp__t__echo", text="hi"),
-            call("list_mcp_resources"),
-            call("read_mcp_resource", server="t", uri="notes://readme"),
-        ),
-        {"text": "the plan"},
-    ])
+    ws, model = mcp_workspace(
+        [
+            tool_step(
+                call("mcp__t__echo", text="hi"),
+                call("list_mcp_resources"),
+                call("read_mcp_resource", server="t", uri="notes://readme"),
+            ),
+            {"text": "the plan"},
+        ]
+    )
     await ws.run("plan it", plan=True, approver=ScriptedApprover("allow"))
     refused, listed, read = tool_results(model.requests[-1])
     assert refused.error == (
@@ -192,10 +209,14 @@ async def test_a_failing_tool_is_an_error_result(mcp_workspace: MakeMcp):
 
 
 async def test_a_crash_mid_call_is_an_error_and_the_next_turn_restarts_the_server(mcp_workspace: MakeMcp):
-    ws, model = mcp_workspace([
-        tool_step(call("mcp__t__crash")), {"text": "it crashed"},
-        tool_step(call("mcp__t__echo", text="back")), {"text": "fine"},
-    ])
+    ws, model = mcp_workspace(
+        [
+            tool_step(call("mcp__t__crash")),
+            {"text": "it crashed"},
+            tool_step(call("mcp__t__echo", text="back")),
+            {"text": "fine"},
+        ]
+    )
     first = await ws.run("crash", approve="allow")
     assert first.stop_reason == "end_turn"
     error = result_of(model, request=1).error or ""
@@ -226,8 +247,9 @@ async def test_a_command_that_does_not_exist_is_one_clear_message(mcp_workspace:
 
 
 async def test_a_call_the_server_does_not_answer_in_time_is_an_error(mcp_workspace: MakeMcp):
-    ws, model = mcp_workspace([tool_step(call("mcp__t__slow", seconds=60)), {"text": "too slow"}],
-                              {"t": stdio_server(timeout_s=5)})
+    ws, model = mcp_workspace(
+        [tool_step(call("mcp__t__slow", seconds=60)), {"text": "too slow"}], {"t": stdio_server(timeout_s=5)}
+    )
     result = await ws.run("slow", approve="allow")
     assert result.stop_reason == "end_turn"
     assert result_of(model).error == "MCP server 't' did not answer within 5 s"
@@ -241,8 +263,10 @@ async def test_the_turn_timeout_cuts_an_mcp_call_short(mcp_workspace: MakeMcp):
 
 async def test_interrupt_during_a_slow_call_cancels_it_on_the_server_too(mcp_workspace: MakeMcp, tmp_path: Path):
     log = tmp_path / "server.log"
-    ws, _ = mcp_workspace([tool_step(call("mcp__t__slow", seconds=60)), {"text": "unused"}],
-                          {"t": stdio_server(env={"BLITZ_TEST_MCP_LOG": str(log)})})
+    ws, _ = mcp_workspace(
+        [tool_step(call("mcp__t__slow", seconds=60)), {"text": "unused"}],
+        {"t": stdio_server(env={"BLITZ_TEST_MCP_LOG": str(log)})},
+    )
     turn = asyncio.ensure_future(ws.run("slow", approve="allow"))
     await wait_for_line(log, "slow started")
     turn.cancel()  # what the kernel's interrupt does to the running cell
@@ -272,12 +296,15 @@ def _poll_for_line(path: Path, line: str, limit_s: float) -> bool:
     return False
 
 
-async def test_env_values_read_variables_when_the_server_starts(mcp_workspace: MakeMcp, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch):
+async def test_env_values_read_variables_when_the_server_starts(
+    mcp_workspace: MakeMcp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     log = tmp_path / "env.log"
     monkeypatch.setenv("BLITZ_TEST_LOG_DIR", str(tmp_path))
-    ws, _ = mcp_workspace([tool_step(call("mcp__t__slow", seconds=0)), {"text": "ok"}],
-                          {"t": stdio_server(env={"BLITZ_TEST_MCP_LOG": "${BLITZ_TEST_LOG_DIR}/env.log"})})
+    ws, _ = mcp_workspace(
+        [tool_step(call("mcp__t__slow", seconds=0)), {"text": "ok"}],
+        {"t": stdio_server(env={"BLITZ_TEST_MCP_LOG": "${BLITZ_TEST_LOG_DIR}/env.log"})},
+    )
     await ws.run("slow", approve="allow")
     assert "slow started" in log.read_text()
 
@@ -288,9 +315,7 @@ async def test_env_values_read_variables_when_the_server_starts(mcp_workspace: M
 
 
 async def test_untrusted_workspace_servers_are_refused_with_the_way_out(tmp_path: Path):
-    (tmp_path / "blitz.toml").write_text(
-        f'[mcp.servers.repo]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n'
-    )
+    (tmp_path / "blitz.toml").write_text(f'[mcp.servers.repo]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n')
     model = ScriptedModel([{"text": "ok"}, {"text": "ok"}])
     ws = Workspace.open(tmp_path, model=model, environ={}, home=tmp_path / "home", durable=False)
     result = await ws.run("hi")
@@ -312,11 +337,10 @@ async def test_untrusted_workspace_servers_are_refused_with_the_way_out(tmp_path
 async def test_revoking_trust_stops_the_workspaces_running_server_and_says_so(tmp_path: Path):
     from blitz_kernel.notebook.mcp_magic import describe_servers
 
-    (tmp_path / "blitz.toml").write_text(
-        f'[mcp.servers.repo]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n'
+    (tmp_path / "blitz.toml").write_text(f'[mcp.servers.repo]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n')
+    ws = Workspace.open(
+        tmp_path, model=ScriptedModel([{"text": "ok"}]), environ={}, home=tmp_path / "home", durable=False
     )
-    ws = Workspace.open(tmp_path, model=ScriptedModel([{"text": "ok"}]), environ={}, home=tmp_path / "home",
-                        durable=False)
     try:
         ws.trust_workspace()
         await ws.run("hi")
@@ -357,17 +381,24 @@ async def test_ENG04_an_agent_file_names_mcp_tools_and_server_patterns(mcp_works
     (agents / "all.md").write_text("---\nname: all\ndescription: d\ntools: mcp__t__*\n---\nbody\n")
     ws, model = mcp_workspace([{"text": "ok"}, {"text": "ok"}])
     await ws.run("hi", agent="one")
-    assert [n for n in tool_names(model, 0) if "mcp" in n] == ["mcp__t__echo", "list_mcp_resources", "read_mcp_resource"]
+    assert [n for n in tool_names(model, 0) if "mcp" in n] == [
+        "mcp__t__echo",
+        "list_mcp_resources",
+        "read_mcp_resource",
+    ]
     await ws.run("hi", agent="all")
     assert {"mcp__t__echo", "mcp__t__slow", "mcp__t__image"} <= set(tool_names(model, 1))
     assert "read_file" not in tool_names(model, 1)
 
 
 async def test_the_tools_allow_list_and_disabled_servers(mcp_workspace: MakeMcp):
-    ws, model = mcp_workspace([{"text": "ok"}], {
-        "t": stdio_server(tools=["echo", "im*"]),
-        "off": stdio_server(enabled=False),
-    })
+    ws, model = mcp_workspace(
+        [{"text": "ok"}],
+        {
+            "t": stdio_server(tools=["echo", "im*"]),
+            "off": stdio_server(enabled=False),
+        },
+    )
     await ws.run("hi")
     names = [n for n in tool_names(model) if n.startswith("mcp__")]
     assert names == ["mcp__t__echo", "mcp__t__image"]
@@ -400,7 +431,9 @@ def http_server() -> Iterator[str]:
         process.wait(10)
 
 
-async def test_a_streamable_http_server_offers_and_answers(mcp_workspace: MakeMcp, http_server: str, monkeypatch: pytest.MonkeyPatch):
+async def test_a_streamable_http_server_offers_and_answers(
+    mcp_workspace: MakeMcp, http_server: str, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.setenv("BLITZ_TEST_MCP_TOKEN", "s3cret")
     ws, model = mcp_workspace(
         [tool_step(call("mcp__web__echo", text="over http")), {"text": "done"}],
@@ -413,7 +446,9 @@ async def test_a_streamable_http_server_offers_and_answers(mcp_workspace: MakeMc
 
 
 async def test_a_missing_header_variable_is_named(mcp_workspace: MakeMcp, http_server: str):
-    ws, _ = mcp_workspace([{"text": "ok"}], {"web": {"url": http_server, "headers": {"X-Token": "BLITZ_UNSET_VARIABLE"}}})
+    ws, _ = mcp_workspace(
+        [{"text": "ok"}], {"web": {"url": http_server, "headers": {"X-Token": "BLITZ_UNSET_VARIABLE"}}}
+    )
     result = await ws.run("hi")
     [notice] = [e for e in result.events if isinstance(e, NoticeEvent) and e.kind == "mcp_server"]
     assert "BLITZ_UNSET_VARIABLE" in notice.message and "not set" in notice.message
@@ -428,7 +463,11 @@ async def test_a_missing_header_variable_is_named(mcp_workspace: MakeMcp, http_s
         ({"command": "x", "url": "http://h/mcp"}, "mcp.servers.s", "exactly one transport"),
         ({"enabled": True}, "mcp.servers.s", "needs either `command`"),
         ({"comand": "x"}, "mcp.servers.s", "unknown key 'comand'; known keys: command"),
-        ({"url": "http://h/mcp", "headers": {"Authorization": "Bearer abc"}}, "mcp.servers.s.headers", "must name an environment variable"),
+        (
+            {"url": "http://h/mcp", "headers": {"Authorization": "Bearer abc"}},
+            "mcp.servers.s.headers",
+            "must name an environment variable",
+        ),
         ({"url": "http://h/mcp", "args": ["a"]}, "mcp.servers.s", "`args` is for stdio servers"),
         ({"command": "x", "timeout_s": float("nan")}, "mcp.servers.s.timeout_s", ""),
     ],

@@ -28,7 +28,9 @@ from .conftest import ConcurrencyProbe, call, tool_results, tool_step
 
 
 async def test_ENG30_ENG31_plan_mode_refuses_mutating_tools_with_the_exact_text(make_workspace, tmp_path):
-    ws, model = make_workspace([tool_step(call("write_file", path="a.txt", content="x"), call("list_files")), {"text": "plan"}])
+    ws, model = make_workspace(
+        [tool_step(call("write_file", path="a.txt", content="x"), call("list_files")), {"text": "plan"}]
+    )
     await ws.run("plan it", plan=True, approve="allow")
     refused, listed = tool_results(model.requests[1])
     assert refused.error == (
@@ -89,7 +91,9 @@ async def test_ENG34_enter_plan_mode_applies_from_the_next_call(make_workspace, 
 
 
 async def test_todo_tool_keeps_the_list_on_the_session(make_workspace):
-    ws, _ = make_workspace([tool_step(call("todo", items=[{"content": "load", "status": "done"}, {"content": "plot"}])), {"text": "ok"}])
+    ws, _ = make_workspace(
+        [tool_step(call("todo", items=[{"content": "load", "status": "done"}, {"content": "plot"}])), {"text": "ok"}]
+    )
     await ws.run("go", session="s")
     assert ws.session("s").todos == [{"content": "load", "status": "done"}, {"content": "plot", "status": "pending"}]
 
@@ -136,7 +140,13 @@ async def test_ENG50_aside_copy_shares_nothing_with_the_session(make_workspace):
 async def test_ENG51_aside_tokens_count_and_it_runs_during_a_turn(make_workspace):
     probe = ConcurrencyProbe(hold=True)
     usage = {"prompt_tokens": 7, "completion_tokens": 3}
-    ws, model = make_workspace([{**tool_step(call("sleep", seconds=0.3)), "usage": usage}, {"text": "aside answer", "usage": usage}, {"text": "done", "usage": usage}])
+    ws, model = make_workspace(
+        [
+            {**tool_step(call("sleep", seconds=0.3)), "usage": usage},
+            {"text": "aside answer", "usage": usage},
+            {"text": "done", "usage": usage},
+        ]
+    )
     ws.tools.register(probe.tool)
     turn = asyncio.ensure_future(ws.run("work", session="s"))
     await asyncio.wait_for(probe.started.wait(), 5)
@@ -177,7 +187,17 @@ def result(call_id):
 
 
 def test_ENG61_window_ends_before_the_kth_latest_user_prompt():
-    history = [user("1"), calls("a", "b"), result("a"), result("b"), answer("r1"), user("2"), answer("r2"), user("3"), answer("r3")]
+    history = [
+        user("1"),
+        calls("a", "b"),
+        result("a"),
+        result("b"),
+        answer("r1"),
+        user("2"),
+        answer("r2"),
+        user("3"),
+        answer("r3"),
+    ]
     assert manual_window(history, 1) == 7
     assert manual_window(history, 2) == 5
     with pytest.raises(NothingToCompactError):
@@ -216,7 +236,12 @@ def test_ENG62_earlier_summaries_are_fed_as_summaries():
 async def test_ENG61_to_ENG64_manual_compaction_replaces_the_window_and_keeps_the_archive(make_workspace):
     usage = {"prompt_tokens": 100, "completion_tokens": 20}
     ws, model = make_workspace(
-        [{"text": "answer one " * 50}, {"text": "answer two"}, {"text": "Summary: user asked one.", "usage": usage}, {"text": "three"}],
+        [
+            {"text": "answer one " * 50},
+            {"text": "answer two"},
+            {"text": "Summary: user asked one.", "usage": usage},
+            {"text": "three"},
+        ],
         **{"prices": {"scripted": {"input": 1.0, "output": 1.0}}},
     )
     await ws.run("question one", session="s")
@@ -314,7 +339,13 @@ async def test_ENG05_per_model_context_window_and_generation_settings(make_works
 
 async def test_context_window_rejection_compacts_once_and_retries(make_workspace):
     ws, model = make_workspace(
-        [{"text": "a"}, {"text": "b"}, {"error": "context_window", "message": "too long"}, {"text": "SUMMARY"}, {"text": "ok"}],
+        [
+            {"text": "a"},
+            {"text": "b"},
+            {"error": "context_window", "message": "too long"},
+            {"text": "SUMMARY"},
+            {"text": "ok"},
+        ],
         **{"context.retain_events": 1},
     )
     await ws.run("1", session="s")
@@ -333,7 +364,9 @@ async def test_context_window_rejection_with_nothing_to_compact_ends_with_a_clea
 
 async def test_aside_never_compacts(make_workspace):
     big = "x" * 4000
-    ws, model = make_workspace([{"text": big}, {"text": "aside"}], **{"context.token_threshold": 10, "context.retain_events": 1})
+    ws, model = make_workspace(
+        [{"text": big}, {"text": "aside"}], **{"context.token_threshold": 10, "context.retain_events": 1}
+    )
     await ws.run("one", session="s")
     ws.session("s").history.append(user("two"))
     ws.session("s").history.append(answer(big))
@@ -344,7 +377,17 @@ async def test_aside_never_compacts(make_workspace):
 
 def test_ENG60_automatic_window_keeps_less_when_the_tail_alone_is_too_big():
     big = "y" * 4000  # ≈1000 tokens each
-    history = [user("1"), answer(big), user("2"), calls("a", "b"), result("a"), result("b"), answer(big), user("3"), answer(big)]
+    history = [
+        user("1"),
+        answer(big),
+        user("2"),
+        calls("a", "b"),
+        result("a"),
+        result("b"),
+        answer(big),
+        user("3"),
+        answer(big),
+    ]
     split = automatic_window(history, retain_events=20, max_tail_tokens=1200)
     assert split == 7 and isinstance(history[split], UserMessage)
     check_history(history[split:])

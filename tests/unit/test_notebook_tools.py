@@ -101,9 +101,17 @@ async def test_an_error_reply_becomes_an_error_the_model_reads() -> None:
     hello(comm, bridge)
     task = asyncio.ensure_future(bridge.request("delete_cell", {"index": 9}))
     request = await next_request(comm)
-    comm.reply({"kind": "reply", "id": request["id"], "ok": False,
-                "error": {"code": "bad_index", "message": "no cell 9: the notebook has 2 cells"}})
-    with pytest.raises(NotebookRequestError, match="delete_cell failed in the notebook: no cell 9: the notebook has 2 cells"):
+    comm.reply(
+        {
+            "kind": "reply",
+            "id": request["id"],
+            "ok": False,
+            "error": {"code": "bad_index", "message": "no cell 9: the notebook has 2 cells"},
+        }
+    )
+    with pytest.raises(
+        NotebookRequestError, match="delete_cell failed in the notebook: no cell 9: the notebook has 2 cells"
+    ):
         await task
 
 
@@ -186,12 +194,19 @@ class FrontEnd:
             return {"index": params["index"], "id": "new", "cell_count": len(self.cells) + 1}
         if op == "replace_cell":
             cell = self.cells[params["index"]]
-            return {"index": params["index"], "id": cell["id"], "cell_type": params.get("cell_type", cell["cell_type"]),
-                    "previous_source": cell["source"], "cell_count": len(self.cells)}
+            return {
+                "index": params["index"],
+                "id": cell["id"],
+                "cell_type": params.get("cell_type", cell["cell_type"]),
+                "previous_source": cell["source"],
+                "cell_count": len(self.cells),
+            }
         if op == "delete_cell":
             cell = self.cells[params["index"]]
-            return {"deleted": {"id": cell["id"], "cell_type": cell["cell_type"], "source": cell["source"]},
-                    "cell_count": len(self.cells) - 1}
+            return {
+                "deleted": {"id": cell["id"], "cell_type": cell["cell_type"], "source": cell["source"]},
+                "cell_count": len(self.cells) - 1,
+            }
         raise NotebookRequestError(f"unknown op {op}")
 
 
@@ -203,17 +218,42 @@ class NotebookKernel:
 
 PNG = tiny_png(4, 3)
 CELLS = [
-    {"index": 0, "id": "c0", "cell_type": "markdown", "source": "# Sales", "execution_count": None,
-     "running": False, "outputs": []},
-    {"index": 1, "id": "c1", "cell_type": "code", "source": "df.plot()\nprint('hi')", "execution_count": 4,
-     "running": False, "outputs": [
-         {"output_type": "stream", "name": "stdout", "text": "hi\n"},
-         {"output_type": "display_data", "mime_types": ["image/png", "text/plain"], "text": "<Figure>",
-          "images": [{"mime_type": "image/png", "width": 4, "height": 3, "data": base64.b64encode(PNG).decode()}]},
-         {"output_type": "error", "ename": "KeyError", "evalue": "'x'", "traceback": "\x1b[31mKeyError\x1b[0m: 'x'"},
-     ]},
-    {"index": 2, "id": "c2", "cell_type": "code", "source": "%%blitz\nplot the sales", "execution_count": None,
-     "running": True, "outputs": []},
+    {
+        "index": 0,
+        "id": "c0",
+        "cell_type": "markdown",
+        "source": "# Sales",
+        "execution_count": None,
+        "running": False,
+        "outputs": [],
+    },
+    {
+        "index": 1,
+        "id": "c1",
+        "cell_type": "code",
+        "source": "df.plot()\nprint('hi')",
+        "execution_count": 4,
+        "running": False,
+        "outputs": [
+            {"output_type": "stream", "name": "stdout", "text": "hi\n"},
+            {
+                "output_type": "display_data",
+                "mime_types": ["image/png", "text/plain"],
+                "text": "<Figure>",
+                "images": [{"mime_type": "image/png", "width": 4, "height": 3, "data": base64.b64encode(PNG).decode()}],
+            },
+            {"output_type": "error", "ename": "KeyError", "evalue": "'x'", "traceback": "\x1b[31mKeyError\x1b[0m: 'x'"},
+        ],
+    },
+    {
+        "index": 2,
+        "id": "c2",
+        "cell_type": "code",
+        "source": "%%blitz\nplot the sales",
+        "execution_count": None,
+        "running": True,
+        "outputs": [],
+    },
 ]
 
 
@@ -236,15 +276,18 @@ def test_names_kinds_and_arguments_match_the_interface() -> None:
 async def test_read_shows_cells_outputs_images_and_the_running_cell(tmp_path: Path) -> None:
     front_end = FrontEnd(CELLS)
     text = await use(notebook_read, context(tmp_path, front_end))
-    assert front_end.requests == [("read_cells", {"indices": None, "include_outputs": True,
-                                                  "include_images": False, "max_output_chars": 8000})]
-    assert text == "\n\n".join([
-        "notebook work/nb.ipynb — 3 cells; live from the open notebook",
-        "[0] markdown · id c0\n# Sales",
-        "[1] code · execution count 4 · id c1\ndf.plot()\nprint('hi')\n→ stdout:\nhi\n→ display:\n<Figure>\n"
-        '→ image/png 4×3: view_image(output="cell:1:1")\n→ error: KeyError: \'x\'\nKeyError: \'x\'',
-        "[2] code · RUNNING NOW (the %%blitz cell of this turn) · id c2\n%%blitz\nplot the sales",
-    ])
+    assert front_end.requests == [
+        ("read_cells", {"indices": None, "include_outputs": True, "include_images": False, "max_output_chars": 8000})
+    ]
+    assert text == "\n\n".join(
+        [
+            "notebook work/nb.ipynb — 3 cells; live from the open notebook",
+            "[0] markdown · id c0\n# Sales",
+            "[1] code · execution count 4 · id c1\ndf.plot()\nprint('hi')\n→ stdout:\nhi\n→ display:\n<Figure>\n"
+            "→ image/png 4×3: view_image(output=\"cell:1:1\")\n→ error: KeyError: 'x'\nKeyError: 'x'",
+            "[2] code · RUNNING NOW (the %%blitz cell of this turn) · id c2\n%%blitz\nplot the sales",
+        ]
+    )
 
 
 async def test_read_without_outputs_and_chosen_cells(tmp_path: Path) -> None:
@@ -274,7 +317,9 @@ async def test_edit_insert_replace_delete(tmp_path: Path) -> None:
         "@@ -1,2 +1,2 @@\n df.plot()\n-print('hi')\n+print('bye')"
     )
     deleted = await use(notebook_edit, ctx, action="delete", index=0)
-    assert deleted == "deleted cell 0 (markdown: # Sales); the notebook now has 2 cells (cells after it moved up by one)"
+    assert (
+        deleted == "deleted cell 0 (markdown: # Sales); the notebook now has 2 cells (cells after it moved up by one)"
+    )
     assert [op for op, _ in front_end.requests] == ["insert_cell", "replace_cell", "delete_cell"]
     assert "cell_type" not in front_end.requests[1][1]  # replace keeps the type unless asked
     await use(notebook_edit, ctx, action="replace", index=0, source="x = 1", cell_type="code")
@@ -295,26 +340,49 @@ async def test_edit_needs_source_and_the_extension(tmp_path: Path) -> None:
 
 def write_notebook(path: Path) -> None:
     notebook = {
-        "nbformat": 4, "nbformat_minor": 5, "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
         "cells": [
             {"cell_type": "markdown", "id": "m", "metadata": {}, "source": ["# Title\n", "text"]},
-            {"cell_type": "code", "id": "k", "metadata": {}, "execution_count": 2, "source": "1 + 1",
-             "outputs": [{"output_type": "execute_result", "execution_count": 2, "metadata": {},
-                          "data": {"text/plain": ["2"], "image/png": base64.b64encode(PNG).decode()}}]},
+            {
+                "cell_type": "code",
+                "id": "k",
+                "metadata": {},
+                "execution_count": 2,
+                "source": "1 + 1",
+                "outputs": [
+                    {
+                        "output_type": "execute_result",
+                        "execution_count": 2,
+                        "metadata": {},
+                        "data": {"text/plain": ["2"], "image/png": base64.b64encode(PNG).decode()},
+                    }
+                ],
+            },
         ],
     }
     path.write_text(json.dumps(notebook))
 
 
-async def test_read_falls_back_to_the_file_and_says_it_may_be_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_read_falls_back_to_the_file_and_says_it_may_be_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_notebook(tmp_path / "analysis.ipynb")
     monkeypatch.chdir(tmp_path)
-    ctx = ToolContext(workspace=tmp_path, kernel=NotebookKernel(notebook=FrontEnd(CELLS, available=False),
-                                                                 user_ns={"__session__": "sub/dir/analysis.ipynb"}))
+    ctx = ToolContext(
+        workspace=tmp_path,
+        kernel=NotebookKernel(
+            notebook=FrontEnd(CELLS, available=False), user_ns={"__session__": "sub/dir/analysis.ipynb"}
+        ),
+    )
     text = await use(notebook_read, ctx)
     assert text.startswith(f"notebook {tmp_path / 'analysis.ipynb'} — 2 cells; read from the file on disk")
     assert "unsaved edits and outputs of this session may be missing" in text
-    assert '[1] code · execution count 2 · id k\n1 + 1\n→ result:\n2\n→ image/png 4×3: view_image(output="cell:1:1")' in text
+    assert (
+        '[1] code · execution count 2 · id k\n1 + 1\n→ result:\n2\n→ image/png 4×3: view_image(output="cell:1:1")'
+        in text
+    )
     image = await use(view_image, ctx, output="cell:1")
     assert base64.b64decode(image.images[0].data_base64) == PNG
 

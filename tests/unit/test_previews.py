@@ -50,16 +50,35 @@ async def test_edit_file_shows_the_edit_or_why_it_would_fail(tmp_path: Path) -> 
         "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2"
     )
     failing = await preview("edit_file", ctx, path="m.py", old="return 3", new="x")
-    assert failing == "(no preview: this edit would fail: old text not found in m.py; read the file and copy the text exactly)"
+    assert (
+        failing
+        == "(no preview: this edit would fail: old text not found in m.py; read the file and copy the text exactly)"
+    )
     outside = await preview("write_file", ctx, path="/etc/passwd", content="x")
     assert outside is not None and outside.startswith("(no preview: ") and "outside the workspace" in outside
 
 
 async def test_notebook_edit_shows_the_old_and_new_source_and_run_python_the_code(tmp_path: Path) -> None:
     notebook = tmp_path / "n.ipynb"
-    notebook.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        {"cell_type": "code", "id": "c", "metadata": {}, "source": ["df.plot()\n", "plt.show()"], "outputs": [],
-         "execution_count": None}]}))
+    notebook.write_text(
+        json.dumps(
+            {
+                "nbformat": 4,
+                "nbformat_minor": 5,
+                "metadata": {},
+                "cells": [
+                    {
+                        "cell_type": "code",
+                        "id": "c",
+                        "metadata": {},
+                        "source": ["df.plot()\n", "plt.show()"],
+                        "outputs": [],
+                        "execution_count": None,
+                    }
+                ],
+            }
+        )
+    )
 
     class Kernel:
         user_ns = {"__session__": str(notebook)}

@@ -85,8 +85,13 @@ async def test_the_setting_reaches_the_tools_through_a_turn(tmp_path: Path) -> N
     model = ScriptedModel(steps)
     kernel = NamespaceKernel(namespace())
     ws = Workspace.open(
-        tmp_path, model=model, overrides={"privacy.variables": "schema"}, environ={}, home=tmp_path / "home",
-        kernel=kernel, durable=False,
+        tmp_path,
+        model=model,
+        overrides={"privacy.variables": "schema"},
+        environ={},
+        home=tmp_path / "home",
+        kernel=kernel,
+        durable=False,
     )
     await ws.run("describe sales", session="s")
     [result] = tool_results(ws.session("s").history)

@@ -76,13 +76,18 @@ async def test_WS04_pre_tool_command_exit_2_blocks_with_stderr_and_gets_json(tmp
     import json
 
     payload = json.loads(log.read_text())
-    assert payload["event"] == "pre_tool" and payload["tool"] == "write_file" and payload["arguments"]["path"] == "a.txt"
+    assert (
+        payload["event"] == "pre_tool" and payload["tool"] == "write_file" and payload["arguments"]["path"] == "a.txt"
+    )
 
 
 async def test_WS04_a_hook_that_times_out_or_fails_blocks(tmp_path, hook_module):
     ws, model = _ws(
         tmp_path,
-        [tool_step(call("write_file", path="a.txt", content="x"), call("write_file", path="b.txt", content="y")), {"text": "ok"}],
+        [
+            tool_step(call("write_file", path="a.txt", content="x"), call("write_file", path="b.txt", content="y")),
+            {"text": "ok"},
+        ],
         **{"hooks.pre_tool": [{"command": "sleep 30", "timeout_s": 0.3, "match": "write_file"}]},
     )
     await ws.run("go", session="s", approve="allow")
@@ -99,7 +104,9 @@ async def test_WS04_a_hook_that_times_out_or_fails_blocks(tmp_path, hook_module)
 
 
 async def test_WS04_prompt_submit_blocks_and_nothing_is_recorded(tmp_path, hook_module):
-    ws, model = _ws(tmp_path, [{"text": "fine"}], **{"hooks.prompt_submit": [{"callable": f"{HOOK_MODULE}:no_secrets"}]})
+    ws, model = _ws(
+        tmp_path, [{"text": "fine"}], **{"hooks.prompt_submit": [{"callable": f"{HOOK_MODULE}:no_secrets"}]}
+    )
     result = await ws.run("my password is hunter2", session="s")
     assert result.stop_reason == "blocked"
     assert result.error == "blocked by prompt_submit hook: mentions a password"
@@ -141,7 +148,9 @@ async def test_WS07_audit_records_every_decision_and_who_made_it(tmp_path):
         ],
         **{"approval.tools.edit_file": "deny"},
     )
-    approver = ScriptedApprover(lambda r: [_verdict(c.id, "allow" if c.args["path"] == "a.txt" else "deny") for c in r.calls])
+    approver = ScriptedApprover(
+        lambda r: [_verdict(c.id, "allow" if c.args["path"] == "a.txt" else "deny") for c in r.calls]
+    )
     await ws.run("go", session="s", approver=approver)
     rows = [(r.tool, r.decision, r.decided_by, r.status) for r in ws.audit("s")]
     assert sorted(rows) == sorted(
@@ -188,13 +197,19 @@ def test_ask_if_risky_flags(code, flag):
     assert reasons and reasons[0].startswith(flag)
 
 
-@pytest.mark.parametrize("code", ["df.groupby('a').sum()", "x = [i * 2 for i in range(3)]", "open('a.csv').read()", "df.head()"])
+@pytest.mark.parametrize(
+    "code", ["df.groupby('a').sum()", "x = [i * 2 for i in range(3)]", "open('a.csv').read()", "df.head()"]
+)
 def test_ask_if_risky_lets_clean_code_through(code):
     assert risky_reasons(code) == []
 
 
 async def test_ask_if_risky_runs_clean_code_and_asks_for_a_writer(tmp_path):
-    steps = [tool_step(call("run_python", code="1 + 1")), tool_step(call("run_python", code="df.to_csv('o.csv')")), {"text": "ok"}]
+    steps = [
+        tool_step(call("run_python", code="1 + 1")),
+        tool_step(call("run_python", code="df.to_csv('o.csv')")),
+        {"text": "ok"},
+    ]
     ws, _ = _ws(tmp_path, steps, **{"approval.tools.run_python": "ask-if-risky"})
     approver = ScriptedApprover("deny")
     await ws.run("go", session="s", approver=approver)
@@ -216,7 +231,10 @@ def test_policy_patterns_most_specific_wins_and_deny_is_absolute():
     configured = {"mcp__*": "ask", "mcp__warehouse__*": "allow", "mcp__warehouse__drop": "deny"}
     assert resolve_policy("mcp__warehouse__query", True, configured, None, set()) == ("allow", "policy")
     assert resolve_policy("mcp__docs__search", True, configured, None, set()) == ("ask", "policy")
-    assert resolve_policy("mcp__warehouse__drop", True, configured, "allow", {"mcp__warehouse__drop"}) == ("deny", "policy")
+    assert resolve_policy("mcp__warehouse__drop", True, configured, "allow", {"mcp__warehouse__drop"}) == (
+        "deny",
+        "policy",
+    )
     assert resolve_policy("write_file", True, {}, None, {"write_file"}) == ("allow", "always")
 
 
@@ -224,7 +242,13 @@ def test_policy_patterns_most_specific_wins_and_deny_is_absolute():
 
 
 def test_WS08_redactor_takes_secret_looking_variables_and_named_keys():
-    environ = {"OPENAI_API_KEY": "sk-abcdef123456", "MY_DB_PASSWORD": "correct horse", "HOME": "/root", "SHORT_TOKEN": "abc", "CUSTOM": "zz-secret-value"}
+    environ = {
+        "OPENAI_API_KEY": "sk-abcdef123456",
+        "MY_DB_PASSWORD": "correct horse",
+        "HOME": "/root",
+        "SHORT_TOKEN": "abc",
+        "CUSTOM": "zz-secret-value",
+    }
     redactor = Redactor.from_environment(environ, ["CUSTOM"])
     text = "key sk-abcdef123456 pw correct horse home /root short abc custom zz-secret-value"
     assert redactor.redact(text) == "key [redacted] pw [redacted] home /root short abc custom [redacted]"

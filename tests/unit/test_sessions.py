@@ -51,7 +51,9 @@ async def test_search_finds_prompts_answers_tool_results_and_compacted_parts(mak
     assert isinstance(ws.session("s").history[0], SummaryMessage)
     hits = sorted(ws.sessions.search("outlier"), key=lambda hit: hit.index)  # ranked: put in order
     assert [(h.session, h.role, h.compacted) for h in hits] == [
-        ("s", "user", True), ("s", "result of read_file", True), ("s", "assistant", True),
+        ("s", "user", True),
+        ("s", "result of read_file", True),
+        ("s", "assistant", True),
     ]
     assert "March" in hits[1].excerpt and "«outlier»" in hits[1].excerpt
     assert ws.sessions.search("nothing like this") == []

@@ -39,7 +39,9 @@ async def test_ENG70_invoke_agent_runs_isolated_and_returns_the_final_text(tmp_p
     assert result.text == "The reviewer says it looks fine."
     sub_request = model.requests[1]
     assert sub_request.system.startswith("You review code.")
-    assert [m.text for m in sub_request.messages if isinstance(m, UserMessage)] == ["review a.py"]  # nothing of the caller
+    assert [m.text for m in sub_request.messages if isinstance(m, UserMessage)] == [
+        "review a.py"
+    ]  # nothing of the caller
     assert {t.name for t in sub_request.tools} == {"read_file", "write_file", "invoke_agent"}  # no workflow tools
     assert tool_results(model.requests[2])[0].output == "looks fine"
     nested = [e for e in result.events if isinstance(e, SubagentEvent)]
@@ -151,7 +153,10 @@ async def test_ENG70_stop_reaches_a_subagent_waiting_for_approval(tmp_path):
     _agent(tmp_path, "writer", "Write files.")
     ws, _ = _workspace(
         tmp_path,
-        [tool_step(call("invoke_agent", agent="writer", prompt="w")), tool_step(call("write_file", path="x.txt", content="x"))],
+        [
+            tool_step(call("invoke_agent", agent="writer", prompt="w")),
+            tool_step(call("write_file", path="x.txt", content="x")),
+        ],
     )
     approver = NeverAnswers()
     turn = asyncio.ensure_future(ws.run("go", session="s", approver=approver))

@@ -14,7 +14,13 @@ def spans_by_name(ws):
 
 async def test_ENG90_turn_span_is_a_root_with_model_and_tool_children(make_workspace, tmp_path):
     (tmp_path / "a.txt").write_text("secret content")
-    ws, _ = make_workspace([tool_step(call("read_file", path="a.txt")), {"text": "done", "usage": {"prompt_tokens": 9, "completion_tokens": 2}}], **TELEMETRY)
+    ws, _ = make_workspace(
+        [
+            tool_step(call("read_file", path="a.txt")),
+            {"text": "done", "usage": {"prompt_tokens": 9, "completion_tokens": 2}},
+        ],
+        **TELEMETRY,
+    )
     await ws.run("read a.txt please", session="s", max_turns=7, max_cost_usd=0.5)
     spans = spans_by_name(ws)
     [turn] = spans["blitz.turn"]
@@ -35,7 +41,9 @@ async def test_ENG90_turn_span_is_a_root_with_model_and_tool_children(make_works
 
 
 async def test_ENG90_content_only_when_asked(make_workspace):
-    ws, _ = make_workspace([tool_step(call("list_files")), {"text": "done"}], **TELEMETRY, **{"telemetry.include_content": True})
+    ws, _ = make_workspace(
+        [tool_step(call("list_files")), {"text": "done"}], **TELEMETRY, **{"telemetry.include_content": True}
+    )
     await ws.run("list the files")
     spans = spans_by_name(ws)
     assert spans["blitz.turn"][0].attributes["blitz.prompt"] == "list the files"

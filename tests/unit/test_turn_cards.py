@@ -64,14 +64,17 @@ async def test_ENG70_a_subagents_turn_nests_in_its_invoke_agent_card(tmp_path: P
     _agent(tmp_path, "reviewer")
     _agent(tmp_path, "checker")
     (tmp_path / "a.py").write_text("x = 1\n")
-    ws = _workspace(tmp_path, [
-        tool_step({**call("invoke_agent", agent="reviewer", prompt="review a.py"), "id": "c1"}),
-        tool_step({**call("invoke_agent", agent="checker", prompt="check"), "id": "c1"}),
-        tool_step({**call("read_file", path="a.py"), "id": "c1"}),
-        {"text": "checked: fine"},
-        {"text": "The **review**: fine"},
-        {"text": "All good."},
-    ])
+    ws = _workspace(
+        tmp_path,
+        [
+            tool_step({**call("invoke_agent", agent="reviewer", prompt="review a.py"), "id": "c1"}),
+            tool_step({**call("invoke_agent", agent="checker", prompt="check"), "id": "c1"}),
+            tool_step({**call("read_file", path="a.py"), "id": "c1"}),
+            {"text": "checked: fine"},
+            {"text": "The **review**: fine"},
+            {"text": "All good."},
+        ],
+    )
     result = await ws.run("review", session="s", approver=ScriptedApprover("allow"))
     state = folded(result.events)
 
@@ -87,9 +90,9 @@ async def test_ENG70_a_subagents_turn_nests_in_its_invoke_agent_card(tmp_path: P
 
     data, metadata = static_bundle(state, result.text)
     plain = data["text/plain"].splitlines()
-    at = plain.index(next(line for line in plain if line.startswith("⚙ invoke_agent(agent=\"reviewer\"")))
-    assert plain[at + 1].startswith("  ⚙ invoke_agent(agent=\"checker\"")
-    assert plain[at + 2].startswith("    ⚙ read_file(path=\"a.py\")")
+    at = plain.index(next(line for line in plain if line.startswith('⚙ invoke_agent(agent="reviewer"')))
+    assert plain[at + 1].startswith('  ⚙ invoke_agent(agent="checker"')
+    assert plain[at + 2].startswith('    ⚙ read_file(path="a.py")')
     assert plain[at + 3] == "    » checker: checked: fine"
     assert plain[at + 4] == "  » reviewer: The **review**: fine"
     assert "\n  - `⚙ invoke_agent" in data["text/markdown"]
@@ -101,12 +104,15 @@ async def test_ENG70_a_subagents_permission_request_is_answered_in_the_widget(tm
     """The sub-agent's request shows in the turn's one permission card, naming the agent; an
     Allow clicked there (a DecideMessage, as the browser sends it) lets its write_file run."""
     _agent(tmp_path, "reviewer")
-    ws = _workspace(tmp_path, [
-        tool_step({**call("invoke_agent", agent="reviewer", prompt="fix it"), "id": "c1"}),
-        tool_step({**call("write_file", path="fixed.txt", content="ok"), "id": "c1"}),
-        {"text": "wrote it"},
-        {"text": "Fixed."},
-    ])
+    ws = _workspace(
+        tmp_path,
+        [
+            tool_step({**call("invoke_agent", agent="reviewer", prompt="fix it"), "id": "c1"}),
+            tool_step({**call("write_file", path="fixed.txt", content="ok"), "id": "c1"}),
+            {"text": "wrote it"},
+            {"text": "Fixed."},
+        ],
+    )
     controller = TurnController(ws, "s", "fix")
     controller.receive(ReadyMessage(kind="ready", turn_id=controller.turn_id))
     shown: list[dict[str, Any]] = []
@@ -117,9 +123,16 @@ async def test_ENG70_a_subagents_permission_request_is_answered_in_the_widget(tm
         if request is not None:
             shown.append(controller.state.synced_value("pending"))
             # the click arrives later, as a comm message would
-            asyncio.get_running_loop().call_soon(controller.receive, DecideMessage(
-                kind="decide", turn_id=controller.turn_id, request_id=request.request_id,
-                call_id=request.calls[0].id, decision="allow"))
+            asyncio.get_running_loop().call_soon(
+                controller.receive,
+                DecideMessage(
+                    kind="decide",
+                    turn_id=controller.turn_id,
+                    request_id=request.request_id,
+                    call_id=request.calls[0].id,
+                    decision="allow",
+                ),
+            )
 
     result = await ws.run("fix", session="s", approver=controller.approver, on_event=on_event)
     assert result.text == "Fixed."
@@ -136,8 +149,13 @@ async def test_ENG70_a_subagents_permission_request_is_answered_in_the_widget(tm
 
 
 def test_ENG70_parallel_subagent_requests_queue_on_the_one_card():
-    state = folded([START, ToolCallEvent(id="a", name="invoke_agent", args={"agent": "x", "prompt": "p"}),
-                    ToolCallEvent(id="b", name="invoke_agent", args={"agent": "y", "prompt": "p"})])
+    state = folded(
+        [
+            START,
+            ToolCallEvent(id="a", name="invoke_agent", args={"agent": "x", "prompt": "p"}),
+            ToolCallEvent(id="b", name="invoke_agent", args={"agent": "y", "prompt": "p"}),
+        ]
+    )
     from blitz_kernel.engine.events import PermissionDecision, SubagentEvent
 
     def wrapped(call_id: str, agent: str, event: Event) -> SubagentEvent:
@@ -145,8 +163,15 @@ def test_ENG70_parallel_subagent_requests_queue_on_the_one_card():
 
     for call_id, agent, request_id in (("a", "x", "perm-7"), ("b", "y", "perm-8")):
         state.apply(wrapped(call_id, agent, ToolCallEvent(id="c1", name="write_file", args={"path": agent})))
-        state.apply(wrapped(call_id, agent, PermissionRequest(
-            request_id=request_id, calls=[PendingCall(id="c1", name="write_file", args={"path": agent})])))
+        state.apply(
+            wrapped(
+                call_id,
+                agent,
+                PermissionRequest(
+                    request_id=request_id, calls=[PendingCall(id="c1", name="write_file", args={"path": agent})]
+                ),
+            )
+        )
     shown = state.synced_value("pending")
     assert (shown["request_id"], shown["agent"], shown["waiting"]) == ("perm-7", "x", 1)
     state.apply(wrapped("a", "x", PermissionDecision(call_id="c1", decision="deny")))
@@ -160,9 +185,14 @@ def test_ENG70_parallel_subagent_requests_queue_on_the_one_card():
 
 
 def test_ENG11_attachments_are_chips_in_the_header_and_the_static_rendering():
-    started = START.model_copy(update={"attachments": [
-        AttachmentSummary(kind="variable", name="df", size=2100), AttachmentSummary(kind="cell", name="cell:3", size=80),
-    ]})
+    started = START.model_copy(
+        update={
+            "attachments": [
+                AttachmentSummary(kind="variable", name="df", size=2100),
+                AttachmentSummary(kind="cell", name="cell:3", size=80),
+            ]
+        }
+    )
     state = folded([started, DONE])
     chips = state.synced_value("header")["attachments"]
     assert [chip["label"] for chip in chips] == ["variable df · 2.1 KB", "cell cell:3 · 80 B"]
@@ -192,19 +222,28 @@ def test_GR01_the_switch_and_the_context_fill_are_on_the_footer_and_the_usage_li
     assert "answered by anthropic/claude after openai/gpt-4.1 failed (429 rate limit)" in usage_line(state)
     state.context_used, state.context_window = 55_000, 131_072
     assert context_fill(state.context_used, state.context_window) == "ctx 42 % of 128K"
-    assert usage_line(state).endswith("· ctx 42 % of 128K · answered by anthropic/claude after openai/gpt-4.1 failed (429 rate limit)")
+    assert usage_line(state).endswith(
+        "· ctx 42 % of 128K · answered by anthropic/claude after openai/gpt-4.1 failed (429 rate limit)"
+    )
     assert context_fill(10, None) == "" and context_fill(50_000, 200_000) == "ctx 25 % of 200K"
     assert context_fill(258, 128_000) == "ctx <1 % of 128K"
 
 
 def test_notices_accumulate_one_a_line_and_the_static_rendering_keeps_them():
-    state = folded([
-        START, NoticeEvent(kind="untrusted_workspace", message="untrusted workspace: approval.tools held back; %blitz_trust"),
-        NoticeEvent(kind="unpriced_model", message="m has no price"), NoticeEvent(kind="unpriced_model", message="m has no price"),
-        DONE.model_copy(update={"not_saved": "the store is read-only"}),
-    ])
+    state = folded(
+        [
+            START,
+            NoticeEvent(
+                kind="untrusted_workspace", message="untrusted workspace: approval.tools held back; %blitz_trust"
+            ),
+            NoticeEvent(kind="unpriced_model", message="m has no price"),
+            NoticeEvent(kind="unpriced_model", message="m has no price"),
+            DONE.model_copy(update={"not_saved": "the store is read-only"}),
+        ]
+    )
     assert state.synced_value("notice").split("\n") == [
-        "untrusted workspace: approval.tools held back; %blitz_trust", "m has no price",
+        "untrusted workspace: approval.tools held back; %blitz_trust",
+        "m has no price",
         "session not saved: the store is read-only",
     ]
     data, _ = static_bundle(state, "")
@@ -216,23 +255,44 @@ def test_notices_accumulate_one_a_line_and_the_static_rendering_keeps_them():
 
 def test_the_approval_card_carries_the_reason_and_a_typed_preview():
     diff = "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
-    state = folded([START, ToolCallEvent(id="c1", name="edit_file", args={}),
-                    ToolCallEvent(id="c2", name="run_python", args={"code": "df.to_csv('o.csv')"}),
-                    PermissionRequest(request_id="perm-1", calls=[
-                        PendingCall(id="c1", name="edit_file", args={}, preview=diff),
-                        PendingCall(id="c2", name="run_python", args={"code": "df.to_csv('o.csv')"},
-                                    reason="writes a file: df.to_csv('o.csv')", preview="df.to_csv('o.csv')"),
-                    ])])
+    state = folded(
+        [
+            START,
+            ToolCallEvent(id="c1", name="edit_file", args={}),
+            ToolCallEvent(id="c2", name="run_python", args={"code": "df.to_csv('o.csv')"}),
+            PermissionRequest(
+                request_id="perm-1",
+                calls=[
+                    PendingCall(id="c1", name="edit_file", args={}, preview=diff),
+                    PendingCall(
+                        id="c2",
+                        name="run_python",
+                        args={"code": "df.to_csv('o.csv')"},
+                        reason="writes a file: df.to_csv('o.csv')",
+                        preview="df.to_csv('o.csv')",
+                    ),
+                ],
+            ),
+        ]
+    )
     calls = state.synced_value("pending")["calls"]
     assert [(c["preview_kind"], c["reason"]) for c in calls] == [
-        ("diff", None), ("code", "writes a file: df.to_csv('o.csv')")]
+        ("diff", None),
+        ("code", "writes a file: df.to_csv('o.csv')"),
+    ]
     assert calls[0]["preview"] == diff
 
 
 def test_a_blocked_call_keeps_the_hooks_reason_on_its_card():
-    state = folded([START, ToolCallEvent(id="c1", name="run_python", args={"code": "1"}),
-                    ToolResultEvent(id="c1", name="run_python", ok=False, status="blocked",
-                                    error="blocked by pre_tool hook: no shell")])
+    state = folded(
+        [
+            START,
+            ToolCallEvent(id="c1", name="run_python", args={"code": "1"}),
+            ToolResultEvent(
+                id="c1", name="run_python", ok=False, status="blocked", error="blocked by pre_tool hook: no shell"
+            ),
+        ]
+    )
     [card] = state.tool_items()
     assert (card["status"], card["error"]) == ("blocked", "blocked by pre_tool hook: no shell")
     data, _ = static_bundle(state, "")
@@ -335,7 +395,11 @@ async def _cell_turn_at_the_limit(ws: Workspace, answer: Any) -> tuple[Any, Any]
     running = asyncio.ensure_future(turn.run(RunOptions(max_turns=1)))
     async with asyncio.timeout(10):
         while turn.controller is None or not turn.controller.state.offer:  # noqa: ASYNC110 - bounded; no event marks it
-            if turn.controller is not None and turn.controller.view is not None and not turn.controller.rendered.is_set():
+            if (
+                turn.controller is not None
+                and turn.controller.view is not None
+                and not turn.controller.rendered.is_set()
+            ):
                 turn.controller.receive(ReadyMessage(kind="ready", turn_id=turn.controller.turn_id))
             if running.done():
                 break
@@ -357,7 +421,9 @@ async def test_continue_at_the_step_limit_goes_on_in_the_same_turn_context(tmp_p
     def press_continue(controller: TurnController) -> None:
         offered.append(controller.state.synced_value("offer"))
         offer_id = controller.state.offer["offer_id"]
-        controller.receive(ContinueMessage(kind="continue", turn_id=controller.turn_id, offer_id=offer_id + 1, go=False))
+        controller.receive(
+            ContinueMessage(kind="continue", turn_id=controller.turn_id, offer_id=offer_id + 1, go=False)
+        )
         assert controller.state.offer  # a stale offer id changes nothing
         controller.receive(ContinueMessage(kind="continue", turn_id=controller.turn_id, offer_id=offer_id, go=True))
 
@@ -376,8 +442,9 @@ async def test_end_turn_or_stop_at_the_step_limit_does_not_continue(tmp_path: Pa
     from blitz_kernel.notebook.widgets.view import StopMessage
 
     for press in ("end", "stop"):
-        ws = Workspace.open(tmp_path / press, model=ScriptedModel([tool_step(call("list_files"))]),
-                            environ={}, home=tmp_path / "home")
+        ws = Workspace.open(
+            tmp_path / press, model=ScriptedModel([tool_step(call("list_files"))]), environ={}, home=tmp_path / "home"
+        )
 
         def answer(controller: TurnController, press: str = press) -> None:
             from blitz_kernel.notebook.widgets.view import ContinueMessage
@@ -386,15 +453,24 @@ async def test_end_turn_or_stop_at_the_step_limit_does_not_continue(tmp_path: Pa
                 controller.receive(StopMessage(kind="stop", turn_id=controller.turn_id))
             else:
                 offer_id = controller.state.offer["offer_id"]
-                controller.receive(ContinueMessage(kind="continue", turn_id=controller.turn_id, offer_id=offer_id, go=False))
+                controller.receive(
+                    ContinueMessage(kind="continue", turn_id=controller.turn_id, offer_id=offer_id, go=False)
+                )
 
         turn, result = await _cell_turn_at_the_limit(ws, answer)
         assert result.stop_reason == "max_turns" and not turn.presenter.continue_requested
 
 
 async def test_after_the_later_turn_is_undone_elsewhere_the_earlier_button_works(tmp_path: Path):
-    ws = _workspace(tmp_path, [tool_step(call("write_file", path="a.txt", content="a")), {"text": "A."},
-                               tool_step(call("write_file", path="b.txt", content="b")), {"text": "B."}])
+    ws = _workspace(
+        tmp_path,
+        [
+            tool_step(call("write_file", path="a.txt", content="a")),
+            {"text": "A."},
+            tool_step(call("write_file", path="b.txt", content="b")),
+            {"text": "B."},
+        ],
+    )
     first = await ws.run("a", session="s", approver=ScriptedApprover("allow"))
     await ws.run("b", session="s", approver=ScriptedApprover("allow"))
     done = next(e for e in first.events if isinstance(e, TurnDone))

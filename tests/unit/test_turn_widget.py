@@ -52,7 +52,8 @@ ASK = PermissionRequest(request_id="perm-1", calls=[PendingCall(id="c1", name="w
 def test_a_turn_folds_into_items_with_live_statuses():
     state = played(
         START,
-        TextEvent(text="Let me ", delta=True), TextEvent(text="write.", delta=True),
+        TextEvent(text="Let me ", delta=True),
+        TextEvent(text="write.", delta=True),
         TextEvent(text="Let me write.", repeat=True),
         ToolCallEvent(id="c1", name="write_file", args={"path": "a"}),
         ToolCallEvent(id="c2", name="read_file", args={"path": "b"}),
@@ -84,7 +85,9 @@ def test_denied_and_cancelled_calls_and_leftover_steers():
     state.add_steer("first")
     state.add_steer("second")
     state.apply(PermissionDecision(call_id="c1", decision="deny", reason="no"))
-    state.apply(ToolResultEvent(id="c1", name="write_file", ok=False, status="denied", error="write_file was denied: no"))
+    state.apply(
+        ToolResultEvent(id="c1", name="write_file", ok=False, status="denied", error="write_file was denied: no")
+    )
     state.apply(ToolCallEvent(id="c2", name="run_python", args={}))
     state.apply(TurnDone(stop_reason="end_turn", usage=UsageTotals(), leftovers=["second"]))
     assert [t["status"] for t in state.tool_items()] == ["denied", "cancelled"]
@@ -117,7 +120,14 @@ def test_sync_sends_at_most_one_message_per_interval_and_the_last_state_exactly(
 def test_messages_for_another_turn_or_malformed_are_dropped():
     received: list[Any] = []
     view = TurnView("t1", received.append)
-    decide = {"kind": "decide", "turn_id": "t1", "request_id": "perm-1", "call_id": "c1", "decision": "deny", "reason": "x"}
+    decide = {
+        "kind": "decide",
+        "turn_id": "t1",
+        "request_id": "perm-1",
+        "call_id": "c1",
+        "decision": "deny",
+        "reason": "x",
+    }
     view._receive(view, {**decide, "turn_id": "t0"}, [])
     view._receive(view, {**decide, "decision": "perhaps"}, [])
     view._receive(view, {"kind": "launch", "turn_id": "t1"}, [])
@@ -137,7 +147,7 @@ def test_static_rendering_and_record():
         TurnDone(stop_reason="end_turn", usage=UsageTotals(input_tokens=3, output_tokens=1, calls=1)),
     )
     data, metadata = static_bundle(state, "Wrote `a`.")
-    assert data["text/markdown"].startswith("- `⚙ write_file(path=\"a\", content=\"xxx")
+    assert data["text/markdown"].startswith('- `⚙ write_file(path="a", content="xxx')
     assert "\n\nWrote `a`.\n\n<sub>— m · 3 in · 1 out · 1 call · $0.0000" in data["text/markdown"]
     assert data["text/plain"].splitlines()[1] == "Wrote `a`."
     record = metadata["blitz"]
@@ -151,8 +161,9 @@ def test_a_tools_images_go_in_its_card_apart_from_items_and_into_the_static_rend
     png = ImagePart(data_base64="iVBORw0KGgo=")
     state = played(START, ToolCallEvent(id="c1", name="run_python", args={"code": "plot()"}))
     state.take_dirty()
-    state.apply(ToolResultEvent(id="c1", name="run_python", ok=True, preview="figures: fig-1",
-                                images=[png], images_omitted=2))
+    state.apply(
+        ToolResultEvent(id="c1", name="run_python", ok=True, preview="figures: fig-1", images=[png], images_omitted=2)
+    )
     changed = state.take_dirty()
     assert changed["images"] == {"c1": [{"media_type": "image/png", "data": "iVBORw0KGgo="}]}
     [tool] = changed["items"]
@@ -200,7 +211,9 @@ def test_a_review_that_ends_with_the_turn_takes_its_buttons_away():
     assert state.review == {} and state.tool_items()[0]["status"] == "cancelled"
 
 
-def aside_outcome(make_workspace: Any, steps: list[Any], limit_s: float, probe: ConcurrencyProbe | None = None) -> dict[str, Any]:
+def aside_outcome(
+    make_workspace: Any, steps: list[Any], limit_s: float, probe: ConcurrencyProbe | None = None
+) -> dict[str, Any]:
     """Ask one side question through a TurnController (no kernel, no view) and let the turn's
     end wait `limit_s` for it, as the cell does."""
     workspace, model = make_workspace(steps)

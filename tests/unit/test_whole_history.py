@@ -44,7 +44,10 @@ async def test_a_read_write_and_denied_turn_leaves_exactly_this_history(make_wor
         user_prompt("look at notes"),
         AssistantMessage(
             text="Reading first.",
-            tool_calls=[_call("r1", "read_file", path="notes.txt"), _call("w1", "write_file", path="out.txt", content="x")],
+            tool_calls=[
+                _call("r1", "read_file", path="notes.txt"),
+                _call("w1", "write_file", path="out.txt", content="x"),
+            ],
             model="scripted",
         ),
         ToolResultMessage(call_id="r1", name="read_file", output=read_output),
@@ -80,7 +83,12 @@ async def test_a_steered_turn_records_the_message_where_it_arrived(make_workspac
 async def test_a_stopped_turn_leaves_every_call_with_a_result(make_workspace):
     probe = ConcurrencyProbe()
     ws, _ = make_workspace(
-        [tool_step({**call("sleep", seconds=30, label="long"), "id": "c1"}, {**call("sleep", seconds=30, label="b"), "id": "c2"})],
+        [
+            tool_step(
+                {**call("sleep", seconds=30, label="long"), "id": "c1"},
+                {**call("sleep", seconds=30, label="b"), "id": "c2"},
+            )
+        ],
         **{"tools.max_parallel": 1},
     )
     ws.tools.register(probe.tool)

@@ -28,7 +28,11 @@ def workspace(fake_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest
 async def test_a_tool_round_trip_and_usage(workspace: Workspace, fake_server: FakeOpenAIServer, tmp_path: Path):
     (tmp_path / "data.csv").write_text("a,b\n1,2\n")
     fake_server.enqueue(
-        {"text": "Reading.", "tool_calls": [{"name": "read_file", "arguments": {"path": "data.csv"}}], "usage": {"prompt_tokens": 50, "completion_tokens": 5, "cached_tokens": 20}},
+        {
+            "text": "Reading.",
+            "tool_calls": [{"name": "read_file", "arguments": {"path": "data.csv"}}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 5, "cached_tokens": 20},
+        },
         {"text": "Columns a and b.", "usage": {"prompt_tokens": 80, "completion_tokens": 6}},
     )
     result = await workspace.run("what is in data.csv?")
@@ -37,10 +41,16 @@ async def test_a_tool_round_trip_and_usage(workspace: Workspace, fake_server: Fa
     tool_message = [m for m in sent_messages(fake_server, 1) if m["role"] == "tool"][0]
     assert "1,2" in json.loads(tool_message["content"])["result"]
     assert sent_messages(fake_server, 0)[0]["role"] == "system"
-    assert {t["function"]["name"] for t in fake_server.requests[0].body["tools"]} >= {"read_file", "run_python", "exit_plan_mode"}
+    assert {t["function"]["name"] for t in fake_server.requests[0].body["tools"]} >= {
+        "read_file",
+        "run_python",
+        "exit_plan_mode",
+    }
 
 
-async def test_ENG40_steer_reaches_the_model_inside_the_next_tool_result(workspace: Workspace, fake_server: FakeOpenAIServer):
+async def test_ENG40_steer_reaches_the_model_inside_the_next_tool_result(
+    workspace: Workspace, fake_server: FakeOpenAIServer
+):
     fake_server.enqueue(
         {"tool_calls": [{"name": "list_files", "arguments": {}}], "hold": "steered"},
         {"text": "Using pandas."},
@@ -67,7 +77,9 @@ async def test_ENG50_btw_never_appears_in_later_requests(workspace: Workspace, f
     assert workspace.usage("s").total.calls == 3
 
 
-async def test_ENG61_ENG62_summary_replaces_the_window_and_focus_reaches_the_summariser(workspace: Workspace, fake_server: FakeOpenAIServer):
+async def test_ENG61_ENG62_summary_replaces_the_window_and_focus_reaches_the_summariser(
+    workspace: Workspace, fake_server: FakeOpenAIServer
+):
     fake_server.enqueue({"text": "one"}, {"text": "two"}, {"text": "SUMMARY of one"}, {"text": "three"})
     await workspace.run("first", session="s")
     await workspace.run("second", session="s")
@@ -84,7 +96,9 @@ async def test_ENG61_ENG62_summary_replaces_the_window_and_focus_reaches_the_sum
     ]
 
 
-async def test_ENG31_plan_mode_refusal_reaches_the_model(workspace: Workspace, fake_server: FakeOpenAIServer, tmp_path: Path):
+async def test_ENG31_plan_mode_refusal_reaches_the_model(
+    workspace: Workspace, fake_server: FakeOpenAIServer, tmp_path: Path
+):
     fake_server.enqueue(
         {"tool_calls": [{"name": "run_python", "arguments": {"code": "open('x', 'w')"}}]},
         {"tool_calls": [{"name": "exit_plan_mode", "arguments": {"plan": "1. do it"}}]},
@@ -98,17 +112,24 @@ async def test_ENG31_plan_mode_refusal_reaches_the_model(workspace: Workspace, f
     assert not (tmp_path / "x").exists()
 
 
-async def test_view_image_reaches_a_vision_model_as_an_image_part(fake_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+async def test_view_image_reaches_a_vision_model_as_an_image_part(
+    fake_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     from tests.unit.test_images import tiny_png
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wire-not-a-real-key")
     (tmp_path / "chart.png").write_bytes(tiny_png())
     ws = Workspace.open(
-        tmp_path, model="openai/gpt-4o", overrides={"api_base": fake_server.base_url, "model_retries": 0},
-        environ={}, home=tmp_path / "home",
+        tmp_path,
+        model="openai/gpt-4o",
+        overrides={"api_base": fake_server.base_url, "model_retries": 0},
+        environ={},
+        home=tmp_path / "home",
     )
     assert ws.model.supports_vision()  # type: ignore[attr-defined]
-    fake_server.enqueue({"tool_calls": [{"name": "view_image", "arguments": {"path": "chart.png"}}]}, {"text": "A tiny image."})
+    fake_server.enqueue(
+        {"tool_calls": [{"name": "view_image", "arguments": {"path": "chart.png"}}]}, {"text": "A tiny image."}
+    )
     result = await ws.run("look at chart.png")
     assert result.stop_reason == "end_turn", result.error
     messages = sent_messages(fake_server, 1)
@@ -118,11 +139,15 @@ async def test_view_image_reaches_a_vision_model_as_an_image_part(fake_server: F
     assert image_parts and image_parts[0]["image_url"]["url"].startswith("data:image/png;base64,")
 
 
-async def test_view_image_on_a_blind_model_is_a_clear_error(workspace: Workspace, fake_server: FakeOpenAIServer, tmp_path: Path):
+async def test_view_image_on_a_blind_model_is_a_clear_error(
+    workspace: Workspace, fake_server: FakeOpenAIServer, tmp_path: Path
+):
     from tests.unit.test_images import tiny_png
 
     (tmp_path / "chart.png").write_bytes(tiny_png())
-    fake_server.enqueue({"tool_calls": [{"name": "view_image", "arguments": {"path": "chart.png"}}]}, {"text": "I cannot see it."})
+    fake_server.enqueue(
+        {"tool_calls": [{"name": "view_image", "arguments": {"path": "chart.png"}}]}, {"text": "I cannot see it."}
+    )
     await workspace.run("look at chart.png")
     tool_message = [m for m in sent_messages(fake_server, 1) if m["role"] == "tool"][0]
     assert "cannot see images" in json.loads(tool_message["content"])["error"]

@@ -31,8 +31,9 @@ def fresh_breakers() -> Iterator[None]:
     reset_breakers()
 
 
-def open_workspace(tmp_path: Path, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
-                   **settings: Any) -> Workspace:
+def open_workspace(
+    tmp_path: Path, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, **settings: Any
+) -> Workspace:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wire-not-a-real-key")
     return wire_workspace(tmp_path, server, PRIMARY, retries=None, fallback_models=[FALLBACK], **settings)
 
@@ -40,10 +41,13 @@ def open_workspace(tmp_path: Path, server: FakeOpenAIServer, monkeypatch: pytest
 async def test_GR01_the_fallback_answers_once_the_primary_has_spent_its_retries_on_500s(
     tmp_path: Path, fake_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake_server.enqueue(*[{"fault": "status", "status": 500, "message": "upstream exploded"}] * 2,
-                        {"text": "the fallback answers", "usage": {"prompt_tokens": 30, "completion_tokens": 3}})
-    workspace = open_workspace(tmp_path, fake_server, monkeypatch, model_retries=1,
-                               prices={FALLBACK: {"input": 1.0, "output": 2.0}})
+    fake_server.enqueue(
+        *[{"fault": "status", "status": 500, "message": "upstream exploded"}] * 2,
+        {"text": "the fallback answers", "usage": {"prompt_tokens": 30, "completion_tokens": 3}},
+    )
+    workspace = open_workspace(
+        tmp_path, fake_server, monkeypatch, model_retries=1, prices={FALLBACK: {"input": 1.0, "output": 2.0}}
+    )
 
     result = await workspace.run("hello")
 
@@ -59,10 +63,12 @@ async def test_GR01_the_fallback_answers_once_the_primary_has_spent_its_retries_
 async def test_GR02_with_the_breaker_open_the_primary_is_not_called_at_all(
     tmp_path: Path, fake_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake_server.enqueue({"fault": "status", "status": 503, "message": "overloaded"},
-                        {"text": "first answer"}, {"text": "second answer"})
-    workspace = open_workspace(tmp_path, fake_server, monkeypatch, model_retries=0,
-                               **{"breaker.failures": 1, "breaker.cooldown_s": 3600})
+    fake_server.enqueue(
+        {"fault": "status", "status": 503, "message": "overloaded"}, {"text": "first answer"}, {"text": "second answer"}
+    )
+    workspace = open_workspace(
+        tmp_path, fake_server, monkeypatch, model_retries=0, **{"breaker.failures": 1, "breaker.cooldown_s": 3600}
+    )
     await workspace.run("first", session="s")
     assert received_models(fake_server) == ["primary-model", "fallback-model"]
     assert breaker_for(PRIMARY).state is BreakerState.OPEN
@@ -81,8 +87,7 @@ async def test_GR03_a_stalled_primary_is_a_stall_the_fallback_chain_acts_on(
 ) -> None:
     fake_server.enqueue({"fault": "stall", "seconds": 30}, {"text": "awake elsewhere"})
     # the budget also bounds the fallback's healthy answer: generous for a busy machine
-    workspace = open_workspace(tmp_path, fake_server, monkeypatch, model_retries=0,
-                               **{"stall.first_byte_s": 1.0})
+    workspace = open_workspace(tmp_path, fake_server, monkeypatch, model_retries=0, **{"stall.first_byte_s": 1.0})
 
     result = await workspace.run("hello")
 

@@ -99,24 +99,34 @@ async def test_text_streams_in_several_deltas_then_one_response_with_usage(
     fake_server: FakeOpenAIServer, fast_stream: bool
 ) -> None:
     text = "The quick brown fox jumps over the lazy dog."
-    fake_server.enqueue({"text": text, "usage": {"prompt_tokens": 1200, "completion_tokens": 9,
-                                                 "cached_tokens": 1000, "cache_creation_input_tokens": 150}})
+    fake_server.enqueue(
+        {
+            "text": text,
+            "usage": {
+                "prompt_tokens": 1200,
+                "completion_tokens": 9,
+                "cached_tokens": 1000,
+                "cache_creation_input_tokens": 150,
+            },
+        }
+    )
 
     deltas, response = split(await collect(make_model(fake_server, fast_stream=fast_stream), simple_request()))
 
     assert len(deltas) >= 5 and not any(delta.thought for delta in deltas)
     assert "".join(delta.text for delta in deltas) == text
     assert response.text == text and response.tool_calls == [] and response.thought == ""
-    assert response.usage == TokenUsage(input_tokens=1200, cached_tokens=1000, cache_write_tokens=150,
-                                        output_tokens=9)
+    assert response.usage == TokenUsage(input_tokens=1200, cached_tokens=1000, cache_write_tokens=150, output_tokens=9)
     assert response.model == MODEL
     (received,) = fake_server.requests
     assert received.path == "/v1/chat/completions"
     assert received.body["model"] == "fake-model"
     assert received.body["stream"] is True
     assert received.body["stream_options"] == {"include_usage": True}
-    assert received.body["messages"] == [{"role": "system", "content": "You are a test."},
-                                         {"role": "user", "content": "hello"}]
+    assert received.body["messages"] == [
+        {"role": "system", "content": "You are a test."},
+        {"role": "user", "content": "hello"},
+    ]
     assert "tools" not in received.body  # omitted when there are none
     assert received.headers["authorization"] == f"Bearer {API_KEY}"
 
@@ -127,26 +137,42 @@ async def test_parallel_tool_calls_are_assembled_from_fragments(
 ) -> None:
     first = {"path": "data/measurements.csv", "limit": 200}
     second = {"code": "df.describe()\nprint(len(df))"}
-    fake_server.enqueue({"text": "Let me look.", "tool_calls": [
-        {"id": "call_read", "name": "read_file", "arguments": first},
-        {"id": "call_run", "name": "run_python", "arguments": second},
-    ]})
-    tools = [ToolSpec(name="read_file", description="Read a file.",
-                      parameters={"type": "object", "properties": {"path": {"type": "string"}}}),
-             ToolSpec(name="run_python", description="Run code.",
-                      parameters={"type": "object", "properties": {"code": {"type": "string"}}})]
+    fake_server.enqueue(
+        {
+            "text": "Let me look.",
+            "tool_calls": [
+                {"id": "call_read", "name": "read_file", "arguments": first},
+                {"id": "call_run", "name": "run_python", "arguments": second},
+            ],
+        }
+    )
+    tools = [
+        ToolSpec(
+            name="read_file",
+            description="Read a file.",
+            parameters={"type": "object", "properties": {"path": {"type": "string"}}},
+        ),
+        ToolSpec(
+            name="run_python",
+            description="Run code.",
+            parameters={"type": "object", "properties": {"code": {"type": "string"}}},
+        ),
+    ]
 
-    _, response = split(await collect(make_model(fake_server, fast_stream=fast_stream),
-                                      simple_request(tools=tools)))
+    _, response = split(await collect(make_model(fake_server, fast_stream=fast_stream), simple_request(tools=tools)))
 
-    assert [(call.id, call.name) for call in response.tool_calls] == [("call_read", "read_file"),
-                                                                      ("call_run", "run_python")]
+    assert [(call.id, call.name) for call in response.tool_calls] == [
+        ("call_read", "read_file"),
+        ("call_run", "run_python"),
+    ]
     assert [call.parsed_arguments() for call in response.tool_calls] == [first, second]
     assert response.text == "Let me look."
     (received,) = fake_server.requests
     assert received.body["tools"] == [
-        {"type": "function", "function": {"name": tool.name, "description": tool.description,
-                                          "parameters": tool.parameters}}
+        {
+            "type": "function",
+            "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+        }
         for tool in tools
     ]
 
@@ -209,15 +235,25 @@ async def test_generation_settings_are_sent_when_set(fake_server: FakeOpenAIServ
 async def test_history_arrives_in_openai_format(fake_server: FakeOpenAIServer) -> None:
     history = [
         SummaryMessage(text="The user loaded sales.csv.", covered_events=12),
-        UserMessage(parts=[ImagePart(media_type="image/png", data_base64="iVBORw0KGgo="),
-                           TextPart(text="What is in this chart?")]),
-        AssistantMessage(text="I will check.", thought="secret reasoning", model=MODEL, tool_calls=[
-            ToolCall(id="call_1", name="read_file", arguments='{"path": "a.txt"}'),
-            ToolCall(id="call_2", name="run_python", arguments='{"code": "1/0"}'),
-        ]),
+        UserMessage(
+            parts=[
+                ImagePart(media_type="image/png", data_base64="iVBORw0KGgo="),
+                TextPart(text="What is in this chart?"),
+            ]
+        ),
+        AssistantMessage(
+            text="I will check.",
+            thought="secret reasoning",
+            model=MODEL,
+            tool_calls=[
+                ToolCall(id="call_1", name="read_file", arguments='{"path": "a.txt"}'),
+                ToolCall(id="call_2", name="run_python", arguments='{"code": "1/0"}'),
+            ],
+        ),
         ToolResultMessage(call_id="call_1", name="read_file", output="alpha"),
-        ToolResultMessage(call_id="call_2", name="run_python", error="ZeroDivisionError",
-                          message_from_user="use pandas instead"),
+        ToolResultMessage(
+            call_id="call_2", name="run_python", error="ZeroDivisionError", message_from_user="use pandas instead"
+        ),
         AssistantMessage(text="Done.", model=MODEL),
         user_prompt("thanks"),
     ]
@@ -228,17 +264,35 @@ async def test_history_arrives_in_openai_format(fake_server: FakeOpenAIServer) -
     assert fake_server.requests[0].body["messages"] == [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "[Summary of earlier conversation]\nThe user loaded sales.csv."},
-        {"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
-            {"type": "text", "text": "What is in this chart?"},
-        ]},
-        {"role": "assistant", "content": "I will check.", "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}},
-            {"id": "call_2", "type": "function", "function": {"name": "run_python", "arguments": '{"code": "1/0"}'}},
-        ]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+                {"type": "text", "text": "What is in this chart?"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": "I will check.",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'},
+                },
+                {
+                    "id": "call_2",
+                    "type": "function",
+                    "function": {"name": "run_python", "arguments": '{"code": "1/0"}'},
+                },
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": '{"result": "alpha"}'},
-        {"role": "tool", "tool_call_id": "call_2",
-         "content": '{"error": "ZeroDivisionError", "message_from_user": "use pandas instead"}'},
+        {
+            "role": "tool",
+            "tool_call_id": "call_2",
+            "content": '{"error": "ZeroDivisionError", "message_from_user": "use pandas instead"}',
+        },
         {"role": "assistant", "content": "Done."},
         {"role": "user", "content": "thanks"},
     ]
@@ -276,8 +330,14 @@ async def test_429_with_retry_after_is_retried_after_the_requested_wait(fake_ser
 
 
 async def test_a_429_for_an_exhausted_quota_is_not_retried(fake_server: FakeOpenAIServer) -> None:
-    fake_server.enqueue({"fault": "status", "status": 429, "code": "insufficient_quota",
-                         "message": "You exceeded your current quota, please check your plan."})
+    fake_server.enqueue(
+        {
+            "fault": "status",
+            "status": 429,
+            "code": "insufficient_quota",
+            "message": "You exceeded your current quota, please check your plan.",
+        }
+    )
 
     with pytest.raises(ModelRateLimitError, match="exceeded your current quota"):
         await collect(make_model(fake_server), simple_request())
@@ -381,8 +441,9 @@ async def test_GR03_a_stall_before_the_first_byte_ends_with_a_stall_error_after_
 ) -> None:
     # the server accepts the request and sends nothing, not even headers
     fake_server.enqueue(*[{"fault": "stall", "seconds": 30}] * 2, {"text": "never sent"})
-    model = make_model(fake_server, retries=1, fast_stream=fast_stream,
-                       stall_first_byte_s=0.2, stall_between_chunks_s=30)
+    model = make_model(
+        fake_server, retries=1, fast_stream=fast_stream, stall_first_byte_s=0.2, stall_between_chunks_s=30
+    )
 
     with pytest.raises(ModelStallError) as raised:
         await collect(model, simple_request())
@@ -398,8 +459,9 @@ async def test_GR03_a_stall_between_chunks_ends_with_a_stall_error_after_the_ret
 ) -> None:
     # headers and a role chunk arrive at once, then nothing: the between-chunks budget runs out
     fake_server.enqueue(*[{"fault": "stall", "seconds": 30, "started": True}] * 3, {"text": "never sent"})
-    model = make_model(fake_server, retries=2, fast_stream=fast_stream,
-                       stall_first_byte_s=30, stall_between_chunks_s=0.2)
+    model = make_model(
+        fake_server, retries=2, fast_stream=fast_stream, stall_first_byte_s=30, stall_between_chunks_s=0.2
+    )
 
     with pytest.raises(ModelStallError, match=r"sent nothing for 0\.2 s between chunks \(stall\.between_chunks_s\)"):
         await collect(model, simple_request())
@@ -470,14 +532,26 @@ def test_GR03_stall_budgets_must_be_finite_and_positive(budget: float) -> None:
     [
         ({"status": 401, "message": "Invalid credentials"}, ModelAuthError, "HTTP 401: Invalid credentials"),
         ({"status": 403, "message": "Not allowed"}, ModelAuthError, "HTTP 403: Not allowed"),
-        ({"status": 404, "message": "The model `fake-model` does not exist", "code": "model_not_found"},
-         ModelNotFoundError, "HTTP 404: The model `fake-model` does not exist"),
-        ({"status": 400, "code": "context_length_exceeded",
-          "message": "This model's maximum context length is 8192 tokens. However, your messages "
-                     "resulted in 9000 tokens."},
-         ContextWindowError, "HTTP 400: This model's maximum context length is 8192 tokens."),
-        ({"status": 400, "message": "Invalid value for 'temperature'"}, ModelBadRequestError,
-         "HTTP 400: Invalid value for 'temperature'"),
+        (
+            {"status": 404, "message": "The model `fake-model` does not exist", "code": "model_not_found"},
+            ModelNotFoundError,
+            "HTTP 404: The model `fake-model` does not exist",
+        ),
+        (
+            {
+                "status": 400,
+                "code": "context_length_exceeded",
+                "message": "This model's maximum context length is 8192 tokens. However, your messages "
+                "resulted in 9000 tokens.",
+            },
+            ContextWindowError,
+            "HTTP 400: This model's maximum context length is 8192 tokens.",
+        ),
+        (
+            {"status": 400, "message": "Invalid value for 'temperature'"},
+            ModelBadRequestError,
+            "HTTP 400: Invalid value for 'temperature'",
+        ),
     ],
     ids=["401", "403", "404", "context-window", "400"],
 )
@@ -496,8 +570,13 @@ async def test_client_errors_are_typed_and_not_retried(
 
 
 async def test_the_api_key_never_appears_in_an_error(fake_server: FakeOpenAIServer) -> None:
-    fake_server.enqueue({"fault": "status", "status": 401,
-                         "message": f"Incorrect API key provided: {API_KEY}. Authorization: Bearer {API_KEY}"})
+    fake_server.enqueue(
+        {
+            "fault": "status",
+            "status": 401,
+            "message": f"Incorrect API key provided: {API_KEY}. Authorization: Bearer {API_KEY}",
+        }
+    )
 
     with pytest.raises(ModelAuthError) as raised:
         await collect(make_model(fake_server), simple_request())
@@ -562,9 +641,12 @@ def test_the_network_guard_refuses_non_loopback_addresses(no_real_network: list[
 
 def _control(server: FakeOpenAIServer, path: str, body: Any = None) -> Any:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(f"http://127.0.0.1:{server.port}{path}", data=data,
-                                     method="GET" if data is None else "POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}{path}",
+        data=data,
+        method="GET" if data is None else "POST",
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=5) as response:
         return json.loads(response.read())
 
@@ -587,15 +669,19 @@ async def test_the_fake_server_is_driven_over_http(fake_server: FakeOpenAIServer
 def test_the_fake_server_runs_as_its_own_process(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"text": "looped"}]))
-    process = subprocess.Popen([sys.executable, str(REPO / "tests" / "fakeserver.py"), "--port", "0",
-                                "--repeat-script", str(script)], stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "fakeserver.py"), "--port", "0", "--repeat-script", str(script)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert process.stdout is not None
         base_url = process.stdout.readline().strip()
         assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
         for _ in range(3):  # the loop replays its script forever
-            request = urllib.request.Request(f"{base_url}/chat/completions", method="POST",
-                                             data=json.dumps({"model": "m", "messages": []}).encode())
+            request = urllib.request.Request(
+                f"{base_url}/chat/completions", method="POST", data=json.dumps({"model": "m", "messages": []}).encode()
+            )
             with urllib.request.urlopen(request, timeout=5) as response:
                 answer = json.loads(response.read())
             assert answer["choices"][0]["message"]["content"] == "looped"

@@ -17,10 +17,14 @@ SERVER = str(Path(__file__).resolve().parents[1] / "mcp_server.py")
 
 
 @pytest.fixture
-async def workspace(fake_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Workspace]:
+async def workspace(
+    fake_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Workspace]:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wire-not-a-real-key")
     ws = wire_workspace(
-        tmp_path, fake_server, **{"mcp.servers.warehouse": {"command": sys.executable, "args": [SERVER], "timeout_s": 30}}
+        tmp_path,
+        fake_server,
+        **{"mcp.servers.warehouse": {"command": sys.executable, "args": [SERVER], "timeout_s": 30}},
     )
     yield ws
     await ws.mcp.aclose()

@@ -96,8 +96,11 @@ async def test_reasoning_models_get_max_completion_tokens_as_litellm_sends_them(
 
 def test_committed_messages_are_converted_once_and_released_with_them() -> None:
     call = ToolCall(id="c1", name="read_file", arguments='{"path": "a"}')
-    history = [user_prompt("hi"), AssistantMessage(text="", tool_calls=[call], model="m"),
-               ToolResultMessage(call_id="c1", name="read_file", output="alpha")]
+    history = [
+        user_prompt("hi"),
+        AssistantMessage(text="", tool_calls=[call], model="m"),
+        ToolResultMessage(call_id="c1", name="read_file", output="alpha"),
+    ]
 
     first = openai_wire.to_openai_messages("sys", history, reuse=True)
     again = openai_wire.to_openai_messages("sys", [*history, user_prompt("more")], reuse=True)
@@ -133,8 +136,10 @@ def test_an_openai_only_kernel_never_imports_litellm(fake_server: FakeOpenAIServ
     """A whole turn with a tool call, priced, through the workspace: litellm stays unloaded."""
     (tmp_path / "a.txt").write_text("alpha\n")
     fake_server.enqueue(
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}],
-         "usage": {"prompt_tokens": 1000, "completion_tokens": 10}},
+        {
+            "tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 10},
+        },
         {"text": "It says alpha.", "usage": {"prompt_tokens": 1200, "completion_tokens": 5}},
     )
     code = textwrap.dedent(f"""
@@ -150,7 +155,9 @@ def test_an_openai_only_kernel_never_imports_litellm(fake_server: FakeOpenAIServ
                           "window": ws.model.context_window(), "litellm": "litellm" in sys.modules}}))
     """)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "OPENAI_API_KEY": KEY, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
 
     assert done.returncode == 0, done.stderr
     outcome: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -163,12 +170,20 @@ def test_an_openai_only_kernel_never_imports_litellm(fake_server: FakeOpenAIServ
 
 
 def test_the_warm_up_loads_litellm_only_for_a_model_that_needs_it(tmp_path: Path) -> None:
-    code = ("import sys; from blitz_kernel.models.factory import warm_up; warm_up([sys.argv[1]]); "
-            "print('litellm' in sys.modules, 'openai' in sys.modules)")
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    code = (
+        "import sys; from blitz_kernel.models.factory import warm_up; warm_up([sys.argv[1]]); "
+        "print('litellm' in sys.modules, 'openai' in sys.modules)"
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
     seen = {
-        name: subprocess.run([sys.executable, "-c", code, name], env=env, capture_output=True, text=True,
-                             timeout=120).stdout.split()
+        name: subprocess.run(
+            [sys.executable, "-c", code, name], env=env, capture_output=True, text=True, timeout=120
+        ).stdout.split()
         for name in ("openai/gpt-4o-mini", "anthropic/claude-3-5-sonnet-20240620")
     }
     assert seen == {"openai/gpt-4o-mini": ["False", "True"], "anthropic/claude-3-5-sonnet-20240620": ["True", "True"]}

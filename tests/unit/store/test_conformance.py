@@ -32,7 +32,6 @@ from blitz_kernel.engine.store.resume import code_names, variable_names
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError
 from blitz_kernel.models.scripted import ScriptedModel
-from tests.helpers.workspaces import scripted_workspace
 
 from ..conftest import call, tool_step
 from .conftest import Backend

@@ -363,6 +363,11 @@ def workspace_trust(
     )
 
 
+def file_values(path: Path) -> Mapping[str, Any]:
+    """The settings one config file sets, as written (ConfigError when it cannot be read)."""
+    return _file_layer(path).values
+
+
 def _user_values(home: Path | None) -> Mapping[str, Any]:
     """What the user's own `~/.blitz/config.toml` sets: trust compares a workspace's values
     with these. A broken file compares with the defaults (load_config reports it anyway)."""

@@ -18,7 +18,7 @@ from pydantic_core import PydanticCustomError
 from ..core.store_url import StoreUrlError, check_store_url
 from ..core.terms import HeadlessPolicy, ToolPolicy
 from ..core.usage import Price
-from ..mcp.config import McpConfig
+from .mcp_servers import McpConfig
 
 TelemetryExporter = Literal["console", "otlp", "memory"]
 

@@ -1,7 +1,6 @@
-"""MCP toolsets (ENG-04, ENG-20, ENG-30): the user's MCP servers as tools of a turn.
+"""MCP toolsets: the user's MCP servers as tools of a turn (docs/mcp.md).
 
-`config` holds the settings models (pure pydantic, imported by `blitz_kernel.config.loading`);
-`manager` keeps one connection per server for the kernel's life; `toolset` turns a server's
+Their settings live with the other settings (config/mcp_servers.py); `manager` keeps one connection per server for the kernel's life; `toolset` turns a server's
 tools and resources into our `Tool`s. The `mcp` SDK is imported only when a server starts, so
 `%load_ext` and opening a workspace stay fast.
 """
@@ -11,7 +10,7 @@ from __future__ import annotations
 MCP_PREFIX = "mcp__"
 """Every MCP tool reaches the model as `mcp__<server>__<tool>`."""
 RESOURCE_TOOLS = ("list_mcp_resources", "read_mcp_resource")
-"""The read-only tools that reach every offered server's resources (ENG-30)."""
+"""The read-only tools that reach every offered server's resources (allowed in read-only modes too)."""
 
 
 def tool_name(server: str, tool: str) -> str:

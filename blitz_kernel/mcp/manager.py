@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from ..config.loading import _file_layer, config_source_paths
-from .config import McpConfig, McpServerConfig
+from ..config.loading import config_source_paths, file_values
+from ..config.mcp_servers import McpConfig, McpServerConfig
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -87,7 +87,7 @@ def server_entries(config: McpConfig, workspace: Path, home: Path | None = None)
     for path in config_source_paths(workspace, home):
         if path.resolve().parent != workspace:
             continue  # the user's ~/.blitz/config.toml
-        mcp = _file_layer(path).values.get("mcp")
+        mcp = file_values(path).get("mcp")
         servers = mcp.get("servers") if isinstance(mcp, Mapping) else None
         if isinstance(servers, Mapping):
             defined_here.update({name: path.name for name in servers})

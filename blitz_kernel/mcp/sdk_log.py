@@ -33,15 +33,14 @@ class KernelLogHandler(logging.Handler):
                 return
 
 
+KERNEL_LOGGER = "IPKernelApp"
+"""The kernel application's logger: traitlets names an application's log after its class, so it
+is found by name, without importing the kernel below the notebook layer."""
+
+
 def _kernel_logger() -> logging.Logger | None:
-    try:
-        from ipykernel.kernelapp import IPKernelApp
-    except ImportError:
-        return None
-    if not IPKernelApp.initialized():
-        return None
-    log = IPKernelApp.instance().log
-    return log if isinstance(log, logging.Logger) else None
+    log = logging.getLogger(KERNEL_LOGGER)
+    return log if log.handlers else None
 
 
 def route_sdk_log() -> None:

@@ -108,7 +108,7 @@ def _whose(name: str) -> str:
     return f"IPython's {name}" if IPYTHON_NAMES.fullmatch(name) else f"the builtin {name}"
 
 
-def _positive(kind: type, value: str, option: str) -> Any:
+def positive_option(kind: type, value: str, option: str) -> Any:
     try:
         number = kind(value)
     except ValueError:
@@ -134,7 +134,7 @@ def interrupt_is_one_line(what: str) -> Iterator[None]:
         raise BlitzCellError(f"interrupted: {what}") from None
 
 
-def _name(value: str | None, option: str, magic: Any) -> str | None:
+def name_option(value: str | None, option: str, magic: Any) -> str | None:
     """An option that names something, without the quotes IPython's argument splitting keeps
     (`-s 'my session'` names `my session`); never empty (None: not given)."""
     if value is None:
@@ -217,10 +217,10 @@ class BlitzMagics(Magics):
         prompt = cell.strip()
         if not prompt:
             raise UsageError("the cell body is the prompt, and it is empty")
-        args.session = _name(args.session, "--session", self.blitz)
-        args.agent = _name(args.agent, "--agent", self.blitz)
-        args.model = _name(args.model, "--model", self.blitz)
-        args.out = _name(args.out, "--out", self.blitz)
+        args.session = name_option(args.session, "--session", self.blitz)
+        args.agent = name_option(args.agent, "--agent", self.blitz)
+        args.model = name_option(args.model, "--model", self.blitz)
+        args.out = name_option(args.out, "--out", self.blitz)
         if args.out is not None and (not args.out.isidentifier() or keyword.iskeyword(args.out)):
             raise UsageError(f"--out needs a Python variable name, got {args.out!r}\n{usage_line(self.blitz)}")
         if args.out is not None and (args.out in vars(builtins) or IPYTHON_NAMES.fullmatch(args.out)):
@@ -232,9 +232,9 @@ class BlitzMagics(Magics):
                 agent=args.agent,
                 model=args.model,
                 mode=TurnMode.PLAN if args.plan else TurnMode.NORMAL,
-                max_turns=_positive(int, args.max_turns, "--max-turns") if args.max_turns else None,
-                max_cost_usd=_positive(float, args.max_cost, "--max-cost") if args.max_cost else None,
-                timeout_s=_positive(float, args.timeout, "--timeout") if args.timeout else None,
+                max_turns=positive_option(int, args.max_turns, "--max-turns") if args.max_turns else None,
+                max_cost_usd=positive_option(float, args.max_cost, "--max-cost") if args.max_cost else None,
+                timeout_s=positive_option(float, args.timeout, "--timeout") if args.timeout else None,
                 tools=tuple(t.strip() for t in args.tools.split(",") if t.strip()) if args.tools is not None else None,
                 approve=args.approve,
             )
@@ -282,7 +282,7 @@ class BlitzMagics(Magics):
         (ENG-06) is a one-line error and the previous model stays."""
         args = self._parse(self.blitz_model, line)
         workspace = self.workspace()
-        model = _name(args.model, "MODEL", self.blitz_model)
+        model = name_option(args.model, "MODEL", self.blitz_model)
         if model is not None:
             with usage_errors():
                 try:
@@ -370,11 +370,11 @@ class BlitzMagics(Magics):
     def blitz_usage(self, line: str) -> None:
         """Tokens and cost of a session, per model; `--add-budget USD` lifts a spent session budget."""
         args = self._parse(self.blitz_usage, line)
-        session = _name(args.session, "--session", self.blitz_usage) or self._current_session()
+        session = name_option(args.session, "--session", self.blitz_usage) or self._current_session()
         workspace = self.workspace()
         if args.add_budget is not None:
             with usage_errors():
-                left = workspace.add_budget(session, _positive(float, args.add_budget, "--add-budget"))
+                left = workspace.add_budget(session, positive_option(float, args.add_budget, "--add-budget"))
             print(f"session {session!r}: budget raised; ${left:.2f} left")
             return
         if session not in workspace.sessions.names():  # asking must not create it
@@ -422,8 +422,8 @@ class BlitzMagics(Magics):
     def blitz_compact(self, line: str) -> Coroutine[Any, Any, None]:
         """Summarise the session's older turns to make room (ENG-61..64)."""
         args = self._parse(self.blitz_compact, line)
-        keep = _positive(int, args.keep, "--keep")
-        session = _name(args.session, "--session", self.blitz_compact) or self._current_session()
+        keep = positive_option(int, args.keep, "--keep")
+        session = name_option(args.session, "--session", self.blitz_compact) or self._current_session()
         focus = " ".join(args.focus) or None
         workspace = self.workspace()
         if session not in workspace.sessions.names():  # compacting must not create it

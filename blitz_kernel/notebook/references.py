@@ -422,7 +422,7 @@ def _safe_repr(value: Any) -> str:
 def _format_cell(cell: dict[str, Any], origin: str) -> str:
     """A cell as notebook_read shows one (same caps, same output lines), with where it came from."""
     # The notebook tool's formatting helpers: an attachment must read like the tool's answer.
-    from ..tools.notebook import MAX_SOURCE_CHARS, _cap, _output_lines
+    from ..tools.notebook import MAX_SOURCE_CHARS, cap_cell_text, output_lines
 
     count = cell.get("execution_count")
     index = cell.get("index")
@@ -430,7 +430,7 @@ def _format_cell(cell: dict[str, Any], origin: str) -> str:
     return "\n".join(
         [
             header,
-            _cap(str(cell.get("source", "")), MAX_SOURCE_CHARS),
-            *_output_lines(index if index is not None else 0, cell.get("outputs", [])),
+            cap_cell_text(str(cell.get("source", "")), MAX_SOURCE_CHARS),
+            *output_lines(index if index is not None else 0, cell.get("outputs", [])),
         ]
     )

@@ -14,7 +14,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from .magics import _name, _positive, usage_line
+from .magics import name_option, positive_option, usage_line
 
 if TYPE_CHECKING:
     from ..engine.safety.audit import AuditRecord
@@ -77,9 +77,9 @@ class SafetyMagics(Magics):
         """Every tool call of a session: time, turn, tool, arguments (shortened), the decision,
         who made it (user, policy, always, headless default, hook, mode…) and how it ended."""
         args = self._main._parse(self.blitz_audit, line)
-        session = _name(args.session, "--session", self.blitz_audit) or self._main._current_session()
-        tool = _name(args.tool, "--tool", self.blitz_audit)
-        last = _positive(int, args.last, "--last") if args.last is not None else None
+        session = name_option(args.session, "--session", self.blitz_audit) or self._main._current_session()
+        tool = name_option(args.tool, "--tool", self.blitz_audit)
+        last = positive_option(int, args.last, "--last") if args.last is not None else None
         workspace = self._main.workspace()
         if tool is not None and tool not in workspace.tools and not tool.startswith("mcp__"):
             raise UsageError(f"--tool: no tool named {tool!r}\n{usage_line(self.blitz_audit)}")

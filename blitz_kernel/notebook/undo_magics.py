@@ -15,7 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .magics import BlitzCellError, _name, interrupt_is_one_line, usage_line
+from .magics import BlitzCellError, interrupt_is_one_line, name_option, usage_line
 
 if TYPE_CHECKING:
     from .magics import BlitzMagics
@@ -50,7 +50,7 @@ class UndoMagics(Magics):
             raise UsageError(f"{exc}\n{usage_line(magic)}") from None
         if args.files_only and args.conversation_only:
             raise UsageError(f"--files-only and --conversation-only exclude each other\n{usage_line(magic)}")
-        args.session = _name(args.session, "--session", magic)
+        args.session = name_option(args.session, "--session", magic)
         return args
 
     @magic_arguments()

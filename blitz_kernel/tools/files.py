@@ -395,14 +395,14 @@ def _read_text_for_edit(handle: BinaryIO, given: str) -> str:
         raise ToolError(f"{given} is not UTF-8 text; edit_file only edits text files") from None
 
 
-def _match_line_endings(text: str, args: EditFileArgs) -> tuple[str, str]:
+def match_line_endings(text: str, args: EditFileArgs) -> tuple[str, str]:
     """Let a model that writes `\\n` edit a file that uses `\\r\\n`."""
     if "\r\n" in text and "\r\n" not in args.old and args.old not in text:
         return args.old.replace("\n", "\r\n"), args.new.replace("\n", "\r\n")
     return args.old, args.new
 
 
-def _count_error(text: str, old: str, count: int, given: str) -> ToolError:
+def count_error(text: str, old: str, count: int, given: str) -> ToolError:
     if count == 0:
         hint = ""
         stripped = old.strip()
@@ -441,10 +441,10 @@ def _edit_file_sync(workspace: Path, args: EditFileArgs, recorder: ChangeRecorde
     try:
         with os.fdopen(fd, "r+b", closefd=False) as handle:
             text = _read_text_for_edit(handle, args.path)
-        old, new = _match_line_endings(text, args)
+        old, new = match_line_endings(text, args)
         count = text.count(old)
         if count == 0 or (count > 1 and not args.replace_all):
-            raise _count_error(text, old, count, args.path)
+            raise count_error(text, old, count, args.path)
         first_line = _line_of(text, text.index(old))
         edited = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
         data = edited.encode("utf-8")

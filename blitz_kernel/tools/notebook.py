@@ -172,32 +172,34 @@ def _dimensions(encoded: str) -> dict[str, int]:
 # -- what the model reads ---------------------------------------------------------------------
 
 
-def _cap(text: str, limit: int) -> str:
+def cap_cell_text(text: str, limit: int) -> str:
+    """A cell's source or output as the model reads it: terminal colours dropped, the start kept."""
     text = _ANSI.sub("", text)
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n[... {len(text) - limit} more characters]"
 
 
-def _output_lines(index: int, outputs: list[dict[str, Any]]) -> list[str]:
+def output_lines(index: int, outputs: list[dict[str, Any]]) -> list[str]:
+    """A cell's outputs as the lines `notebook_read` and `@cell:N` show (images by size)."""
     lines: list[str] = []
     image_number = 0
     for output in outputs:
         kind = output.get("output_type")
         if kind == "stream":
             lines.append(
-                f"→ {output.get('name', 'stdout')}:\n{_cap(output.get('text', ''), MAX_OUTPUT_CHARS).rstrip()}"
+                f"→ {output.get('name', 'stdout')}:\n{cap_cell_text(output.get('text', ''), MAX_OUTPUT_CHARS).rstrip()}"
             )
         elif kind == "error":
             lines.append(
                 f"→ error: {output.get('ename', '')}: {output.get('evalue', '')}\n"
-                f"{_cap(output.get('traceback', ''), MAX_OUTPUT_CHARS).rstrip()}"
+                f"{cap_cell_text(output.get('traceback', ''), MAX_OUTPUT_CHARS).rstrip()}"
             )
         else:
             text = str(output.get("text") or "").rstrip()
             label = "result" if kind == "execute_result" else "display"
             if text:
-                lines.append(f"→ {label}:\n{_cap(text, MAX_OUTPUT_CHARS)}")
+                lines.append(f"→ {label}:\n{cap_cell_text(text, MAX_OUTPUT_CHARS)}")
             for image in output.get("images", []):
                 image_number += 1
                 size = f" {image['width']}×{image['height']}" if "width" in image else ""
@@ -235,8 +237,8 @@ def format_cells(result: dict[str, Any], include_outputs: bool, origin: str) -> 
         block = "\n".join(
             [
                 _cell_header(cell),
-                _cap(cell.get("source", ""), MAX_SOURCE_CHARS),
-                *(_output_lines(cell["index"], cell.get("outputs", [])) if include_outputs else []),
+                cap_cell_text(cell.get("source", ""), MAX_SOURCE_CHARS),
+                *(output_lines(cell["index"], cell.get("outputs", [])) if include_outputs else []),
             ]
         )
         if used + len(block) > MAX_READ_CHARS:

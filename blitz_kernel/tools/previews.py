@@ -20,7 +20,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .files import EditFileArgs, WriteFileArgs, _count_error, _match_line_endings
+from .files import EditFileArgs, WriteFileArgs, count_error, match_line_endings
 from .notebook import NotebookEditArgs, find_notebook_file, notebook_access, read_notebook_file
 from .notebook_file import cell_source
 from .paths import open_in_workspace, resolve_in_workspace
@@ -80,10 +80,10 @@ async def edit_file_preview(args: EditFileArgs, ctx: ToolContext) -> str:
     text = _current_text(ctx, args.path)
     if text is None:
         raise _NoPreview(f"{args.path} does not exist, so this edit would fail")
-    old, new = _match_line_endings(text, args)
+    old, new = match_line_endings(text, args)
     count = text.count(old) if old else 0
     if count == 0 or (count > 1 and not args.replace_all):
-        raise _NoPreview(f"this edit would fail: {_count_error(text, old, count, args.path)}")
+        raise _NoPreview(f"this edit would fail: {count_error(text, old, count, args.path)}")
     edited = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
     return unified_diff(args.path, text, edited)
 

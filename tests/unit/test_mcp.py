@@ -523,7 +523,7 @@ async def test_malformed_json_rpc_is_one_line_at_once_and_the_sdk_log_stays_out_
 def test_sanitised_tool_names_that_collide_get_a_suffix_and_empty_ones_are_left_out(tmp_path: Path):
     from mcp.types import Tool as McpTool
 
-    from blitz_kernel.mcp.config import McpServerConfig
+    from blitz_kernel.config.mcp_servers import McpServerConfig
     from blitz_kernel.mcp.manager import ServerConnection, ServerEntry
     from blitz_kernel.mcp.toolset import tool_names as offered_names
 

@@ -29,7 +29,7 @@ connections, but only while nothing was shown to the user — streamed text cann
 back, so a failure after output is raised at once. `litellm_errors` says which failures those
 are.
 
-Stalls (GR-03). `request_timeout` is httpx's per-read limit, 600 s by default, which a
+Stalls. `request_timeout` is httpx's per-read limit, 600 s by default, which a
 provider that accepts the request and then goes quiet turns into ten minutes per attempt.
 Two shorter budgets, `stall_first_byte_s` (until the first chunk) and
 `stall_between_chunks_s` (each next chunk), end such an attempt with `ModelStallError`,
@@ -122,7 +122,7 @@ class _Stalled(Exception):
 
 
 class _StallWatch:
-    """The GR-03 budgets of one attempt: `first_byte_s` from sending the request until the
+    """The stall budgets of one attempt: `first_byte_s` from sending the request until the
     first chunk, then `between_chunks_s` for each next chunk. Only time spent waiting on the
     provider counts, not the time the consumer takes between chunks.
 
@@ -202,7 +202,7 @@ class LiteLLMModel:
 
     `retries` is how many times a retryable failure (429, 5xx, timeout, stall, broken
     connection before any output) is retried; `request_timeout` is httpx's limit for each read;
-    `stall_first_byte_s` and `stall_between_chunks_s` are the shorter GR-03 budgets (see the
+    `stall_first_byte_s` and `stall_between_chunks_s` are the shorter stall budgets (see the
     module doc). `extra` holds further `litellm.acompletion` arguments (headers, reasoning
     effort, ...). `backoff_base`/`backoff_cap` shape the exponential backoff (tests shrink
     them); a `Retry-After` longer than `max_retry_after` seconds ends the retries at once.

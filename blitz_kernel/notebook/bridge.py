@@ -3,7 +3,7 @@
 Why a comm: the kernel never sees the notebook, only the code it is sent. The JupyterLab /
 Notebook 7 extension (labextension/src) holds the notebook's model, so notebook_read and
 notebook_edit ask it. Requests are answered while the `%%blitz` cell is still running,
-because ipykernel (>= 7.4) dispatches comm messages during an async cell (KERNEL.md).
+because ipykernel (>= 7.4) dispatches comm messages during an async cell (docs/architecture.md, the kernel execution model).
 
 Who opens the comm. The front end does, one comm per notebook panel, so replies go only to
 the panel that owns the notebook (a console attached to the same kernel never sees them).

@@ -12,15 +12,15 @@ the first catching up from the state so far.
 Either way the cell ends with a static rendering (Markdown + text/plain) whose output metadata
 holds the turn record under `blitz`: the widget is replaced by it; plain outputs carry it on the
 answer's display. Follow-up turns run in the same cell, each with its own widget and rendering:
-the carry-out of a plan approved in the widget (ENG-32: `go_ahead_prompt`, not in plan mode),
-then steer messages that no tool result carried (ENG-41).
+the carry-out of a plan approved in the widget (`go_ahead_prompt`, not in plan mode),
+then steer messages that no tool result carried.
 
-Plans (ENG-32): a widget turn reviews a proposed plan with Approve plan / Reject. The engine
+Plans: a widget turn reviews a proposed plan with Approve plan / Reject. The engine
 takes the reviewer when the turn starts, and a reviewer cannot answer "nobody is here", so a
 `--plan` turn learns first whether its widget is seen (probe, then render) and passes no
 reviewer when it is not: the plan is then the answer, as in plain mode.
 
-Continue (issue 12 §5): a widget turn that stops at `max_turns` offers Continue; pressed, the
+Continue: a widget turn that stops at `max_turns` offers Continue; pressed, the
 cell goes on with `Workspace.continue_turn` (the same turn context, no new prompt) in a widget of
 its own. Plain output cannot be clicked: the step limit fails the cell as before.
 
@@ -69,7 +69,7 @@ class NextTurn:
     label: str = ""
     """Shown instead of the prompt (which the user did not type)."""
     resume: bool = False
-    """Continue pressed at the step limit (issue 12 §5): `continue_turn`, no new prompt."""
+    """Continue pressed at the step limit: `continue_turn`, no new prompt."""
 
 
 async def run_turn_in_cell(
@@ -110,8 +110,8 @@ async def run_turn_in_cell(
 
 
 def follow_ups(turn: NextTurn, result: TurnResult, leftovers: list[str]) -> list[NextTurn]:
-    """What the cell runs next: an approved plan's carry-out (ENG-32), then leftover steer
-    messages as one prompt (ENG-41) — in plan mode still, unless the plan was approved."""
+    """What the cell runs next: an approved plan's carry-out, then leftover steer
+    messages as one prompt — in plan mode still, unless the plan was approved."""
     approved = result.plan_status == "approved" and bool(result.plan)
     turns = [NextTurn(go_ahead_prompt(result.plan or ""), plan=False, label=CARRY_OUT_LABEL)] if approved else []
     if leftovers:
@@ -120,7 +120,7 @@ def follow_ups(turn: NextTurn, result: TurnResult, leftovers: list[str]) -> list
 
 
 async def tick_forever() -> None:
-    """Wake the loop every TICK_S so a kernel interrupt reaches the turn promptly (KERNEL.md)."""
+    """Wake the loop every TICK_S so a kernel interrupt reaches the turn promptly (docs/architecture.md, the kernel execution model)."""
     while True:  # noqa: ASYNC110 - waking the loop is the point, there is nothing to wait for
         await asyncio.sleep(TICK_S)
 
@@ -194,7 +194,7 @@ class CellTurn:
 
     async def _plan_reviewer(self, plan_turn: bool) -> PlanReviewer | None:
         """The widget's reviewer, or None when nobody can see the widget (the plan is then the
-        answer, ENG-32). A plan turn settles this before it starts (a few ms in JupyterLab; the
+        answer). A plan turn settles this before it starts (a few ms in JupyterLab; the
         probe's timeout where no front end answers); any other turn keeps the probe running
         beside the model and takes the reviewer (the agent may propose a plan on its own)."""
         controller, probe = self.controller, self.probe

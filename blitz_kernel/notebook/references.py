@@ -1,6 +1,6 @@
 """`@` references in a `%%blitz` prompt: point the agent at a variable, a cell, the last
 error, a file or the last figure, and it arrives as an attachment ahead of the prompt text
-(ENG-10/11, `core/attachments.py`).
+(`core/attachments.py`).
 
 Grammar (what `parse_references` accepts; everything else is prompt text):
 

@@ -1,4 +1,4 @@
-// "Undo this turn" (issue 10 §3): one button under a finished turn's static rendering.
+// "Undo this turn": one button under a finished turn's static rendering.
 // The kernel does the work (Workspace.undo) when the click's comm message arrives; this view
 // only shows the button, and the status and report the kernel sends back as traits. The
 // report is set as textContent: it names files and cells, never HTML.

@@ -1,7 +1,7 @@
 """A fake OpenAI-compatible chat-completions server for wire tests and benchmarks.
 
 Why it exists: the litellm adapter must be tested through its real HTTP path (request shape,
-SSE parsing, retries, error mapping) without ever reaching a real provider (TESTING.md tier 2).
+SSE parsing, retries, error mapping) without ever reaching a real provider.
 The server plays a *script*, a queue of steps; each POST /v1/chat/completions consumes one.
 
 Step format (a JSON object):

@@ -1,7 +1,7 @@
 """The widget's newer cards without a kernel: sub-agent turns nested in their invoke_agent card
-(ENG-70) with their permission requests answered in the turn's card, attachment chips (ENG-11),
-the footer's fallback switch and context fill (GR-01), notices, and the approval card's reason
-and preview (issue 10/11). Sub-agent events come from real engine turns on a ScriptedModel."""
+with their permission requests answered in the turn's card, attachment chips,
+the footer's fallback switch and context fill, notices, and the approval card's reason
+and preview. Sub-agent events come from real engine turns on a ScriptedModel."""
 
 from __future__ import annotations
 

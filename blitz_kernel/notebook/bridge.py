@@ -116,7 +116,7 @@ class NotebookBridge:
         self._hellos: dict[str | None, tuple[Any, dict[str, Any]]] = {}
         """Every live front-end comm with its hello, by the client's session id."""
         self.loader_session: str | None = None
-        """The client that loaded the extension (see the module docstring)."""
+        """The client that loaded the extension (see the class docstring)."""
         self.cell_session: str | None = None
         """The client that ran the current (or last) cell."""
 
@@ -217,7 +217,7 @@ class NotebookBridge:
     # -- requests (NotebookAccess) --------------------------------------------------------------
 
     async def request(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send `op` and wait for its reply; see the module docstring for the shapes."""
+        """Send `op` and wait for its reply; see the class docstring for the shapes."""
         comm = self._comm or await self._await_hello()
         request_id = f"{self._prefix}-{next(self._ids)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()

@@ -25,8 +25,8 @@ PlanStatus = Literal["approved", "rejected", "unreviewed"]
 StopReason = Literal[
     "end_turn", "max_turns", "max_cost", "timeout", "cancelled", "blocked", "error", "watchdog", "interrupted"
 ]
-"""Why a turn ended (TurnResult in docs/interface.md). `interrupted`: the process died mid-turn (seen
-when a durable session is reopened)."""
+"""Why a turn ended (TurnResult in docs/interface.md). `interrupted`: the process died
+mid-turn (seen when a durable session is reopened)."""
 ToolOutcome = Literal["ok", "error", "denied", "cancelled", "blocked"]
 """How one tool call ended: ran fine, failed (or was refused by a rule), denied by a person or
 policy, cut short by a stop, or blocked by a hook. Front ends show it as is; nobody has to

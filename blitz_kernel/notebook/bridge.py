@@ -3,7 +3,7 @@
 Why a comm: the kernel never sees the notebook, only the code it is sent. The JupyterLab /
 Notebook 7 extension (labextension/src) holds the notebook's model, so notebook_read and
 notebook_edit ask it, and ipykernel (>= 7.4) dispatches comm messages during an async cell
-(docs/architecture.md, the kernel execution model). The front end opens one comm per notebook
+(docs/architecture.md). The front end opens one comm per notebook
 panel, so replies go only to the panel that owns the notebook; since any client of the kernel
 can say hello, the bridge serves the client that ran the current cell. Who opens the comm, the
 message shapes and whose notebook it is: NotebookBridge.

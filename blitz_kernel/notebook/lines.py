@@ -73,7 +73,8 @@ def usage_line(state: TurnFooter) -> str:
 
 
 def switch_note(event: ModelSwitchEvent) -> str:
-    """A fallback switch on the usage line and the widget footer: `answered by b after a failed (why)`."""
+    """A fallback switch on the usage line and the widget footer:
+    `answered by b after a failed (why)`."""
     return f"answered by {event.answered_by} after {event.failed} failed ({event.reason})"
 
 

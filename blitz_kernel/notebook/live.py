@@ -102,7 +102,8 @@ def follow_ups(turn: NextTurn, result: TurnResult, leftovers: list[str]) -> list
 
 
 async def tick_forever() -> None:
-    """Wake the loop every TICK_S so a kernel interrupt reaches the turn promptly (docs/architecture.md, the kernel execution model)."""
+    """Wake the loop every TICK_S so a kernel interrupt reaches the turn promptly
+    (docs/architecture.md)."""
     while True:  # noqa: ASYNC110 - waking the loop is the point, there is nothing to wait for
         await asyncio.sleep(TICK_S)
 

@@ -2,7 +2,7 @@
 
 Options parse with IPython's magic_arguments; a wrong option is a UsageError that shows the
 usage line and calls no model. `%%blitz` returns a coroutine that the await transformer makes
-the cell await, so the turn runs on the kernel's own loop (docs/architecture.md, the kernel execution model).
+the cell await, so the turn runs on the kernel's own loop (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -240,8 +240,8 @@ class PlainPresenter:
             self._output.line(f"  ↳ {tool['name']}: {result_text(tool)}")
 
     def _show_plan(self, item: PlanItem) -> None:
-        """A proposed plan in plain mode: the plan as Markdown (it is the turn's answer, so the record
-        goes on it), and how to go ahead. Nobody reviews a plan here, so it is unreviewed;
+        """A proposed plan in plain mode: the plan as Markdown (it is the turn's answer, so the
+        record goes on it), and how to go ahead. Nobody reviews a plan here, so it is unreviewed;
         a reviewed one says what became of it in the static rendering's words."""
         if item["status"] == "unreviewed":
             note = GO_AHEAD
@@ -265,7 +265,7 @@ class PlainPresenter:
         self._put(escape_html(text))
 
     def _end_text(self, text: str) -> None:
-        """A step's text is complete (the engine repeats the exact text): its display shows all of it."""
+        """A step's text is complete (the engine repeats the exact text): its display shows all."""
         self._put(escape_html(text))
         self._live = None
 

@@ -291,7 +291,7 @@ def test_GR01_window_price_and_vision_are_the_primarys() -> None:
     assert isinstance(model, Model)
 
 
-# -- the breaker in the chain --------------------------------------------------------------------------
+# -- the breaker in the chain -------------------------------------------------------------
 
 
 async def test_GR02_an_open_breaker_skips_the_model_without_calling_it(clock: FakeClock) -> None:

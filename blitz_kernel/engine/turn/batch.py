@@ -263,7 +263,7 @@ class ToolBatch:
             raise
 
     async def _pre_tool(self, screened: Screened) -> str | None:
-        """Pre_tool hooks after approval; a block is what the model reads instead."""
+        """The pre_tool hooks run after approval; a block is what the model reads instead."""
         hooks = self.setup.runtime.hooks
         if not hooks:
             return None
@@ -275,7 +275,7 @@ class ToolBatch:
         return f"blocked by pre_tool hook: {reason}"
 
     def _post_tool(self, screened: Screened, result: ToolResultMessage) -> None:
-        """Post_tool hooks observe; the turn does not wait for them."""
+        """The post_tool hooks observe; the turn does not wait for them."""
         hooks = self.setup.runtime.hooks
         if hooks:
             preview = shorten((result.output if result.ok else result.error) or "", PREVIEW_CHARS)

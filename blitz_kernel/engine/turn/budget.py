@@ -77,7 +77,8 @@ class Budget:
             raise MaxCostError.before_call(estimate, ceiling - self.session.ledger.total.cost_usd, "session")
 
     def check_after_usage(self, turn_spent: float) -> None:
-        """After every usage event. The session trips and stays tripped."""
+        """Check the session ceiling after every usage event; once passed, the session trips and
+        stays tripped."""
         ceiling = self.session_ceiling
         if ceiling is not None and self.session_limit is not None and self.session.ledger.total.cost_usd > ceiling:
             self.session.trip_budget()

@@ -115,10 +115,10 @@ class TurnRunner:
         setup = self.setup
         turn_index = setup.session.turns
         refused = self.budget.refusal_before_start()
-        if refused is not None:  # before any model call, and nothing is recorded
+        if refused is not None:  # session budget spent: before any model call, nothing recorded
             return await self._refused_result(refused, turn_index, "max_cost")
         blocked = await self._prompt_hooks(prompt, turn_index) if prompt is not None else None
-        if blocked is not None:  # nothing is recorded
+        if blocked is not None:  # a prompt_submit hook blocked it: nothing is recorded
             return await self._refused_result(blocked, turn_index, "blocked")
         if prompt is not None:
             self._commit(prompt_with_attachments(prompt, attachments, vision=supports_vision(setup.choice.model)))

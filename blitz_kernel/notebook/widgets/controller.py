@@ -3,8 +3,8 @@ ask aside, stop.
 
 The controller owns one turn's TurnState, its TurnView and the coalescing sync. Front-end
 messages arrive in comm callbacks on the kernel's main thread while the cell awaits the turn
-(docs/architecture.md, the kernel execution model); a callback only changes state, resolves a future or starts a task. It never prints
-or displays (that output would belong to the comm message, not to the cell).
+(docs/architecture.md); a callback only changes state, resolves a future or starts a task. It
+never prints or displays (that output would belong to the comm message, not to the cell).
 """
 
 from __future__ import annotations

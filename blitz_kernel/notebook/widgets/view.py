@@ -5,7 +5,7 @@ and stylesheet: no CDN, no build step). State flows kernel → browser as synced
 comm message per flush, see sync.py); user actions flow browser → kernel as anywidget custom
 messages, i.e. `comm_msg` with `data = {"method": "custom", "content": <one of the models
 below>}`. Every message names the turn it belongs to, so a click queued for an older turn is
-recognised and ignored (docs/architecture.md, the kernel execution model).
+recognised and ignored (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class TurnView(anywidget.AnyWidget):  # type: ignore[misc]
         self.on_msg(self._receive)
 
     def _receive(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        """Runs on the kernel's main thread while the cell awaits (docs/architecture.md, the kernel execution model). Stale or
+        """Runs on the kernel's main thread while the cell awaits (docs/architecture.md). Stale or
         malformed messages are dropped here; nothing is printed (output from a comm callback
         would be parented to the comm message, not to the cell)."""
         message = parse_message(content)

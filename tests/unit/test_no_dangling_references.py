@@ -10,6 +10,7 @@ and the scan skips code). The lint step runs this file.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -17,7 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCANNED = ("blitz_kernel", "tests", "bench", "scripts", "notebooks")
+SCANNED = ("blitz_kernel", "tests", "bench", "scripts", "notebooks", "labextension/src", "labextension/test")
+"""Code: its comments, docstrings and strings may name docs pages, and those must exist."""
+USER_PAGES = ("README.md", "docs")
+"""Pages for users: they link to each other (scripts/check_docs.py), but cite nothing either."""
 SKIPPED_FOLDERS = {"__pycache__", "node_modules", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
 FORBIDDEN: dict[str, re.Pattern[str]] = {
@@ -31,10 +35,11 @@ FORBIDDEN: dict[str, re.Pattern[str]] = {
 DOCS_PAGE = re.compile(r"\bdocs/([\w.-]+?\.md)\b")
 
 
-def source_files(root: Path) -> Iterator[Path]:
-    """Every text file under the scanned folders of `root`, caches and node_modules left out."""
-    for top in SCANNED:
-        for path in sorted((root / top).rglob("*")):
+def source_files(root: Path, tops: tuple[str, ...] = SCANNED) -> Iterator[Path]:
+    """Every file under `tops` of `root` (a folder or one file), caches and node_modules left out."""
+    for top in tops:
+        paths = [root / top] if (root / top).is_file() else sorted((root / top).rglob("*"))
+        for path in paths:
             if path.is_file() and not SKIPPED_FOLDERS.intersection(path.relative_to(root).parts):
                 yield path
 
@@ -76,8 +81,13 @@ def python_prose(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]
     return comments + docstrings, strings
 
 
-def prose(path: Path, text: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
-    """(prose that names docs pages, other strings) of a file; a file that is not Python is all prose."""
+@functools.cache
+def prose(path: Path) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """(prose that names docs pages, other strings) of a file; a file that is not Python is all
+    prose, and a binary one has none."""
+    text = read_text(path)
+    if text is None:
+        return [], []
     if path.suffix == ".py":
         return python_prose(text)
     return list(enumerate(text.splitlines(), start=1)), []
@@ -91,11 +101,8 @@ def at_line(start: int, piece: str, match: re.Match[str]) -> int:
 def dangling_citations(root: Path) -> list[str]:
     """`path:line: what was found` for every citation of something outside the repository."""
     problems: list[str] = []
-    for path in source_files(root):
-        text = read_text(path)
-        if text is None:
-            continue
-        described, strings = prose(path, text)
+    for path in source_files(root, SCANNED + USER_PAGES):
+        described, strings = prose(path)
         for start, piece in sorted(described + strings):
             for what, pattern in FORBIDDEN.items():
                 for match in pattern.finditer(piece):
@@ -108,10 +115,7 @@ def missing_docs_pages(root: Path) -> list[str]:
     """`path:line: docs/<page>.md does not exist` for every page a comment or docstring names."""
     problems: list[str] = []
     for path in source_files(root):
-        text = read_text(path)
-        if text is None:
-            continue
-        described, _ = prose(path, text)
+        described, _ = prose(path)
         for start, piece in sorted(described):
             for match in DOCS_PAGE.finditer(piece):
                 if not (root / "docs" / match.group(1)).is_file():
@@ -148,6 +152,8 @@ def test_the_scan_finds_each_kind_of_citation_and_skips_code(tmp_path: Path) -> 
         f"    return {design}\n",
     )
     write(tmp_path, "scripts/run.sh", f"# see {design}\necho ok\n")
+    write(tmp_path, "README.md", f"# Project\n\nAs {issue} asked.\n")
+    write(tmp_path, "docs/page.md", f"A rule ({rule}).\n")
     write(tmp_path, "tests/picture.png", f"\0PNG {rule}")
     assert dangling_citations(tmp_path) == [
         f"blitz_kernel/mod.py:1: a design file outside the repository ({design!r})",
@@ -155,6 +161,8 @@ def test_the_scan_finds_each_kind_of_citation_and_skips_code(tmp_path: Path) -> 
         f"blitz_kernel/mod.py:5: a rule id ({rule!r})",
         f"blitz_kernel/mod.py:6: a section number ({section!r})",
         f"scripts/run.sh:1: a design file outside the repository ({design!r})",
+        f"README.md:3: an issue number ({issue!r})",
+        f"docs/page.md:1: a rule id ({rule!r})",
     ]
 
 

@@ -72,7 +72,7 @@ def test_blitz_mcp_lists_servers_tools_and_policies(mcp_kernel: tuple[KernelDriv
     assert "MCP servers (2):" in out
     assert "• broken — stdio: /nonexistent/blitz-mcp-server — failed · tools unknown" in out
     assert "last error: FileNotFoundError" in out
-    assert f"• warehouse — stdio: {sys.executable} {SERVER}" in out and "ready · 7 tools" in out
+    assert f"• warehouse — stdio: {sys.executable} {SERVER}" in out and "ready · 8 tools" in out
     lines = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.strip().startswith("mcp__")}
     assert lines["mcp__warehouse__echo"] == "ask" and lines["mcp__warehouse__image"] == "deny"
     assert "the server says read-only; still asks" in out
@@ -117,7 +117,7 @@ def test_unload_ext_stops_the_servers(mcp_kernel: tuple[KernelDriver, Path]):
     assert kernel.run("%load_ext blitz_kernel").status == "ok"
     again = kernel.run("%blitz_mcp", timeout=90)
     assert again.status == "ok", again.reply
-    assert "ready · 7 tools" in again.stdout
+    assert "ready · 8 tools" in again.stdout
 
 
 def test_no_orphan_server_after_the_kernel_shuts_down(mcp_kernel: tuple[KernelDriver, Path]):

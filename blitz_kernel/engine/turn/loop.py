@@ -20,7 +20,6 @@ from ...core.terms import StopReason
 from ...errors import (
     BlitzError,
     ContextWindowError,
-    MaxTurnsError,
     ModelError,
     TurnLimitError,
 )
@@ -42,11 +41,11 @@ from ..tracing import mark_error
 from ..undo.recorder import TurnRecorder
 from .auto_compaction import AutoCompaction
 from .batch import ToolBatch
-from .budget import Budget
+from .budget import Budget, expected_output
 from .plan_flow import PlanFlow
 from .setup import TURN_SPAN, TurnResult, TurnSetup
 from .spans import outcome_attributes, turn_attributes
-from .spend import TurnSpend
+from .spend import StepCount, TurnSpend
 from .subagents import subagent_answer
 from .watchdog import RepeatWatch
 
@@ -74,7 +73,10 @@ class TurnRunner:
         self.batch: ToolBatch | None = None
         """The pending response's calls; it holds their results as they finish."""
         self.events: list[Event] = []
-        self.model_calls = 0
+        self.steps = StepCount(setup.limits.max_turns, parent.steps if parent is not None else None)
+        """Model calls, counted toward this turn's `max_turns` and every caller's."""
+        self.audit_session = parent.audit_session if parent is not None else setup.session
+        """Where tool calls are audited: the user's session, a sub-agent's calls included."""
         tools = tool_set(setup.runtime.tools.values())  # specs and their size: once per tool set
         self._specs = tools.specs
         self.watch = RepeatWatch(setup.limits.repeat_warn, setup.limits.repeat_stop)
@@ -172,6 +174,11 @@ class TurnRunner:
             stop, error = "error", f"internal error: {type(exc).__name__}: {exc}"
         return await self._finish(text, stop, error, turn_index)
 
+    @property
+    def model_calls(self) -> int:
+        """Model calls this turn caused, its sub-agents' included."""
+        return self.steps.count
+
     async def _prompt_hooks(self, prompt: str, turn_index: int) -> str | None:
         hooks = self.setup.runtime.hooks
         if not hooks or self.setup.depth > 0:
@@ -247,19 +254,17 @@ class TurnRunner:
     # -- the step loop --------------------------------------------------------------------
 
     async def _steps(self) -> str:
-        limits = self.setup.limits
         while True:
             if self.control.stop_requested:
                 raise _GracefulStop
-            if self.model_calls >= limits.max_turns:
-                raise MaxTurnsError(limits.max_turns)
-            self.model_calls += 1
+            self.steps.take()
             await self.compaction.if_needed(self.plan.system)
-            if self.budget.limited:  # the estimate walks the history: only when a ceiling is set
-                self.budget.check_before_call(
-                    self.usage.cost_usd,
+            if self.spend.limited:  # the estimate walks the history: only when a ceiling is set
+                choice = self.setup.choice
+                self.spend.check_before_call(
                     self.compaction.prompt_estimate(self.plan.system),
-                    self.setup.choice.prices.lookup(self.setup.choice.model.name),
+                    choice.prices.lookup(choice.model.name),
+                    expected_output(choice.max_tokens, self.spend.tree_usage),
                 )
             response = await self._model_step_with_context_retry()
             if not response.tool_calls:
@@ -269,7 +274,13 @@ class TurnRunner:
             response.tool_calls = unique_call_ids(response.tool_calls)
             self.pending = response.to_message()
             self.batch = ToolBatch(
-                self.setup, self.tool_context, self.control, self._emit, response.tool_calls, self.watch
+                self.setup,
+                self.tool_context,
+                self.control,
+                self._emit,
+                response.tool_calls,
+                self.watch,
+                audit_into=self.audit_session,
             )
             await self.spend.record(response.model, response.usage)
             if self.control.stop_requested:
@@ -373,7 +384,7 @@ class TurnRunner:
 
         setup = await subagents.setup_for(self.setup, self.plan.mode, agent, forward)
         result = await TurnRunner(setup, self.control.child(), parent=self).run(prompt)
-        return subagent_answer(agent, result)
+        return subagent_answer(agent, result, setup.session.history)
 
     def checkpoint(self) -> TurnRecorder | None:
         """WS-03: where changing tools report; a sub-agent's changes are its caller's turn's."""

@@ -188,12 +188,12 @@ class MaxCostError(TurnLimitError):
 
 
 class WatchdogError(TurnLimitError):
-    """The agent repeated the same tool call with the same arguments too often (GR-04)."""
+    """The agent repeated a tool call (or a cycle of calls) too often."""
 
     stop_reason = "watchdog"
 
-    def __init__(self, tool: str, times: int) -> None:
-        super().__init__(f"stopped by the watchdog: {tool} was called {times} times in a row with the same arguments")
+    def __init__(self, what: str) -> None:
+        super().__init__(f"stopped by the watchdog: {what}")
 
 
 class SessionBudgetError(TurnLimitError):

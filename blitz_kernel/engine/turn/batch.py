@@ -157,12 +157,12 @@ class ToolBatch:
 
     def _watched(self, call: ToolCall) -> Refused | None:
         """GR-04: refuse the call that makes a loop; mark the ones that start looking like one."""
-        verdict, times = self.watch.observe(call), self.watch.count
-        if verdict == "stop":
-            self.tripped = WatchdogError(call.name, times)
+        verdict, found = self.watch.observe(call), self.watch.found
+        if verdict == "stop" and found is not None:
+            self.tripped = WatchdogError(found.describe(call.name, "the agent"))
             return _refused(call, f"{self.tripped} (limits.repeat_stop); the turn ends here", "blocked", "watchdog")
-        if verdict == "warn":
-            self._warned[call.id] = repeat_note(call.name, times)
+        if verdict == "warn" and found is not None:
+            self._warned[call.id] = repeat_note(call.name, found)
         return None
 
     def _screen(self, call: ToolCall, mode: TurnMode) -> Screened | Refused:

@@ -47,7 +47,7 @@ from .setup import TURN_SPAN, TurnResult, TurnSetup
 from .spans import outcome_attributes, turn_attributes
 from .spend import StepCount, TurnSpend
 from .subagents import subagent_answer
-from .watchdog import RepeatWatch
+from .watchdog import session_watch
 
 CONTINUE_LABEL = "(continuing the previous turn)"
 
@@ -79,7 +79,7 @@ class TurnRunner:
         """Where tool calls are audited: the user's session, a sub-agent's calls included."""
         tools = tool_set(setup.runtime.tools.values())  # specs and their size: once per tool set
         self._specs = tools.specs
-        self.watch = RepeatWatch(setup.limits.repeat_warn, setup.limits.repeat_stop)
+        self.watch = session_watch(setup.session, setup.limits.repeat_warn, setup.limits.repeat_stop)
         self.budget = Budget(setup.session, setup.limits.max_cost_usd, setup.limits.max_cost_usd_session, control)
         caller = parent.spend if parent is not None else None
         self.spend: TurnSpend = TurnSpend(setup.session, setup.choice.prices, self.budget, self._emit, caller)
@@ -211,6 +211,8 @@ class TurnRunner:
         text, error = self.setup.runtime.redactor.redact(text), self.setup.runtime.redactor.redact_optional(error)
         last = self.outgoing.flush()  # a streamed answer's held tail (the stream was cut)
         session.end_turn(turn_index, stop, error)
+        if stop in ("end_turn", "watchdog"):  # answered, or its loop already stopped: start afresh
+            self.watch.reset()
         pending = self.control.take_leftovers()
         leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
         if error is not None:

@@ -116,6 +116,15 @@ class StallConfig(_Section):
     """Seconds between two streamed chunks."""
 
 
+class StopConfig(_Section):
+    """How Stop ends a turn: gracefully after the current step, and by force (the running step
+    cancelled) when that has not happened within the grace, so a stalled stream or a long tool
+    call cannot keep a stopping turn alive."""
+
+    grace_s: float = Field(default=3, gt=0, le=3600, allow_inf_nan=False)
+    """Seconds a graceful stop may take before it becomes a force stop."""
+
+
 class BreakerConfig(_Section):
     """Circuit breakers of the fallback chain (GR-02), one per model name in the kernel."""
 
@@ -280,6 +289,8 @@ class BlitzConfig(_Section):
     """Stall detection budgets (GR-03)."""
     breaker: BreakerConfig = BreakerConfig()
     """Circuit breaker settings of the fallback chain (GR-02)."""
+    stop: StopConfig = StopConfig()
+    """How long a graceful stop may take before it is forced."""
     agent: str = "blitz"
     """The active (root) agent (ENG-01)."""
     tools: ToolsConfig = ToolsConfig()

@@ -20,23 +20,22 @@ from ...core.terms import StopReason
 from ...errors import (
     BlitzError,
     ContextWindowError,
-    ModelError,
     TurnLimitError,
 )
-from ...models.base import ModelRequest, ModelResponse, ModelSwitch, TextDelta, supports_vision
+from ...models.base import ModelResponse, supports_vision
 from ...tools.registry import tool_set
 from ..events import (
     ErrorEvent,
     Event,
-    ModelSwitchEvent,
+    NoticeEvent,
     SteerEvent,
     SubagentEvent,
-    TextEvent,
     TurnDone,
     TurnStarted,
 )
 from ..safety.outgoing import OutgoingEvents
-from ..steering import TurnControl
+from ..steering import TurnControl, force_stop_text
+from ..store.session import Session
 from ..tracing import mark_error
 from ..undo.recorder import TurnRecorder
 from .auto_compaction import AutoCompaction
@@ -46,6 +45,7 @@ from .plan_flow import PlanFlow
 from .setup import TURN_SPAN, TurnResult, TurnSetup
 from .spans import outcome_attributes, turn_attributes
 from .spend import StepCount, TurnSpend
+from .step import model_step
 from .subagents import subagent_answer
 from .watchdog import session_watch
 
@@ -67,15 +67,15 @@ class TurnRunner:
         self.setup = setup
         self.control = control
         self.parent = parent
-        """The caller's turn when this is a sub-agent's (ENG-70): its spend is the caller's."""
+        """The caller's turn when this is a sub-agent's: its steps and spend are the caller's."""
         self.pending: AssistantMessage | None = None
         """The response whose tool calls are running; committed with all its results."""
         self.batch: ToolBatch | None = None
         """The pending response's calls; it holds their results as they finish."""
         self.events: list[Event] = []
-        self.steps = StepCount(setup.limits.max_turns, parent.steps if parent is not None else None)
+        self.steps: StepCount = StepCount(setup.limits.max_turns, parent.steps if parent is not None else None)
         """Model calls, counted toward this turn's `max_turns` and every caller's."""
-        self.audit_session = parent.audit_session if parent is not None else setup.session
+        self.audit_session: Session = parent.audit_session if parent is not None else setup.session
         """Where tool calls are audited: the user's session, a sub-agent's calls included."""
         tools = tool_set(setup.runtime.tools.values())  # specs and their size: once per tool set
         self._specs = tools.specs
@@ -106,7 +106,7 @@ class TurnRunner:
             if setup.observers.span_name == TURN_SPAN:  # known from the start: saved with the turn's outcome
                 setup.session.last_turn_span = span.get_span_context()
             result = await self._run(prompt, attachments or [])
-            span.set_attributes(outcome_attributes(result, self.model_calls))
+            span.set_attributes(outcome_attributes(result, self.steps.count))
             if result.error is not None:
                 mark_error(span, result.error)
         return result
@@ -130,15 +130,7 @@ class TurnRunner:
             )
         text, error = "", None
         stop: StopReason = "end_turn"
-        left = setup.limits.time_left()
-        deadline = asyncio.timeout(left)
-        # Tools that block the loop (run_python) cannot be reached by asyncio.timeout; they
-        # read this and stop themselves in time. A sub-agent runs inside its caller's.
-        inherited = self.parent.tool_context.deadline if self.parent is not None else None
-        own = time.monotonic() + left if left is not None else None
-        ends = [moment for moment in (inherited, own) if moment is not None]
-        if ends:
-            self.tool_context = dataclasses.replace(self.tool_context, deadline=min(ends))
+        deadline = self._arm()
         try:
             await self._emit(
                 TurnStarted(
@@ -174,10 +166,21 @@ class TurnRunner:
             stop, error = "error", f"internal error: {type(exc).__name__}: {exc}"
         return await self._finish(text, stop, error, turn_index)
 
-    @property
-    def model_calls(self) -> int:
-        """Model calls this turn caused, its sub-agents' included."""
-        return self.steps.count
+    def _arm(self) -> asyncio.Timeout:
+        """The turn's deadline, and a force stop that cancels the user's turn (its sub-agents
+        with it). Tools that block the loop (run_python) cannot be reached by asyncio.timeout;
+        they read the tool context's deadline and stop themselves in time. A sub-agent runs
+        inside its caller's."""
+        task = asyncio.current_task()
+        if self.parent is None and task is not None:
+            self.control.on_force(task.cancel)
+        left = self.setup.limits.time_left()
+        inherited = self.parent.tool_context.deadline if self.parent is not None else None
+        own = time.monotonic() + left if left is not None else None
+        ends = [moment for moment in (inherited, own) if moment is not None]
+        if ends:
+            self.tool_context = dataclasses.replace(self.tool_context, deadline=min(ends))
+        return asyncio.timeout(left)
 
     async def _prompt_hooks(self, prompt: str, turn_index: int) -> str | None:
         hooks = self.setup.runtime.hooks
@@ -207,6 +210,8 @@ class TurnRunner:
 
     async def _finish(self, text: str, stop: StopReason, error: str | None, turn_index: int) -> TurnResult:
         session = self.setup.session
+        if self.parent is None:
+            self.control.release()  # from here on, no force stop may cancel the turn's record
         self._close_pending()
         text, error = self.setup.runtime.redactor.redact(text), self.setup.runtime.redactor.redact_optional(error)
         last = self.outgoing.flush()  # a streamed answer's held tail (the stream was cut)
@@ -215,6 +220,9 @@ class TurnRunner:
             self.watch.reset()
         pending = self.control.take_leftovers()
         leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
+        forced = self.parent is None and self.control.forced
+        if forced:
+            last.append(NoticeEvent(kind="force_stop", message=force_stop_text(self.control.grace_s)))
         if error is not None:
             last.append(ErrorEvent(kind=stop, message=error))
         undoable = self.recorder is not None and self.recorder.checkpoint.changed
@@ -227,6 +235,7 @@ class TurnRunner:
             context_used=self.spend.last_prompt_tokens,
             context_window=self.setup.choice.context.tokens,
             undoable=undoable,
+            forced=forced,
         )
         last.append(done)
         self.events.extend(last)
@@ -308,38 +317,7 @@ class TurnRunner:
         return await self._model_step()
 
     async def _model_step(self) -> ModelResponse:
-        setup = self.setup
-        # Every part is valid already (committed messages, the tool set's specs): constructed,
-        # not validated, so a step does not re-check the whole history.
-        request = ModelRequest.model_construct(
-            system=self.plan.system,
-            messages=list(setup.session.history),
-            tools=self._specs,
-            temperature=setup.choice.temperature,
-            max_tokens=setup.choice.max_tokens,
-        )
-        response: ModelResponse | None = None
-        with setup.observers.telemetry.child_span("blitz.model_call", {"blitz.model": setup.choice.model.name}) as span:
-            async for item in setup.choice.model.stream(request):
-                if isinstance(item, TextDelta):
-                    await self._emit(TextEvent(text=item.text, delta=True, thought=item.thought))
-                elif isinstance(item, ModelSwitch):  # GR-01: every switch is visible
-                    await self._emit(ModelSwitchEvent(failed=item.failed, reason=item.reason, answered_by=item.next))
-                else:
-                    response = item
-            if response is None:
-                raise ModelError(setup.choice.model.name, "the response stream ended without a final message")
-            span.set_attributes(
-                {
-                    "blitz.answered_by": response.model,
-                    "blitz.input_tokens": response.usage.input_tokens,
-                    "blitz.output_tokens": response.usage.output_tokens,
-                    "blitz.tool_calls": len(response.tool_calls),
-                }
-            )
-        if response.text:
-            await self._emit(TextEvent(text=response.text, repeat=True))
-        return response
+        return await model_step(self.setup, self.plan.system, self._specs, self._emit)
 
     async def _attach_steering(self, ordered: list[ToolResultMessage]) -> None:
         """ENG-40: queued steer messages ride on the batch's last result."""

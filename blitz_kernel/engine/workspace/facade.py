@@ -197,5 +197,6 @@ class Workspace:
         self.turns.steer(session, text)
 
     def stop(self, session: str) -> bool:
-        """Ask the running turn to stop after its current step; False when none runs."""
+        """Ask the running turn to stop after its current step (forced after `stop.grace_s`);
+        False when none runs."""
         return self.turns.stop(session)

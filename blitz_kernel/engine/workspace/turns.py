@@ -59,7 +59,7 @@ class Turns:
         claim(state)
         context = front_end.kernel or self.builder.kernel
         state.prepare_resume_note(context.user_ns if context is not None else None)  # the restart note
-        control = TurnControl()
+        control = TurnControl(grace_s=self.configuration.config.stop.grace_s)
         state.running = control  # at once: a second run or a steer meanwhile sees this turn
         try:
             try:
@@ -79,7 +79,7 @@ class Turns:
         if not state.history or state.history[-1].kind != "tool_result":
             raise BlitzError(f"session {session!r} has no turn to continue: its last turn ended with an answer")
         claim(state)
-        control = TurnControl()
+        control = TurnControl(grace_s=self.configuration.config.stop.grace_s)
         state.running = control
         try:
             setup = await self.builder.build(state, options, front_end)

@@ -55,6 +55,16 @@ class SessionBusyError(BlitzError):
     """The session already has a running turn in this workspace."""
 
 
+class TooManyTurnsError(SessionBusyError):
+    """`limits.max_concurrent_turns` turns already run in this workspace or this kernel."""
+
+    def __init__(self, running: int, limit: int, where: str) -> None:
+        super().__init__(
+            f"busy: {running} turns are running in this {where} (limits.max_concurrent_turns = {limit}); "
+            "wait for one to end, or raise the limit"
+        )
+
+
 # -- model failures ------------------------------------------------------------------------
 
 

@@ -87,6 +87,9 @@ class LimitsConfig(_Section):
     repeating itself (GR-04)."""
     repeat_stop: int = Field(default=5, ge=2)
     """Identical consecutive tool calls that end the turn with stop reason `watchdog`."""
+    max_concurrent_turns: int = Field(default=8, ge=1, le=1000)
+    """Turns that may run at once in one workspace, and in one kernel across its workspaces
+    (sub-agents and side questions are part of their turn); one more is refused as busy."""
 
     @model_validator(mode="after")
     def _warn_before_stop(self) -> LimitsConfig:

@@ -116,3 +116,16 @@ def force_stop_text(grace_s: float | None) -> str:
     """What the front end shows of a forced stop."""
     within = f" within {grace_s:g} s" if grace_s is not None else ""
     return f"Stop did not end the turn{within} (stop.grace_s): its running step was cancelled"
+
+
+INBOX_HEADER = "[Messages the user sent while no turn was running, oldest first]"
+PROMPT_HEADER = "[The user's prompt]"
+
+
+def framed_prompt(inbox: list[str], prompt: str) -> str:
+    """The next prompt with the session's inbox before it, each part marked, so the model
+    reads the queued messages as the user's earlier words and not as part of the prompt."""
+    if not inbox:
+        return prompt
+    queued = "\n".join(f"- {message}" for message in inbox)
+    return f"{INBOX_HEADER}\n{queued}\n\n{PROMPT_HEADER}\n{prompt}"

@@ -359,8 +359,6 @@ async def test_ENG41_ENG42_leftovers_and_steer_too_late(make_workspace):
         return {"text": "done"}
 
     ws, model = make_workspace([steer_while_the_model_answers])
-    with pytest.raises(SteerTooLateError):
-        ws.steer("s", "too early")
     result = await ws.run("go", session="s")
     assert result.leftovers == ["one", "two"]
     assert [e.leftovers for e in result.events if isinstance(e, TurnDone)] == [["one", "two"]]

@@ -128,6 +128,11 @@ class Workspace:
         variables (`files`) and the history (`conversation`); see docs/undo.md."""
         return await self.history.undo(session, turns, files, conversation, force, through_turn)
 
+    async def truncate(self, session: str, turns: int) -> UndoReport:
+        """Drop the newest `turns` turns from the conversation only (files, cells and variables
+        stay as they are); recorded as an append-only rewind marker, like an undo's."""
+        return await self.history.undo(session, turns, False, True, False, None)
+
     # -- turns (Turns) ---------------------------------------------------------------------------
 
     async def run(
@@ -193,7 +198,8 @@ class Workspace:
         return await self.turns.compact(session, focus, keep_turns)
 
     def steer(self, session: str, text: str) -> None:
-        """Queue `text` for the running turn, or raise SteerTooLateError."""
+        """Queue `text` for the running turn, or (none running) for the session's next prompt;
+        SteerTooLateError while a turn is ending."""
         self.turns.steer(session, text)
 
     def stop(self, session: str) -> bool:

@@ -108,5 +108,5 @@ async def test_more_turns_than_the_limit_are_refused_busy_per_workspace_and_per_
     assert "s3" not in [n for n in ws.sessions.names() if ws.session(n).history]
     go.set()
     assert [r.text for r in await asyncio.gather(*running)] == ["ok", "ok"]
-    assert TurnSlots.kernel_running == 0
+    assert TurnSlots.kernel_running() == 0
     assert (await ws.run("now there is room", session="s3")).text == "ok"

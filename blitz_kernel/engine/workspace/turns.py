@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+import weakref
 
 from ...core.attachments import Attachment
 from ...core.terms import StopReason
@@ -164,27 +165,34 @@ class Turns:
 
 
 class TurnSlots:
-    """How many turns run now in this workspace and in the whole kernel (every workspace of
-    the process), against `limits.max_concurrent_turns`."""
+    """How many turns run now in this workspace and in the whole kernel (every workspace on
+    the kernel's event loop), against `limits.max_concurrent_turns`. The kernel's count is
+    kept per event loop: a loop that is gone (a finished `asyncio.run`) takes its count along."""
 
-    kernel_running = 0
-    """Turns running in this process, over all its workspaces."""
+    _kernel: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
 
     def __init__(self) -> None:
         self.running = 0
+
+    @classmethod
+    def kernel_running(cls) -> int:
+        """Turns running on this event loop, over all its workspaces."""
+        return cls._kernel.get(asyncio.get_running_loop(), 0)
 
     def admit(self, limit: int) -> None:
         """Take a slot, or TooManyTurnsError saying where the limit was reached."""
         if self.running >= limit:
             raise TooManyTurnsError(self.running, limit, "workspace")
-        if TurnSlots.kernel_running >= limit:
-            raise TooManyTurnsError(TurnSlots.kernel_running, limit, "kernel")
+        loop, kernel = asyncio.get_running_loop(), self.kernel_running()
+        if kernel >= limit:
+            raise TooManyTurnsError(kernel, limit, "kernel")
         self.running += 1
-        TurnSlots.kernel_running += 1
+        TurnSlots._kernel[loop] = kernel + 1
 
     def leave(self) -> None:
         self.running -= 1
-        TurnSlots.kernel_running -= 1
+        loop = asyncio.get_running_loop()
+        TurnSlots._kernel[loop] = max(TurnSlots._kernel.get(loop, 1) - 1, 0)
 
 
 def claim(state: Session) -> None:

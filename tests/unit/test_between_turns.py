@@ -110,3 +110,12 @@ async def test_more_turns_than_the_limit_are_refused_busy_per_workspace_and_per_
     assert [r.text for r in await asyncio.gather(*running)] == ["ok", "ok"]
     assert TurnSlots.kernel_running() == 0
     assert (await ws.run("now there is room", session="s3")).text == "ok"
+
+
+async def test_a_front_end_that_sends_it_itself_can_refuse_the_inbox(make_workspace):
+    from blitz_kernel.errors import SteerTooLateError
+
+    ws, _ = make_workspace([])
+    with pytest.raises(SteerTooLateError, match="has no running turn"):
+        ws.steer("s", "mine", inbox=False)
+    assert ws.session("s").inbox == []

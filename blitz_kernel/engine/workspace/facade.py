@@ -197,10 +197,11 @@ class Workspace:
         """`%blitz_compact`: summarise all but the last `keep_turns` turns."""
         return await self.turns.compact(session, focus, keep_turns)
 
-    def steer(self, session: str, text: str) -> None:
-        """Queue `text` for the running turn, or (none running) for the session's next prompt;
-        SteerTooLateError while a turn is ending."""
-        self.turns.steer(session, text)
+    def steer(self, session: str, text: str, *, inbox: bool = True) -> None:
+        """Queue `text` for the running turn, or (none running) in the session's inbox for its
+        next prompt; SteerTooLateError while a turn is ending, or with no turn when `inbox` is
+        False (a front end that sends it as its own follow-up prompt)."""
+        self.turns.steer(session, text, inbox)
 
     def stop(self, session: str) -> bool:
         """Ask the running turn to stop after its current step (forced after `stop.grace_s`);

@@ -13,7 +13,7 @@ import weakref
 from ...core.attachments import Attachment
 from ...core.terms import StopReason
 from ...core.usage import PriceBook
-from ...errors import BlitzError, SessionBusyError, TooManyTurnsError
+from ...errors import BlitzError, SessionBusyError, SteerTooLateError, TooManyTurnsError
 from ...tools.registry import KernelContext
 from ..steering import TurnControl, framed_prompt
 from ..store.session import Session
@@ -140,12 +140,14 @@ class Turns:
         state.record_usage(result.model, result.usage, price.cost(result.usage) if price else None)
         return result
 
-    def steer(self, session: str, text: str) -> None:
+    def steer(self, session: str, text: str, inbox: bool) -> None:
         """Queue `text` for the running turn; with none running, in the session's inbox (it
-        goes with the next prompt). A turn that is ending refuses it (SteerTooLateError): the
-        front end sends it as that turn's follow-up prompt."""
+        goes with the next prompt) when `inbox`, else SteerTooLateError. A turn that is ending
+        refuses it (SteerTooLateError): the front end sends it as that turn's follow-up prompt."""
         state = self.sessions.get(session)
         if state.running is None:
+            if not inbox:
+                raise SteerTooLateError(f"session {session!r} has no running turn; send it as a prompt")
             state.inbox.append(text)
             return
         state.running.steer(text)

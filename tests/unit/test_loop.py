@@ -598,7 +598,9 @@ async def test_GR04_watchdog_warns_then_stops_a_looping_agent(make_workspace, tm
     ws, model = make_workspace(steps, **{"limits.repeat_warn": 2, "limits.repeat_stop": 4})
     result = await ws.run("loop", session="s")
     assert result.stop_reason == "watchdog"
-    assert result.error == "stopped by the watchdog: the agent called read_file 4 times in a row with the same arguments"
+    assert (
+        result.error == "stopped by the watchdog: the agent called read_file 4 times in a row with the same arguments"
+    )
     assert len(model.requests) == 4  # the fourth call was refused, no fifth step
     first, second, third = (tool_results(model.requests[i])[-1] for i in (1, 2, 3))
     assert "[watchdog]" not in (first.output or "")

@@ -69,7 +69,7 @@ class Budget:
     def check_before_call(
         self, turn_spent: float, prompt_tokens: int, price: Price | None, output_tokens: int = 0
     ) -> None:
-        """GR-06: stop before a call whose prompt and expected output would pass what is left."""
+        """Stop before a call whose prompt and expected output would pass what is left."""
         if price is None:
             return
         estimate = prompt_tokens * price.input / 1e6 + output_tokens * price.output / 1e6

@@ -765,3 +765,16 @@ async def test_timeout_covers_the_lookups_before_the_first_model_call(tmp_path):
     assert result.stop_reason == "timeout"
     assert result.error == "turn timed out after 0.3 s, before its first model call (looking up the model)"
     assert model.requests == [] and ws.session("s").history == [] and ws.session("s").turns == 0
+
+
+async def test_the_pre_call_estimate_counts_the_expected_output(tmp_path):
+    """`max_tokens` is the most one call may write: at $1 a token, 2 of them pass a $1.50
+    ceiling, so the call is not made (the prompt alone is almost free)."""
+    from tests.helpers.workspaces import scripted_workspace
+
+    ws, model = scripted_workspace(
+        tmp_path, [{"text": "never"}], price=Price(input=0.0, output=1_000_000.0), max_tokens=2
+    )
+    result = await ws.run("go", session="s", max_cost_usd=1.5)
+    assert result.stop_reason == "max_cost" and not model.requests
+    assert result.error is not None and "the next call would cost about $2.0000" in result.error

@@ -221,6 +221,8 @@ async def test_subagent_tool_calls_are_audited_in_the_callers_session_with_the_a
         ],
     )
     await ws.run("go", session="s")
+    answer = tool_results(ws.session("s").history)[0].output
+    assert answer == "read\n\n[reader made 1 tool call: read_file]"  # kept in the caller's history
     trail = [(r.session, r.agent, r.tool, r.turn) for r in ws.audit("s")]
     assert trail == [("s", "reader", "read_file", 0), ("s", "blitz", "invoke_agent", 0)]
     ws.sessions.close()

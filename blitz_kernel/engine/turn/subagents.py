@@ -75,12 +75,25 @@ class Subagents:
 def subagent_answer(agent: str, result: TurnResult, history: Sequence[Message]) -> str:
     """The sub-agent's final non-thought text; when a limit or Stop ended it, SubagentStopped
     with the reason and what it had written so far (its `history`), so the work is not lost."""
+    summary = calls_summary(agent, history)
     if result.stop_reason != "end_turn":
         reason = result.error or result.stop_reason
         partial = partial_answer(history)
         told = f"\nits partial answer so far:\n{partial}" if partial else "\nit wrote no answer before it stopped"
-        raise SubagentStopped(f"sub-agent {agent!r} stopped ({result.stop_reason}): {reason}{told}")
-    return result.text or f"(sub-agent {agent!r} gave no answer)"
+        raise SubagentStopped(f"sub-agent {agent!r} stopped ({result.stop_reason}): {reason}{told}{summary}")
+    return (result.text or f"(sub-agent {agent!r} gave no answer)") + summary
+
+
+def calls_summary(agent: str, history: Sequence[Message]) -> str:
+    """'[reviewer made 3 tool calls: read_file ×2, grep]' (nothing when it made none): the
+    sub-agent's work, kept in the caller's history with its answer."""
+    names = [call.name for m in history if isinstance(m, AssistantMessage) for call in m.tool_calls]
+    if not names:
+        return ""
+    counted = ", ".join(
+        f"{name} ×{names.count(name)}" if names.count(name) > 1 else name for name in dict.fromkeys(names)
+    )
+    return f"\n\n[{agent} made {len(names)} tool call{'s' if len(names) > 1 else ''}: {counted}]"
 
 
 def partial_answer(history: Sequence[Message]) -> str:

@@ -55,6 +55,16 @@ class SessionBusyError(BlitzError):
     """The session already has a running turn in this workspace."""
 
 
+class TooManyTurnsError(SessionBusyError):
+    """`limits.max_concurrent_turns` turns already run in this workspace or this kernel."""
+
+    def __init__(self, running: int, limit: int, where: str) -> None:
+        super().__init__(
+            f"busy: {running} turns are running in this {where} (limits.max_concurrent_turns = {limit}); "
+            "wait for one to end, or raise the limit"
+        )
+
+
 # -- model failures ------------------------------------------------------------------------
 
 
@@ -188,12 +198,12 @@ class MaxCostError(TurnLimitError):
 
 
 class WatchdogError(TurnLimitError):
-    """The agent repeated the same tool call with the same arguments too often."""
+    """The agent repeated a tool call (or a cycle of calls) too often."""
 
     stop_reason = "watchdog"
 
-    def __init__(self, tool: str, times: int) -> None:
-        super().__init__(f"stopped by the watchdog: {tool} was called {times} times in a row with the same arguments")
+    def __init__(self, what: str) -> None:
+        super().__init__(f"stopped by the watchdog: {what}")
 
 
 class SessionBudgetError(TurnLimitError):

@@ -87,6 +87,9 @@ class LimitsConfig(_Section):
     repeating itself."""
     repeat_stop: int = Field(default=5, ge=2)
     """Identical consecutive tool calls that end the turn with stop reason `watchdog`."""
+    max_concurrent_turns: int = Field(default=8, ge=1, le=1000)
+    """Turns that may run at once in one workspace, and in one kernel across its workspaces
+    (sub-agents and side questions are part of their turn); one more is refused as busy."""
 
     @model_validator(mode="after")
     def _warn_before_stop(self) -> LimitsConfig:
@@ -114,6 +117,15 @@ class StallConfig(_Section):
     """Seconds from sending the request to the first streamed chunk."""
     between_chunks_s: float = Field(default=60, gt=0, allow_inf_nan=False)
     """Seconds between two streamed chunks."""
+
+
+class StopConfig(_Section):
+    """How Stop ends a turn: gracefully after the current step, and by force (the running step
+    cancelled) when that has not happened within the grace, so a stalled stream or a long tool
+    call cannot keep a stopping turn alive."""
+
+    grace_s: float = Field(default=3, gt=0, le=3600, allow_inf_nan=False)
+    """Seconds a graceful stop may take before it becomes a force stop."""
 
 
 class BreakerConfig(_Section):
@@ -280,6 +292,8 @@ class BlitzConfig(_Section):
     """Stall detection budgets."""
     breaker: BreakerConfig = BreakerConfig()
     """Circuit breaker settings of the fallback chain."""
+    stop: StopConfig = StopConfig()
+    """How long a graceful stop may take before it is forced."""
     agent: str = "blitz"
     """The active (root) agent."""
     tools: ToolsConfig = ToolsConfig()

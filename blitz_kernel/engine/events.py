@@ -170,7 +170,9 @@ class ErrorEvent(BaseModel):
     message: str
 
 
-NoticeKind = Literal["untrusted_workspace", "unpriced_model", "mcp_server", "agent_file", "compaction", "store"]
+NoticeKind = Literal[
+    "untrusted_workspace", "unpriced_model", "mcp_server", "agent_file", "compaction", "store", "force_stop"
+]
 """What a notice is about: the front ends show every notice as a warning line, and may style
 or group them by kind; none of them ends the turn."""
 
@@ -200,6 +202,9 @@ class TurnDone(BaseModel):
     """Tokens of the turn's last prompt (how full the context is now); None: no model call."""
     context_window: int | None = None
     """The window those tokens fill (configured, litellm's, or the 128K default)."""
+    forced: bool = False
+    """A Stop that did not end the turn within `stop.grace_s` was forced (its running step
+    cancelled); front ends say so."""
 
 
 class SubagentEvent(BaseModel):

@@ -7,6 +7,7 @@ ask for a graceful stop. The loop takes the queue when it builds the next tool r
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from ..errors import SteerTooLateError
 
@@ -14,8 +15,15 @@ from ..errors import SteerTooLateError
 class TurnControl:
     """Shared between a running turn and whoever may steer or stop it."""
 
-    def __init__(self, parent: TurnControl | None = None) -> None:
+    def __init__(self, parent: TurnControl | None = None, *, grace_s: float | None = None) -> None:
         self._parent = parent
+        self.grace_s = grace_s
+        """Seconds a graceful stop may take before it is forced (`stop.grace_s`); None: never."""
+        self.forced = False
+        """The stop was forced: the running step was cancelled."""
+        self._force_hooks: list[Callable[[], object]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._force_timer: asyncio.TimerHandle | None = None
         self._queue: list[str] = []
         self._closed = False
         self._stop_requested = False
@@ -58,12 +66,42 @@ class TurnControl:
 
     def request_stop(self) -> None:
         """Graceful stop: the turn ends after the current step; a pending permission request
-        is answered as denied at once (nobody will click it now). Sub-agents stop too."""
+        is answered as denied at once (nobody will click it now). Sub-agents stop too. When
+        the turn has not ended after `grace_s`, the stop becomes a force stop."""
+        first = not self._stop_requested
         self._stop_requested = True
         if self._stopped is not None:
             self._stopped.set()
         for child in self._children:
             child.request_stop()
+        if first and self.grace_s is not None and self._loop is not None:
+            loop, grace = self._loop, self.grace_s
+            # Stop may be asked from another thread (a widget's comm): the timer is the turn's loop's.
+            loop.call_soon_threadsafe(self._arm_force, loop, grace)
+
+    def _arm_force(self, loop: asyncio.AbstractEventLoop, grace: float) -> None:
+        if self._loop is not None and not self.forced:
+            self._force_timer = loop.call_later(grace, self.force_stop)
+
+    def on_force(self, hook: Callable[[], object]) -> None:
+        """`hook` cancels the running turn's step; called on a force stop (from the turn's loop)."""
+        self._loop = asyncio.get_running_loop()
+        self._force_hooks.append(hook)
+
+    def force_stop(self) -> None:
+        """Force stop: the running step (a model stream, a tool call) is cancelled now."""
+        if self.forced or self._loop is None:
+            return
+        self.forced = True
+        self.request_stop()
+        for hook in self._force_hooks:
+            hook()
+
+    def release(self) -> None:
+        """The turn is over: no force stop may reach whatever runs next."""
+        if self._force_timer is not None:
+            self._force_timer.cancel()
+        self._loop, self._force_hooks, self._force_timer = None, [], None
 
     async def wait_for_stop(self) -> None:
         """Returns when a stop is requested (the approval gate races it)."""
@@ -72,3 +110,22 @@ class TurnControl:
         if self.stop_requested:
             self._stopped.set()
         await self._stopped.wait()
+
+
+def force_stop_text(grace_s: float | None) -> str:
+    """What the front end shows of a forced stop."""
+    within = f" within {grace_s:g} s" if grace_s is not None else ""
+    return f"Stop did not end the turn{within} (stop.grace_s): its running step was cancelled"
+
+
+INBOX_HEADER = "[Messages the user sent while no turn was running, oldest first]"
+PROMPT_HEADER = "[The user's prompt]"
+
+
+def framed_prompt(inbox: list[str], prompt: str) -> str:
+    """The next prompt with the session's inbox before it, each part marked, so the model
+    reads the queued messages as the user's earlier words and not as part of the prompt."""
+    if not inbox:
+        return prompt
+    queued = "\n".join(f"- {message}" for message in inbox)
+    return f"{INBOX_HEADER}\n{queued}\n\n{PROMPT_HEADER}\n{prompt}"

@@ -63,6 +63,7 @@ blitz_kernel — an agent in your kernel. Magics:
   %blitz_undo [--files-only | --conversation-only] [--force] [-s NAME]
                              undo the last turn: files, cells, variables and its conversation
   %blitz_rewind N [same options]   undo the last N turns, newest first
+  %blitz_truncate N [-s NAME]      drop the last N turns from the conversation only
   %blitz_help                this text
 
 Set a model with BLITZ_MODEL (and BLITZ_API_BASE for an OpenAI-compatible server), with
@@ -556,6 +557,10 @@ class BlitzMagics(Magics):
                 f"last turn ({last.turn + 1}): {last.stop_reason or 'running'}"
                 + (f" — {last.error}" if last.error else "")
             )
+        if state.inbox:
+            print(f"inbox ({len(state.inbox)}, sent with the next prompt):")
+            for message in state.inbox:
+                print(f"  - {message}")
         for item in state.todos:
             print(f"  [{'x' if item.get('status') == 'done' else ' '}] {item.get('content')}")
 

@@ -74,8 +74,9 @@ class SafetyMagics(Magics):
     @argument("--tool", help="only calls of this tool")
     @line_magic
     def blitz_audit(self, line: str) -> None:
-        """Every tool call of a session: time, turn, tool, arguments (shortened), the decision,
-        who made it (user, policy, always, headless default, hook, mode…) and how it ended."""
+        """Every tool call of a session, its sub-agents' included: time, turn, agent, tool,
+        arguments (shortened), the decision, who made it (user, policy, always, headless
+        default, hook, mode…) and how it ended."""
         args = self._main._parse(self.blitz_audit, line)
         session = name_option(args.session, "--session", self.blitz_audit) or self._main._current_session()
         tool = name_option(args.tool, "--tool", self.blitz_audit)
@@ -97,11 +98,12 @@ class SafetyMagics(Magics):
 
 def audit_table(rows: list[AuditRecord]) -> str:
     """The audit rows as an aligned text table (local time)."""
-    header = ("time", "turn", "tool", "arguments", "decision", "decided by", "status")
+    header = ("time", "turn", "agent", "tool", "arguments", "decision", "decided by", "status")
     lines = [
         (
             row.time.astimezone().strftime("%H:%M:%S"),
             str(row.turn + 1),
+            row.agent or "-",  # a sub-agent's calls are in its caller's trail, by its name
             row.tool,
             _shorten(row.arguments, ARGUMENT_COLUMN),
             row.decision,

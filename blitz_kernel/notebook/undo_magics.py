@@ -1,4 +1,5 @@
-"""`%blitz_undo` and `%blitz_rewind N` (docs/interface.md): undo what the last turn(s) did.
+"""`%blitz_undo`, `%blitz_rewind N` and `%blitz_truncate N`: undo what the last turn(s) did,
+or drop them from the conversation only.
 
 Their own magics class, sharing the workspace (and the current session) of the main
 `BlitzMagics`. Both are async (notebook/transform.py awaits them): an undo of a cell edited
@@ -69,15 +70,22 @@ class UndoMagics(Magics):
     def blitz_rewind(self, line: str) -> Coroutine[Any, Any, None]:
         """Undo the last N turns, newest first (options as %blitz_undo)."""
         args = self._parse(self.blitz_rewind, line)
+        return self._undo(args, _turn_count(args.turns, self.blitz_rewind))
+
+    @magic_arguments()
+    @argument("turns", help="how many of the last turns to drop from the conversation")
+    @argument("-s", "--session", help="session (default: the notebook's)")
+    @line_magic
+    def blitz_truncate(self, line: str) -> Coroutine[Any, Any, None]:
+        """Drop the last N turns from the conversation; files, cells and variables stay (the
+        same as %blitz_rewind N --conversation-only)."""
         try:
-            turns = int(args.turns)
-        except ValueError:
-            turns = 0
-        if turns < 1:
-            raise UsageError(
-                f"N must be a whole number of turns, 1 or more; got {args.turns!r}\n{usage_line(self.blitz_rewind)}"
-            )
-        return self._undo(args, turns)
+            args = parse_argstring(self.blitz_truncate, line)
+        except (UsageError, ValueError) as exc:
+            raise UsageError(f"{exc}\n{usage_line(self.blitz_truncate)}") from None
+        args.session = name_option(args.session, "--session", self.blitz_truncate)
+        args.conversation_only, args.files_only, args.force = True, False, False
+        return self._undo(args, _turn_count(args.turns, self.blitz_truncate))
 
     async def _undo(self, args: Any, turns: int) -> None:
         from ..errors import BlitzError
@@ -99,3 +107,14 @@ class UndoMagics(Magics):
         except BlitzError as exc:
             raise BlitzCellError(str(exc)) from None
         print(report.text())
+
+
+def _turn_count(given: str, magic: Any) -> int:
+    """N of `%blitz_rewind N` / `%blitz_truncate N`: a whole number, 1 or more."""
+    try:
+        turns = int(given)
+    except ValueError:
+        turns = 0
+    if turns < 1:
+        raise UsageError(f"N must be a whole number of turns, 1 or more; got {given!r}\n{usage_line(magic)}")
+    return turns

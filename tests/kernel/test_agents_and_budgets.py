@@ -64,3 +64,34 @@ def test_GR05_a_spent_session_budget_refuses_the_next_cell_until_budget_is_added
         assert kernel.run("%%blitz -s budget\nFour.").status == "ok"
     finally:
         kernel.run("%blitz_config limits.max_cost_usd_session=1000000")
+
+
+def test_a_subagent_runs_inside_the_callers_max_turns_and_its_calls_are_in_the_callers_audit(
+    kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path
+):
+    """One step counter down the tree: `--max-turns 3` is 3 model calls in all, the looping
+    sub-agent's included; its tool calls are in the caller's audit with its name."""
+    agents = workspace_dir / ".blitz" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "looper.md").write_text("---\nname: looper\ndescription: loops\ntools: read_file\n---\nLoop.\n")
+    (workspace_dir / "one.txt").write_text("1\n")
+    (workspace_dir / "two.txt").write_text("2\n")
+    server.enqueue(
+        {"tool_calls": [{"name": "invoke_agent", "arguments": {"agent": "looper", "prompt": "Read files."}}]},
+        {"text": "Reading one.", "tool_calls": [{"name": "read_file", "arguments": {"path": "one.txt"}}]},
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "two.txt"}}]},
+        *[{"tool_calls": [{"name": "read_file", "arguments": {"path": f"{n}.txt"}}]} for n in range(10)],
+    )
+    cell = kernel.run("%%blitz -s subloop --plain --max-turns 3\nHave the looper read files.")
+    output = cell.stdout + "".join(cell.reply.get("traceback", []))
+    assert "max_turns" in output, output
+    assert len(server.requests) == 3  # not 3 + the sub-agent's own 50
+    assert "sub-agent 'looper' stopped (max_turns)" in output and "Reading one." in output
+    audit = kernel.run("%blitz_audit -s subloop")
+    assert audit.status == "ok", audit.reply
+    rows = [" ".join(line.split()) for line in audit.stdout.splitlines()[1:]]
+    assert [row.split(" ")[2:4] for row in rows] == [
+        ["looper", "read_file"],
+        ["looper", "read_file"],
+        ["blitz", "invoke_agent"],
+    ], audit.stdout

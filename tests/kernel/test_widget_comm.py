@@ -233,6 +233,25 @@ def test_stop_twice_stops_at_once_and_the_session_goes_on(kernel: KernelDriver, 
     assert roles == ["user", "user"]
 
 
+def test_one_stop_on_a_stalled_stream_becomes_a_force_stop_the_widget_shows(
+    kernel: KernelDriver, server: FakeOpenAIServer
+):
+    """Stop escalates after `stop.grace_s` (3 s by default): one press ends a stalled turn."""
+    server.enqueue({"fault": "stall", "seconds": 30})
+    front = start(kernel, "%%blitz -s stop3\nTake your time.")
+    front.pump_until(lambda: bool(front.views), what="the widget")
+    server.wait_for_requests(1, timeout=30)
+    started = time.monotonic()
+    front.send("stop")
+    front.pump_until(lambda: front.state.get("stopping") == "force", what="the stop forced", timeout=15)
+    cell = front.finish(timeout=20)
+    assert 3 <= time.monotonic() - started < 10  # after the grace, far before the 30 s stall
+    assert_clean(cell, front)
+    [(data, metadata)] = static_outputs(cell)
+    assert metadata["blitz"]["stop_reason"] == "cancelled"
+    assert "Stop did not end the turn within 3 s" in data["text/plain"]
+
+
 def test_stale_and_malformed_clicks_are_ignored(kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path):
     server.enqueue(write_call("stale.txt"), {"text": "Done."})
     front = start(kernel, "%%blitz -s stale\nWrite stale.txt.")

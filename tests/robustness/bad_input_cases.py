@@ -323,6 +323,18 @@ SHELL_CASES: list[ShellCase] = [
     ShellCase("trust-bogus", "%blitz_trust --bogus", "unrecognized arguments: --bogus"),
     ShellCase("btw-empty", "%blitz_btw", "ask a question: %blitz_btw what did we decide about the outliers?"),
     ShellCase(
+        "config-stop.grace_s=0",
+        "%blitz_config stop.grace_s=0",
+        "bad configuration 'stop.grace_s' in %blitz_config: Input should be greater than 0",
+    ),
+    ShellCase(
+        "config-limits.max_concurrent_turns=0",
+        "%blitz_config limits.max_concurrent_turns=0",
+        "bad configuration 'limits.max_concurrent_turns' in %blitz_config: Input should be greater than or equal to 1",
+    ),
+    ShellCase("truncate-zero", "%blitz_truncate 0", "N must be a whole number of turns, 1 or more; got '0'"),
+    ShellCase("truncate-abc", "%blitz_truncate abc", "N must be a whole number of turns, 1 or more; got 'abc'"),
+    ShellCase(
         "config-limits.max_turns=0",
         "%blitz_config limits.max_turns=0",
         "bad configuration 'limits.max_turns' in %blitz_config: Input should be greater than or equal to 1",
@@ -421,7 +433,7 @@ SHELL_CASES: list[ShellCase] = [
     ShellCase(
         "config-limits.nosuch=1",
         "%blitz_config limits.nosuch=1",
-        "bad configuration 'limits.nosuch' in %blitz_config: unknown key; known keys: max_turns, max_cost_usd, timeout_s, max_cost_usd_session, repeat_warn, repeat_stop",
+        "bad configuration 'limits.nosuch' in %blitz_config: unknown key; known keys: max_turns, max_cost_usd, timeout_s, max_cost_usd_session, repeat_warn, repeat_stop, max_concurrent_turns",
     ),
     ShellCase(
         "config-telemetry.exporter=bogus",

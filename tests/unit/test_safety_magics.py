@@ -89,11 +89,11 @@ def test_audit_lists_decisions_filters_and_never_creates_a_session(magics: Any, 
     capsys.readouterr()
     safety.blitz_audit("-s s")
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["time", "turn", "tool", "arguments", "decision", "decided", "by", "status"]
+    assert lines[0].split() == ["time", "turn", "agent", "tool", "arguments", "decision", "decided", "by", "status"]
     rows = sorted(" ".join(line.split()) for line in lines[1:])
     assert [row.split(" ", 2)[2] for row in rows] == [
-        "list_files {} allowed policy ok",
-        'write_file {"path": "a.txt", "content": "x"} denied headless default denied',
+        "blitz list_files {} allowed policy ok",
+        'blitz write_file {"path": "a.txt", "content": "x"} denied headless default denied',
     ], lines
     safety.blitz_audit("-s s --tool write_file --last 1")
     [_, row] = capsys.readouterr().out.splitlines()

@@ -72,8 +72,9 @@ async def test_ENG70_usage_counts_toward_the_callers_turn_and_session(tmp_path):
             {"text": "never"},
         ],
     )
-    result = await ws.run("go", session="s", max_cost_usd=1.5)
-    assert result.stop_reason == "max_cost"  # $1 own + $1 sub-agent passes $1.50
+    result = await ws.run("go", session="s", max_cost_usd=2.5)
+    # $1 own + $1 sub-agent, and the next call's expected $1 would pass $2.50: not made
+    assert result.stop_reason == "max_cost"
     assert ws.usage("s").total.cost_usd == 2.0
 
 
@@ -166,3 +167,103 @@ async def test_ENG70_stop_reaches_a_subagent_waiting_for_approval(tmp_path):
     assert result.stop_reason == "cancelled" and not (tmp_path / "x.txt").exists()
     [outcome] = [e for e in result.events if isinstance(e, ToolResultEvent)]
     assert outcome.error is not None and "stopped (cancelled)" in outcome.error
+
+
+async def test_a_subagents_steps_count_toward_the_callers_max_turns(tmp_path):
+    """One step counter down the tree: a looping sub-agent ends at the caller's limit, and the
+    caller makes no step after it (4 calls in all, not 4 + the sub-agent's own 50)."""
+    _agent(tmp_path, "looper", "Loop.", tools="read_file")
+    (tmp_path / "a.txt").write_text("a")
+    reads = [tool_step(call("read_file", path="a.txt", offset=n)) for n in range(1, 20)]
+    ws, model = _workspace(
+        tmp_path,
+        [tool_step(call("invoke_agent", agent="looper", prompt="loop")), *reads],
+        **{"limits.repeat_stop": 100, "limits.repeat_warn": 100},
+    )
+    result = await ws.run("go", session="s", max_turns=4)
+    assert len(model.requests) == 4
+    assert result.stop_reason == "max_turns"
+    [outcome] = [e for e in result.events if isinstance(e, ToolResultEvent)]
+    assert outcome.error is not None and "stopped (max_turns)" in outcome.error
+
+
+async def test_a_stopped_subagent_returns_its_partial_answer_and_the_reason(tmp_path):
+    _agent(tmp_path, "writer", "Write.", tools="read_file")
+    (tmp_path / "a.txt").write_text("a")
+    ws, model = _workspace(
+        tmp_path,
+        [
+            tool_step(call("invoke_agent", agent="writer", prompt="w")),
+            tool_step(call("read_file", path="a.txt"), text="Found: a.txt holds 'a'."),
+            tool_step(call("read_file", path="a.txt", offset=2)),
+            {"text": "the caller goes on"},
+        ],
+        **{"limits.max_turns": 2},
+    )
+    result = await ws.run("go", session="s", max_turns=10)
+    assert result.text == "the caller goes on"
+    error = tool_results(model.requests[-1])[0].error
+    assert error is not None
+    assert "stopped (max_turns)" in error and "maximum turns reached (2 model calls)" in error
+    assert "Found: a.txt holds 'a'." in error
+
+
+async def test_subagent_tool_calls_are_audited_in_the_callers_session_with_the_agents_name(tmp_path):
+    _agent(tmp_path, "reader", "Read.", tools="read_file")
+    (tmp_path / "a.txt").write_text("a")
+    ws, _ = _workspace(
+        tmp_path,
+        [
+            tool_step(call("invoke_agent", agent="reader", prompt="r")),
+            tool_step(call("read_file", path="a.txt")),
+            {"text": "read"},
+            {"text": "done"},
+        ],
+    )
+    await ws.run("go", session="s")
+    answer = tool_results(ws.session("s").history)[0].output
+    assert answer == "read\n\n[reader made 1 tool call: read_file]"  # kept in the caller's history
+    trail = [(r.session, r.agent, r.tool, r.turn) for r in ws.audit("s")]
+    assert trail == [("s", "reader", "read_file", 0), ("s", "blitz", "invoke_agent", 0)]
+    ws.sessions.close()
+    reopened, _ = _workspace(tmp_path, [])  # a new kernel: the trail is read from the store
+    assert [(r.agent, r.tool) for r in reopened.audit("s")] == [("reader", "read_file"), ("blitz", "invoke_agent")]
+
+
+async def test_an_unpinned_subagent_follows_the_callers_model_override(tmp_path):
+    _agent(tmp_path, "helper", "Help.")
+    ws, default = _workspace(tmp_path, [{"text": "never"}])
+    override = ScriptedModel(
+        [tool_step(call("invoke_agent", agent="helper", prompt="h")), {"text": "helped"}, {"text": "done"}]
+    )
+    result = await ws.run("go", session="s", model=override)
+    assert result.text == "done" and len(override.requests) == 3 and not default.requests
+    assert override.requests[1].system.startswith("Help.")
+
+
+async def test_every_agent_reads_project_memory_and_the_reply_language(tmp_path):
+    _agent(tmp_path, "helper", "Help.")
+    (tmp_path / "AGENTS.md").write_text("Use tabs, never spaces.")
+    ws, model = _workspace(
+        tmp_path,
+        [tool_step(call("invoke_agent", agent="helper", prompt="h")), {"text": "helped"}, {"text": "done"}],
+        language="German",
+    )
+    await ws.run("go", session="s")
+    sub_system = model.requests[1].system
+    assert sub_system.startswith("Help.")
+    assert "Use tabs, never spaces." in sub_system and "Reply in German" in sub_system
+
+
+async def test_a_subagents_call_is_not_made_when_its_estimate_passes_the_callers_ceiling(tmp_path):
+    """The pre-call estimate checks the caller's ceiling too, with the expected output (the
+    turn's average so far: one token, $1 here)."""
+    _agent(tmp_path, "helper", "Help.")
+    spend = {"usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+    ws, model = _workspace(
+        tmp_path,
+        [{**tool_step(call("invoke_agent", agent="helper", prompt="h")), **spend}, {"text": "never"}],
+    )
+    result = await ws.run("go", session="s", max_cost_usd=1.5)
+    assert len(model.requests) == 1  # $1 spent + about $1 expected passes $1.50: not made
+    assert result.stop_reason == "max_cost"

@@ -250,3 +250,13 @@ def test_a_failed_aside_shows_the_error(make_workspace: Any):
 def test_an_answered_aside(make_workspace: Any):
     aside = aside_outcome(make_workspace, [{"text": "Plotting next."}], 30)
     assert (aside["status"], aside["answer"], aside["error"]) == ("answered", "Plotting next.", None)
+
+
+def test_an_escalated_stop_shows_as_a_force_stop():
+    from blitz_kernel.engine.events import NoticeEvent
+
+    state = played(START)
+    state.set_stopping("graceful")
+    state.apply(NoticeEvent(kind="force_stop", message="Stop did not end the turn within 3 s (stop.grace_s): …"))
+    assert state.stopping == "force" and "stopping" in state.dirty
+    assert any("stop.grace_s" in notice for notice in state.notices)

@@ -20,6 +20,9 @@ class AuditRecord(BaseModel):
     """One tool call in the audit trail."""
 
     session: str
+    agent: str | None = None
+    """The agent that made the call (a sub-agent's calls are in its caller's trail); None in
+    records written before agents were recorded."""
     turn: int
     call_id: str
     tool: str

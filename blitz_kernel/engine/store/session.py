@@ -87,6 +87,12 @@ class Session:
     turn_starts: dict[int, int] = field(default_factory=dict)
     """Turn → `committed` before its first message: where a rewind cuts. By turn, not by
     prompt, since a continued turn (`continue_turn`) has no prompt of its own."""
+    inbox: list[str] = field(default_factory=list)
+    """Steer messages sent while no turn ran: they go, framed, with the next prompt (memory
+    only, like a running turn's steer queue)."""
+    watch: Any = field(default=None, repr=False)
+    """The watchdog's window of recent tool calls, carried from turn to turn (the turn room
+    owns what it holds; never stored: a new kernel starts with an empty window)."""
     redactor: Redactor | None = None
     """The workspace's secrets: what enters the history, the audit and the store is redacted
     here, whoever built it (a prompt with its attachments, the model's text, a tool result)."""

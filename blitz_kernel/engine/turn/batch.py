@@ -27,6 +27,7 @@ from ..safety.approval import resolve_policy
 from ..safety.audit import ARGUMENT_CHARS, AuditRecord
 from ..safety.risk import risky_reasons
 from ..steering import TurnControl
+from ..store.session import Session
 from ..tracing import mark_error
 from .modes import TurnMode, refusal
 from .setup import TurnSetup
@@ -80,8 +81,11 @@ class ToolBatch:
         emit: Emit,
         calls: list[ToolCall],
         watch: RepeatWatch,
+        audit_into: Session | None = None,
     ) -> None:
         self.setup = setup
+        self.audit_into = audit_into or setup.session
+        """Where the audit records go: the user's session, a sub-agent's calls included."""
         self.tool_context = tool_context
         """The turn's tool context (its deadline and its access to the turn)."""
         self.control = control
@@ -153,12 +157,12 @@ class ToolBatch:
 
     def _watched(self, call: ToolCall) -> Refused | None:
         """Refuse the call that makes a loop; mark the ones that start looking like one."""
-        verdict, times = self.watch.observe(call), self.watch.count
-        if verdict == "stop":
-            self.tripped = WatchdogError(call.name, times)
+        verdict, found = self.watch.observe(call), self.watch.found
+        if verdict == "stop" and found is not None:
+            self.tripped = WatchdogError(found.describe(call.name, "the agent"))
             return _refused(call, f"{self.tripped} (limits.repeat_stop); the turn ends here", "blocked", "watchdog")
-        if verdict == "warn":
-            self._warned[call.id] = repeat_note(call.name, times)
+        if verdict == "warn" and found is not None:
+            self._warned[call.id] = repeat_note(call.name, found)
         return None
 
     def _screen(self, call: ToolCall, mode: TurnMode) -> Screened | Refused:
@@ -342,10 +346,11 @@ class ToolBatch:
         """One record per call, with what was decided and by whom."""
         call = next(c for c in self.calls if c.id == result.call_id)
         decision = self._decisions.get(call.id) or Decision("cancelled", "stop")
-        session = self.setup.session
+        session = self.audit_into
         session.record_audit(
             AuditRecord(
                 session=session.name,
+                agent=self.setup.choice.agent,
                 turn=session.turns,
                 call_id=call.id,
                 tool=call.name,

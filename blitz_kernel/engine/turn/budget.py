@@ -2,8 +2,9 @@
 budget, checked before a call and after every usage event.
 
 Checking only after the spend lets one big call blow through a ceiling (pydantic-ai#7133), so
-each step first estimates what the next request will cost (prompt size × input price) and is
-not made when that alone would pass what is left. The session budget trips once spending
+each step first estimates what the next request will cost (prompt size × input price, plus
+the expected output — `max_tokens`, else the turn's average so far — × output price) and is
+not made when that would pass what is left. The session budget trips once spending
 passes it and stays tripped (a field of the session, persisted with it) until the user adds
 budget: every later turn is refused before any model call.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.numbers import MAX_COST_USD, check_number
-from ...core.usage import Price
+from ...core.usage import Price, UsageTotals
 from ...errors import BlitzError, MaxCostError, SessionBudgetError
 from ..steering import TurnControl
 from ..store.session import Session
@@ -65,11 +66,13 @@ class Budget:
         """Whether any ceiling applies (else no estimate is worth making)."""
         return self.turn_ceiling is not None or self.session_limit is not None
 
-    def check_before_call(self, turn_spent: float, prompt_tokens: int, price: Price | None) -> None:
-        """Stop before a call whose prompt alone would pass what is left."""
+    def check_before_call(
+        self, turn_spent: float, prompt_tokens: int, price: Price | None, output_tokens: int = 0
+    ) -> None:
+        """Stop before a call whose prompt and expected output would pass what is left."""
         if price is None:
             return
-        estimate = prompt_tokens * price.input / 1e6
+        estimate = prompt_tokens * price.input / 1e6 + output_tokens * price.output / 1e6
         if self.turn_ceiling is not None and turn_spent + self.charged_elsewhere + estimate > self.turn_ceiling:
             raise MaxCostError.before_call(estimate, self.turn_ceiling - turn_spent - self.charged_elsewhere, "turn")
         ceiling = self.session_ceiling
@@ -86,6 +89,14 @@ class Budget:
         spent = turn_spent + self.charged_elsewhere
         if self.turn_ceiling is not None and spent > self.turn_ceiling:
             raise MaxCostError(spent, self.turn_ceiling)
+
+
+def expected_output(max_tokens: int | None, spent: UsageTotals) -> int:
+    """The output tokens the next call is expected to write: `max_tokens` when set (the most it
+    may write), else the average of this turn's calls so far (none yet: nothing is assumed)."""
+    if max_tokens is not None:
+        return max_tokens
+    return spent.output_tokens // spent.calls if spent.calls else 0
 
 
 def add_session_budget(session: Session, usd: float, limit: float | None) -> float:

@@ -20,35 +20,34 @@ from ...core.terms import StopReason
 from ...errors import (
     BlitzError,
     ContextWindowError,
-    MaxTurnsError,
-    ModelError,
     TurnLimitError,
 )
-from ...models.base import ModelRequest, ModelResponse, ModelSwitch, TextDelta, supports_vision
+from ...models.base import ModelResponse, supports_vision
 from ...tools.registry import tool_set
 from ..events import (
     ErrorEvent,
     Event,
-    ModelSwitchEvent,
+    NoticeEvent,
     SteerEvent,
     SubagentEvent,
-    TextEvent,
     TurnDone,
     TurnStarted,
 )
 from ..safety.outgoing import OutgoingEvents
-from ..steering import TurnControl
+from ..steering import TurnControl, force_stop_text
+from ..store.session import Session
 from ..tracing import mark_error
 from ..undo.recorder import TurnRecorder
 from .auto_compaction import AutoCompaction
 from .batch import ToolBatch
-from .budget import Budget
+from .budget import Budget, expected_output
 from .plan_flow import PlanFlow
 from .setup import TURN_SPAN, TurnResult, TurnSetup
 from .spans import outcome_attributes, turn_attributes
-from .spend import TurnSpend
+from .spend import StepCount, TurnSpend
+from .step import model_step
 from .subagents import subagent_answer
-from .watchdog import RepeatWatch
+from .watchdog import session_watch
 
 CONTINUE_LABEL = "(continuing the previous turn)"
 
@@ -68,16 +67,19 @@ class TurnRunner:
         self.setup = setup
         self.control = control
         self.parent = parent
-        """The caller's turn when this is a sub-agent's: its spend is the caller's."""
+        """The caller's turn when this is a sub-agent's: its steps and spend are the caller's."""
         self.pending: AssistantMessage | None = None
         """The response whose tool calls are running; committed with all its results."""
         self.batch: ToolBatch | None = None
         """The pending response's calls; it holds their results as they finish."""
         self.events: list[Event] = []
-        self.model_calls = 0
+        self.steps: StepCount = StepCount(setup.limits.max_turns, parent.steps if parent is not None else None)
+        """Model calls, counted toward this turn's `max_turns` and every caller's."""
+        self.audit_session: Session = parent.audit_session if parent is not None else setup.session
+        """Where tool calls are audited: the user's session, a sub-agent's calls included."""
         tools = tool_set(setup.runtime.tools.values())  # specs and their size: once per tool set
         self._specs = tools.specs
-        self.watch = RepeatWatch(setup.limits.repeat_warn, setup.limits.repeat_stop)
+        self.watch = session_watch(setup.session, setup.limits.repeat_warn, setup.limits.repeat_stop)
         self.budget = Budget(setup.session, setup.limits.max_cost_usd, setup.limits.max_cost_usd_session, control)
         caller = parent.spend if parent is not None else None
         self.spend: TurnSpend = TurnSpend(setup.session, setup.choice.prices, self.budget, self._emit, caller)
@@ -104,7 +106,7 @@ class TurnRunner:
             if setup.observers.span_name == TURN_SPAN:  # known from the start: saved with the turn's outcome
                 setup.session.last_turn_span = span.get_span_context()
             result = await self._run(prompt, attachments or [])
-            span.set_attributes(outcome_attributes(result, self.model_calls))
+            span.set_attributes(outcome_attributes(result, self.steps.count))
             if result.error is not None:
                 mark_error(span, result.error)
         return result
@@ -128,15 +130,7 @@ class TurnRunner:
             )
         text, error = "", None
         stop: StopReason = "end_turn"
-        left = setup.limits.time_left()
-        deadline = asyncio.timeout(left)
-        # Tools that block the loop (run_python) cannot be reached by asyncio.timeout; they
-        # read this and stop themselves in time. A sub-agent runs inside its caller's.
-        inherited = self.parent.tool_context.deadline if self.parent is not None else None
-        own = time.monotonic() + left if left is not None else None
-        ends = [moment for moment in (inherited, own) if moment is not None]
-        if ends:
-            self.tool_context = dataclasses.replace(self.tool_context, deadline=min(ends))
+        deadline = self._arm()
         try:
             await self._emit(
                 TurnStarted(
@@ -172,6 +166,22 @@ class TurnRunner:
             stop, error = "error", f"internal error: {type(exc).__name__}: {exc}"
         return await self._finish(text, stop, error, turn_index)
 
+    def _arm(self) -> asyncio.Timeout:
+        """The turn's deadline, and a force stop that cancels the user's turn (its sub-agents
+        with it). Tools that block the loop (run_python) cannot be reached by asyncio.timeout;
+        they read the tool context's deadline and stop themselves in time. A sub-agent runs
+        inside its caller's."""
+        task = asyncio.current_task()
+        if self.parent is None and task is not None:
+            self.control.on_force(task.cancel)
+        left = self.setup.limits.time_left()
+        inherited = self.parent.tool_context.deadline if self.parent is not None else None
+        own = time.monotonic() + left if left is not None else None
+        ends = [moment for moment in (inherited, own) if moment is not None]
+        if ends:
+            self.tool_context = dataclasses.replace(self.tool_context, deadline=min(ends))
+        return asyncio.timeout(left)
+
     async def _prompt_hooks(self, prompt: str, turn_index: int) -> str | None:
         hooks = self.setup.runtime.hooks
         if not hooks or self.setup.depth > 0:
@@ -200,12 +210,19 @@ class TurnRunner:
 
     async def _finish(self, text: str, stop: StopReason, error: str | None, turn_index: int) -> TurnResult:
         session = self.setup.session
+        if self.parent is None:
+            self.control.release()  # from here on, no force stop may cancel the turn's record
         self._close_pending()
         text, error = self.setup.runtime.redactor.redact(text), self.setup.runtime.redactor.redact_optional(error)
         last = self.outgoing.flush()  # a streamed answer's held tail (the stream was cut)
         session.end_turn(turn_index, stop, error)
+        if stop in ("end_turn", "watchdog"):  # answered, or its loop already stopped: start afresh
+            self.watch.reset()
         pending = self.control.take_leftovers()
         leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
+        forced = self.parent is None and self.control.forced
+        if forced:
+            last.append(NoticeEvent(kind="force_stop", message=force_stop_text(self.control.grace_s)))
         if error is not None:
             last.append(ErrorEvent(kind=stop, message=error))
         undoable = self.recorder is not None and self.recorder.checkpoint.changed
@@ -218,6 +235,7 @@ class TurnRunner:
             context_used=self.spend.last_prompt_tokens,
             context_window=self.setup.choice.context.tokens,
             undoable=undoable,
+            forced=forced,
         )
         last.append(done)
         self.events.extend(last)
@@ -247,19 +265,17 @@ class TurnRunner:
     # -- the step loop --------------------------------------------------------------------
 
     async def _steps(self) -> str:
-        limits = self.setup.limits
         while True:
             if self.control.stop_requested:
                 raise _GracefulStop
-            if self.model_calls >= limits.max_turns:
-                raise MaxTurnsError(limits.max_turns)
-            self.model_calls += 1
+            self.steps.take()
             await self.compaction.if_needed(self.plan.system)
-            if self.budget.limited:  # the estimate walks the history: only when a ceiling is set
-                self.budget.check_before_call(
-                    self.usage.cost_usd,
+            if self.spend.limited:  # the estimate walks the history: only when a ceiling is set
+                choice = self.setup.choice
+                self.spend.check_before_call(
                     self.compaction.prompt_estimate(self.plan.system),
-                    self.setup.choice.prices.lookup(self.setup.choice.model.name),
+                    choice.prices.lookup(choice.model.name),
+                    expected_output(choice.max_tokens, self.spend.tree_usage),
                 )
             response = await self._model_step_with_context_retry()
             if not response.tool_calls:
@@ -269,7 +285,13 @@ class TurnRunner:
             response.tool_calls = unique_call_ids(response.tool_calls)
             self.pending = response.to_message()
             self.batch = ToolBatch(
-                self.setup, self.tool_context, self.control, self._emit, response.tool_calls, self.watch
+                self.setup,
+                self.tool_context,
+                self.control,
+                self._emit,
+                response.tool_calls,
+                self.watch,
+                audit_into=self.audit_session,
             )
             await self.spend.record(response.model, response.usage)
             if self.control.stop_requested:
@@ -295,38 +317,7 @@ class TurnRunner:
         return await self._model_step()
 
     async def _model_step(self) -> ModelResponse:
-        setup = self.setup
-        # Every part is valid already (committed messages, the tool set's specs): constructed,
-        # not validated, so a step does not re-check the whole history.
-        request = ModelRequest.model_construct(
-            system=self.plan.system,
-            messages=list(setup.session.history),
-            tools=self._specs,
-            temperature=setup.choice.temperature,
-            max_tokens=setup.choice.max_tokens,
-        )
-        response: ModelResponse | None = None
-        with setup.observers.telemetry.child_span("blitz.model_call", {"blitz.model": setup.choice.model.name}) as span:
-            async for item in setup.choice.model.stream(request):
-                if isinstance(item, TextDelta):
-                    await self._emit(TextEvent(text=item.text, delta=True, thought=item.thought))
-                elif isinstance(item, ModelSwitch):  # every switch is visible
-                    await self._emit(ModelSwitchEvent(failed=item.failed, reason=item.reason, answered_by=item.next))
-                else:
-                    response = item
-            if response is None:
-                raise ModelError(setup.choice.model.name, "the response stream ended without a final message")
-            span.set_attributes(
-                {
-                    "blitz.answered_by": response.model,
-                    "blitz.input_tokens": response.usage.input_tokens,
-                    "blitz.output_tokens": response.usage.output_tokens,
-                    "blitz.tool_calls": len(response.tool_calls),
-                }
-            )
-        if response.text:
-            await self._emit(TextEvent(text=response.text, repeat=True))
-        return response
+        return await model_step(self.setup, self.plan.system, self._specs, self._emit)
 
     async def _attach_steering(self, ordered: list[ToolResultMessage]) -> None:
         """Queued steer messages ride on the batch's last result."""
@@ -373,7 +364,7 @@ class TurnRunner:
 
         setup = await subagents.setup_for(self.setup, self.plan.mode, agent, forward)
         result = await TurnRunner(setup, self.control.child(), parent=self).run(prompt)
-        return subagent_answer(agent, result)
+        return subagent_answer(agent, result, setup.session.history)
 
     def checkpoint(self) -> TurnRecorder | None:
         """Where changing tools report; a sub-agent's changes are its caller's turn's."""

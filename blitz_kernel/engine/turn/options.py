@@ -45,6 +45,8 @@ class RunOptions:
     """Only these tools may run."""
     approve: Policy | None = None
     """The approval policy for mutating tools this turn (`--approve`)."""
+    inherited_model: str | Model | None = None
+    """A sub-agent's caller's per-run model (`-m`): used when the agent pins no model."""
 
     def __post_init__(self) -> None:
         check_number("max_turns", self.max_turns, upper=MAX_TURNS, integer=True)

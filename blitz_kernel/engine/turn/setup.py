@@ -193,6 +193,8 @@ class TurnSetup:
     """The mode the turn starts in."""
     depth: int = 0
     """0 for a turn the user started; 1.. for sub-agents."""
+    model_override: str | Model | None = None
+    """The per-run model (`-m`) this turn was asked for, which unpinned sub-agents follow."""
 
 
 async def refused_before_start(

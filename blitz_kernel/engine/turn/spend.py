@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from ...core.usage import PriceBook, TokenUsage, UsageTotals
+from ...core.usage import Price, PriceBook, TokenUsage, UsageTotals
+from ...errors import MaxTurnsError
 from ..events import Event, NoticeEvent, UsageEvent
 from ..store.session import Session
 from .budget import Budget
@@ -56,6 +57,23 @@ class TurnSpend:
             )
         self._budget.check_after_usage(self.usage.cost_usd)
 
+    @property
+    def tree_usage(self) -> UsageTotals:
+        """The user's turn's usage, its sub-agents' included: what an average is taken over."""
+        return self._caller.tree_usage if self._caller is not None else self.usage
+
+    @property
+    def limited(self) -> bool:
+        """Whether any ceiling applies, this turn's or a caller's."""
+        return self._budget.limited or (self._caller is not None and self._caller.limited)
+
+    def check_before_call(self, prompt_tokens: int, price: Price | None, output_tokens: int) -> None:
+        """The next call's estimate against this turn's ceilings and every caller's (a
+        sub-agent's call spends the caller's budget too)."""
+        self._budget.check_before_call(self.usage.cost_usd, prompt_tokens, price, output_tokens)
+        if self._caller is not None:
+            self._caller.check_before_call(prompt_tokens, price, output_tokens)
+
     def charge(self, model: str, usage: TokenUsage, cost: float | None) -> None:
         """A sub-agent's call, counted as this turn's: usage, session ledger and the ceilings
         (a spent ceiling ends the sub-agent; this turn stops before its next call)."""
@@ -64,3 +82,26 @@ class TurnSpend:
         if self._caller is not None:
             self._caller.charge(model, usage, cost)
         self._budget.check_after_usage(self.usage.cost_usd)
+
+
+class StepCount:
+    """A turn's model calls, counted toward its `max_turns` and each caller's: a sub-agent's
+    steps are its caller's steps, so it may have a lower limit, never a higher one."""
+
+    def __init__(self, limit: int, caller: StepCount | None = None) -> None:
+        self.limit = limit
+        self.caller = caller
+        self.count = 0
+        """Calls this turn made, its sub-agents' included."""
+
+    def take(self) -> None:
+        """One more call, or MaxTurnsError when this turn or a caller has used its limit."""
+        counter: StepCount | None = self
+        while counter is not None:
+            if counter.count >= counter.limit:
+                raise MaxTurnsError(counter.limit)
+            counter = counter.caller
+        counter = self
+        while counter is not None:
+            counter.count += 1
+            counter = counter.caller

@@ -5,8 +5,13 @@ What the caller's turn imposes travels with the call, so a sub-agent is never a 
 - the mode the caller is in now (a plan-mode turn's sub-agent is read-only too);
 - the allowed tools, the `--approve` override, the policies and the approver (its
   permission requests reach the same widget, saying which agent asks);
+- the steps: every model call it makes counts toward its own `max_turns` and each caller's
+  (one counter up the tree: a sub-agent may have a lower limit, never a higher one);
 - the spend: its usage is the caller's usage (the turn's `--max-cost`, the session's budget
-  and `%blitz_usage` all see it);
+  and `%blitz_usage` all see it), and the pre-call estimate checks every caller's ceiling;
+- the model: an agent without a pin runs on the caller's `-m`;
+- the audit: its tool calls are recorded in the calling session's trail (and store), with
+  the sub-agent's name;
 - Stop and interrupt: its control follows the caller's, and it is awaited inside the call;
 - the wall clock: it runs inside the caller's timeout.
 
@@ -18,8 +23,9 @@ the caller's turn (not the sub-agent's).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
+from ...core.history import AssistantMessage, Message
 from ...errors import SubagentDepthError, UnknownAgentError
 from ..store.session import Session
 from .modes import TurnMode
@@ -60,17 +66,40 @@ class Subagents:
             mode=mode if mode.read_only else TurnMode.NORMAL,
             tools=runtime.allowed_tools,
             approve=runtime.approve_override,
+            inherited_model=caller.model_override,
         )
         front_end = FrontEnd(approver=runtime.gate.approver, on_event=on_event, kernel=runtime.context.kernel)
         return await self._build_setup(session, options, front_end, depth)
 
 
-def subagent_answer(agent: str, result: TurnResult) -> str:
-    """The sub-agent's final non-thought text, or SubagentStopped saying why there is none."""
+def subagent_answer(agent: str, result: TurnResult, history: Sequence[Message]) -> str:
+    """The sub-agent's final non-thought text; when a limit or Stop ended it, SubagentStopped
+    with the reason and what it had written so far (its `history`), so the work is not lost."""
+    summary = calls_summary(agent, history)
     if result.stop_reason != "end_turn":
         reason = result.error or result.stop_reason
-        raise SubagentStopped(f"sub-agent {agent!r} stopped ({result.stop_reason}): {reason}")
-    return result.text or f"(sub-agent {agent!r} gave no answer)"
+        partial = partial_answer(history)
+        told = f"\nits partial answer so far:\n{partial}" if partial else "\nit wrote no answer before it stopped"
+        raise SubagentStopped(f"sub-agent {agent!r} stopped ({result.stop_reason}): {reason}{told}{summary}")
+    return (result.text or f"(sub-agent {agent!r} gave no answer)") + summary
+
+
+def calls_summary(agent: str, history: Sequence[Message]) -> str:
+    """'[reviewer made 3 tool calls: read_file ×2, grep]' (nothing when it made none): the
+    sub-agent's work, kept in the caller's history with its answer."""
+    names = [call.name for m in history if isinstance(m, AssistantMessage) for call in m.tool_calls]
+    if not names:
+        return ""
+    counted = ", ".join(
+        f"{name} ×{names.count(name)}" if names.count(name) > 1 else name for name in dict.fromkeys(names)
+    )
+    return f"\n\n[{agent} made {len(names)} tool call{'s' if len(names) > 1 else ''}: {counted}]"
+
+
+def partial_answer(history: Sequence[Message]) -> str:
+    """The text the sub-agent's responses carried so far (thoughts aside), in order."""
+    texts = [m.text.strip() for m in history if isinstance(m, AssistantMessage) and m.text and m.text.strip()]
+    return "\n\n".join(texts)
 
 
 class SubagentStopped(Exception):

@@ -63,7 +63,11 @@ class TurnBuilder:
         """The setup of one turn. `depth` > 0 is a sub-agent's turn: its own instructions only,
         no workflow tools. `resolved` is the agent and model the pre-flight check looked at."""
         config = self.configuration.config
-        resolved = resolved or self.resolver.resolve(options.agent, options.model)
+        if resolved is None:
+            definition = self.resolver.agent(options.agent)
+            # A sub-agent without a pin follows its caller's `-m`; a pinned one keeps its model.
+            inherited = None if definition.model else options.inherited_model
+            resolved = Resolved(definition, self.resolver.model_for(options.model or inherited, definition))
         definition, model = resolved.definition, resolved.model
         settings = config.model_settings(model.name)  # per-model settings beat the global ones
         mode = options.mode
@@ -123,6 +127,7 @@ class TurnBuilder:
             helpers=Helpers(plan_reviewer=front_end.plan_reviewer, subagents=self.subagents),
             mode=mode,
             depth=depth,
+            model_override=options.model or options.inherited_model,
         )
 
     def limits(self, options: RunOptions) -> TurnLimits:
@@ -160,16 +165,17 @@ class TurnBuilder:
         return self.mcp
 
     def instructions(self, definition: AgentDefinition, model: Model, depth: int, mode: TurnMode) -> str:
-        """The root agent's prompt with project memory, language and image note, then the
-        mode's text; a sub-agent's own prompt and, when read-only, a note saying so."""
-        if depth > 0:
-            return definition.instructions + (SUBAGENT_READ_ONLY if mode.read_only else "")
+        """The agent's prompt with project memory, language and image note — a sub-agent's
+        too: it works on the same project and answers the same user — then the mode's text
+        (a sub-agent's: only a note when it is read-only)."""
         base = root_instructions(
             definition.instructions,
             self.memory(),
             language=self.configuration.config.language,
             vision=supports_vision(model),
         )
+        if depth > 0:
+            return base + (SUBAGENT_READ_ONLY if mode.read_only else "")
         return base + MODE_INSTRUCTIONS.get(mode, "")
 
     def memory(self) -> list[MemoryFile]:

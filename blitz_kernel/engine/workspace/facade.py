@@ -124,6 +124,11 @@ class Workspace:
         variables (`files`) and the history (`conversation`); see docs/undo.md."""
         return await self.history.undo(session, turns, files, conversation, force, through_turn)
 
+    async def truncate(self, session: str, turns: int) -> UndoReport:
+        """Drop the newest `turns` turns from the conversation only (files, cells and variables
+        stay as they are); recorded as an append-only rewind marker, like an undo's."""
+        return await self.history.undo(session, turns, False, True, False, None)
+
     async def run(
         self,
         prompt: str,
@@ -186,10 +191,13 @@ class Workspace:
         """`%blitz_compact`: summarise all but the last `keep_turns` turns."""
         return await self.turns.compact(session, focus, keep_turns)
 
-    def steer(self, session: str, text: str) -> None:
-        """Queue `text` for the running turn, or raise SteerTooLateError."""
-        self.turns.steer(session, text)
+    def steer(self, session: str, text: str, *, inbox: bool = True) -> None:
+        """Queue `text` for the running turn, or (none running) in the session's inbox for its
+        next prompt; SteerTooLateError while a turn is ending, or with no turn when `inbox` is
+        False (a front end that sends it as its own follow-up prompt)."""
+        self.turns.steer(session, text, inbox)
 
     def stop(self, session: str) -> bool:
-        """Ask the running turn to stop after its current step; False when none runs."""
+        """Ask the running turn to stop after its current step (forced after `stop.grace_s`);
+        False when none runs."""
         return self.turns.stop(session)

@@ -8,13 +8,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+import weakref
 
 from ...core.attachments import Attachment
 from ...core.terms import StopReason
 from ...core.usage import PriceBook
-from ...errors import BlitzError, SessionBusyError, SteerTooLateError
+from ...errors import BlitzError, SessionBusyError, SteerTooLateError, TooManyTurnsError
 from ...tools.registry import KernelContext
-from ..steering import TurnControl
+from ..steering import TurnControl, framed_prompt
 from ..store.session import Session
 from ..store.sessions import SessionBook
 from ..turn.compaction import CompactionResult, Compactor, manual_window
@@ -37,6 +38,7 @@ class Turns:
         self.resolver = resolver
         self.builder = builder
         self.sessions = sessions
+        self.slots = TurnSlots()
 
     async def run(
         self, prompt: str, session: str, options: RunOptions, front_end: FrontEnd, attachments: list[Attachment] | None
@@ -57,9 +59,10 @@ class Turns:
             return await self._refused(problem, session, front_end)
         state = self.sessions.get(session)
         claim(state)
+        self.slots.admit(self.configuration.config.limits.max_concurrent_turns)
         context = front_end.kernel or self.builder.kernel
         state.prepare_resume_note(context.user_ns if context is not None else None)  # the restart note
-        control = TurnControl()
+        control = TurnControl(grace_s=self.configuration.config.stop.grace_s)
         state.running = control  # at once: a second run or a steer meanwhile sees this turn
         try:
             try:
@@ -68,9 +71,15 @@ class Turns:
             except TimeoutError:
                 return await self._refused(setup_timeout(limit), session, front_end, "timeout")
             spent = dataclasses.replace(setup.limits, spent_before_s=time.monotonic() - started)
-            return await TurnRunner(dataclasses.replace(setup, limits=spent), control).run(prompt, attachments)
+            inbox, state.inbox = state.inbox, []
+            runner = TurnRunner(dataclasses.replace(setup, limits=spent), control)
+            result = await runner.run(framed_prompt(inbox, prompt), attachments)
+            if inbox and state.turns == result.turn_index:  # refused before it started: kept for the next
+                state.inbox[:0] = inbox
+            return result
         finally:
             state.running = None
+            self.slots.leave()
 
     async def continue_turn(self, session: str, options: RunOptions, front_end: FrontEnd) -> TurnResult:
         """A turn that stopped at `max_turns` goes on for `options.max_turns` more steps in the
@@ -79,13 +88,15 @@ class Turns:
         if not state.history or state.history[-1].kind != "tool_result":
             raise BlitzError(f"session {session!r} has no turn to continue: its last turn ended with an answer")
         claim(state)
-        control = TurnControl()
+        self.slots.admit(self.configuration.config.limits.max_concurrent_turns)
+        control = TurnControl(grace_s=self.configuration.config.stop.grace_s)
         state.running = control
         try:
             setup = await self.builder.build(state, options, front_end)
             return await TurnRunner(setup, control).run(None)
         finally:
             state.running = None
+            self.slots.leave()
 
     async def aside(
         self, session: str, question: str, on_event: EventHandler | None, kernel: KernelContext | None
@@ -129,12 +140,17 @@ class Turns:
         state.record_usage(result.model, result.usage, price.cost(result.usage) if price else None)
         return result
 
-    def steer(self, session: str, text: str) -> None:
-        """Queue `text` for the running turn, or raise SteerTooLateError."""
-        control = self.sessions.get(session).running
-        if control is None:
-            raise SteerTooLateError(f"session {session!r} has no running turn; send it as a prompt")
-        control.steer(text)
+    def steer(self, session: str, text: str, inbox: bool) -> None:
+        """Queue `text` for the running turn; with none running, in the session's inbox (it
+        goes with the next prompt) when `inbox`, else SteerTooLateError. A turn that is ending
+        refuses it (SteerTooLateError): the front end sends it as that turn's follow-up prompt."""
+        state = self.sessions.get(session)
+        if state.running is None:
+            if not inbox:
+                raise SteerTooLateError(f"session {session!r} has no running turn; send it as a prompt")
+            state.inbox.append(text)
+            return
+        state.running.steer(text)
 
     def stop(self, session: str) -> bool:
         """Ask the running turn to stop after its current step; False when none runs."""
@@ -148,6 +164,37 @@ class Turns:
         """A turn that could not start: the front end shows why, nothing is recorded."""
         turns = self.sessions.get(session).turns if session in self.sessions.names() else 0
         return await refused_before_start(reason, session, turns, front_end.on_event, stop)
+
+
+class TurnSlots:
+    """How many turns run now in this workspace and in the whole kernel (every workspace on
+    the kernel's event loop), against `limits.max_concurrent_turns`. The kernel's count is
+    kept per event loop: a loop that is gone (a finished `asyncio.run`) takes its count along."""
+
+    _kernel: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
+
+    def __init__(self) -> None:
+        self.running = 0
+
+    @classmethod
+    def kernel_running(cls) -> int:
+        """Turns running on this event loop, over all its workspaces."""
+        return cls._kernel.get(asyncio.get_running_loop(), 0)
+
+    def admit(self, limit: int) -> None:
+        """Take a slot, or TooManyTurnsError saying where the limit was reached."""
+        if self.running >= limit:
+            raise TooManyTurnsError(self.running, limit, "workspace")
+        loop, kernel = asyncio.get_running_loop(), self.kernel_running()
+        if kernel >= limit:
+            raise TooManyTurnsError(kernel, limit, "kernel")
+        self.running += 1
+        TurnSlots._kernel[loop] = kernel + 1
+
+    def leave(self) -> None:
+        self.running -= 1
+        loop = asyncio.get_running_loop()
+        TurnSlots._kernel[loop] = max(TurnSlots._kernel.get(loop, 1) - 1, 0)
 
 
 def claim(state: Session) -> None:

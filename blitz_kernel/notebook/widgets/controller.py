@@ -268,7 +268,7 @@ class TurnController:
             self._steer_later(text)
             return
         try:
-            self.workspace.steer(state.session, text)
+            self.workspace.steer(state.session, text, inbox=False)  # no turn: this cell's next prompt
         except SteerTooLateError:
             self._steer_later(text)
         else:

@@ -400,6 +400,8 @@ class TurnState:
         )
 
     def _on_notice(self, event: NoticeEvent) -> None:
+        if event.kind == "force_stop":  # the graceful stop ran past its grace
+            self.set_stopping("force")
         self.add_notice(event.message)
 
     def _on_done(self, event: TurnDone) -> None:

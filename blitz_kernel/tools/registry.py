@@ -11,7 +11,7 @@ import enum
 import functools
 import json
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core.history import ImagePart
 from ..core.tools import ToolSpec
+from .captured import CapturedImage
 
 
 class ToolKind(enum.StrEnum):
@@ -60,11 +61,11 @@ class TurnAccess(Protocol):
     """What workflow tools may do to the running turn (the engine's TurnRunner provides it)."""
 
     def enter_plan_mode(self) -> None:
-        """Switch the turn to plan mode from its next tool call (ENG-34)."""
+        """Switch the turn to plan mode from its next tool call."""
         ...
 
     async def submit_plan(self, plan: str) -> str:
-        """Show the plan for review (ENG-32); returns what the model should read."""
+        """Show the plan for review; returns what the model should read."""
         ...
 
     def set_todos(self, items: list[dict[str, str]]) -> None:
@@ -72,11 +73,11 @@ class TurnAccess(Protocol):
         ...
 
     def list_agents(self) -> list[tuple[str, str]]:
-        """(name, description) of the agents the turn may invoke (ENG-70)."""
+        """(name, description) of the agents the turn may invoke."""
         ...
 
     async def invoke_agent(self, agent: str, prompt: str, call_id: str) -> str:
-        """Run `agent` as a sub-agent for call `call_id`; its final answer (ENG-70)."""
+        """Run `agent` as a sub-agent for call `call_id`; its final answer."""
         ...
 
     def checkpoint(self) -> ChangeRecorder | None:
@@ -117,6 +118,28 @@ class ChangeRecorder(Protocol):
         ...
 
 
+class Passage(Protocol):
+    """One hit of a transcript search, as the workspace's session book returns it."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def time(self) -> float | None: ...
+    @property
+    def excerpt(self) -> str: ...
+    @property
+    def compacted(self) -> bool: ...
+
+
+class TranscriptSearch(Protocol):
+    """What `search_session` needs from the workspace's session book: tools sit below the
+    engine, so the book arrives in the tool context rather than by import."""
+
+    def search(self, text: str, session: str | None = None) -> Sequence[Passage]: ...
+
+
 def change_recorder(ctx: ToolContext) -> ChangeRecorder | None:
     """The running turn's change recorder, if there is a turn that keeps checkpoints."""
     checkpoint = getattr(ctx.turn, "checkpoint", None)
@@ -141,7 +164,12 @@ class ToolContext:
     variable_values: bool = True
     """False (`privacy.variables = "schema"`): variable tools send names, types, shapes,
     column names and dtypes, but no values (no head, describe or reprs)."""
-    extras: dict[str, Any] = field(default_factory=dict)
+    transcript: TranscriptSearch | None = None
+    """The session book `search_session` searches; None where there is no session store (a
+    reference's variable look-up, unit tests)."""
+    images: dict[str, CapturedImage] = field(default_factory=dict)
+    """The images of this turn by name (figures run_python drew), for view_image. The context
+    is made once per turn and each call's copy shares this dictionary."""
 
 
 @dataclass

@@ -557,7 +557,7 @@ class BlitzMagics(Magics):
                 + (f" — {last.error}" if last.error else "")
             )
         for item in state.todos:
-            print(f"  [{'x' if item.get('status') == 'done' else ' '}] {item.get('content')}")
+            print(f"  [{'x' if item.status == 'done' else ' '}] {item.content}")
 
     @line_magic
     def blitz_help(self, line: str) -> None:

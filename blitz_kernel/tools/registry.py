@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core.history import ImagePart
+from ..core.todos import TodoItem
 from ..core.tools import ToolSpec
 from .captured import CapturedImage
 
@@ -68,7 +69,7 @@ class TurnAccess(Protocol):
         """Show the plan for review; returns what the model should read."""
         ...
 
-    def set_todos(self, items: list[dict[str, str]]) -> None:
+    def set_todos(self, items: list[TodoItem]) -> None:
         """Replace the session's todo list."""
         ...
 

@@ -1,12 +1,11 @@
-"""Workflow tools (ENG-04: the root agent always has them): `todo`, `enter_plan_mode`,
+"""Workflow tools (the root agent always has them): `todo`, `enter_plan_mode`,
 `exit_plan_mode`. They act on the running turn through `ToolContext.turn`."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field
 
+from ..core.todos import TodoItem
 from .registry import Tool, ToolContext, ToolError, ToolKind, TurnAccess, tool
 
 
@@ -14,11 +13,6 @@ def _turn(ctx: ToolContext, name: str) -> TurnAccess:
     if ctx.turn is None:
         raise ToolError(f"{name} works only inside a running turn")
     return ctx.turn
-
-
-class TodoItem(BaseModel):
-    content: str = Field(description="what to do, one short line")
-    status: Literal["pending", "in_progress", "done"] = Field(default="pending", description="progress")
 
 
 class TodoArgs(BaseModel):
@@ -32,7 +26,7 @@ _MARKS = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]"}
 async def todo(args: TodoArgs, ctx: ToolContext) -> str:
     """Keep a short todo list for a multi-step task; send the whole list each time, marking
     items pending, in_progress or done. The user sees it."""
-    _turn(ctx, "todo").set_todos([item.model_dump() for item in args.items])
+    _turn(ctx, "todo").set_todos(list(args.items))
     if not args.items:
         return "todo list cleared"
     return "\n".join(f"{_MARKS[item.status]} {item.content}" for item in args.items)

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core.history import ImagePart
 from ..core.todos import TodoItem
-from ..core.tools import ToolSpec
+from ..core.tools import PreviewKind, ToolPresentation, ToolSpec
 from .captured import CapturedImage
 
 
@@ -203,6 +203,8 @@ class Tool:
     func: ToolFunction
     preview: PreviewFunction | None = None
     """Optional: shows what a call would change before it is approved."""
+    presentation: ToolPresentation = field(default_factory=ToolPresentation)
+    """How front ends show its calls (the preview's kind, a plan review, a sub-agent's turn)."""
     schema: dict[str, Any] | None = field(default=None, compare=False)
     """The JSON schema the model sees, when it does not come from `args_model`: an MCP
     server's tool brings its own (with `PassthroughArgs` as the argument model)."""
@@ -300,17 +302,27 @@ class ToolRegistry:
         return name in self._tools
 
 
-def with_preview(base: Tool, preview: PreviewFunction) -> Tool:
-    """`base` with a preview for its approval card."""
-    return dataclasses.replace(base, preview=preview)
+def with_preview(base: Tool, preview: PreviewFunction, kind: PreviewKind | None = None) -> Tool:
+    """`base` with a preview for its approval card, shown as `kind` (None: plain text)."""
+    presentation = base.presentation.model_copy(update={"preview_kind": kind})
+    return dataclasses.replace(base, preview=preview, presentation=presentation)
 
 
-def tool(name: str, kind: ToolKind, args: type[BaseModel]) -> Callable[[ToolFunction], Tool]:
+def tool(
+    name: str, kind: ToolKind, args: type[BaseModel], presentation: ToolPresentation | None = None
+) -> Callable[[ToolFunction], Tool]:
     """Decorator: turns `async def f(args, ctx) -> str` into a Tool; the docstring is the
     description the model reads."""
 
     def wrap(func: ToolFunction) -> Tool:
         description = " ".join((func.__doc__ or name).split())
-        return Tool(name=name, description=description, args_model=args, kind=kind, func=func)
+        return Tool(
+            name=name,
+            description=description,
+            args_model=args,
+            kind=kind,
+            func=func,
+            presentation=presentation or ToolPresentation(),
+        )
 
     return wrap

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from ..core.todos import TodoItem
+from ..core.tools import ToolPresentation
 from .registry import Tool, ToolContext, ToolError, ToolKind, TurnAccess, tool
 
 
@@ -51,7 +52,7 @@ class ExitPlanArgs(BaseModel):
     )
 
 
-@tool("exit_plan_mode", ToolKind.WORKFLOW, ExitPlanArgs)
+@tool("exit_plan_mode", ToolKind.WORKFLOW, ExitPlanArgs, ToolPresentation(plan_review=True))
 async def exit_plan_mode(args: ExitPlanArgs, ctx: ToolContext) -> str:
     """Present your plan for the user's review and leave plan mode. The result says whether the
     user approved it (then carry it out) or rejected it (then revise it)."""

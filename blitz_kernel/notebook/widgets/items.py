@@ -44,6 +44,9 @@ class ToolItem(TypedDict):
     id: str
     name: str
     args: dict[str, Any]
+    presentation: dict[str, Any]
+    """How the tool asks to be shown (`ToolPresentation` as JSON): the widget reads this,
+    never the tool's name."""
     status: ToolStatus
     started_ms: float
     ended_ms: float | None
@@ -56,7 +59,7 @@ class ToolItem(TypedDict):
     agent: str
     """The agent that made the call: "" for the turn's own agent, else the sub-agent's name."""
     nested: list[Item]
-    """An `invoke_agent` card's sub-agent turn (ENG-70): its text, tool cards (nested again,
+    """An `invoke_agent` card's sub-agent turn: its text, tool cards (nested again,
     up to the depth cap) and errors, in order; empty for every other call."""
 
 

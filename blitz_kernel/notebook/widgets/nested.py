@@ -1,4 +1,4 @@
-"""Sub-agent turns inside an `invoke_agent` card (ENG-70).
+"""Sub-agent turns inside an `invoke_agent` card.
 
 A sub-agent's events reach the front end wrapped in `SubagentEvent`s, one wrapper per level:
 the outer wrapper names the root turn's `invoke_agent` call, the next one the sub-agent's own
@@ -38,13 +38,14 @@ def _now_ms() -> float:
     return time.time() * 1000.0
 
 
-def new_tool(call_id: str, name: str, args: dict[str, object], agent: str = "") -> ToolItem:
-    """A fresh, running tool card."""
+def new_tool(event: ToolCallEvent, agent: str = "") -> ToolItem:
+    """A fresh, running tool card for the call `event` announced."""
     return {
         "kind": "tool",
-        "id": call_id,
-        "name": name,
-        "args": dict(args),
+        "id": event.id,
+        "name": event.name,
+        "args": dict(event.args),
+        "presentation": event.presentation.model_dump(),
         "status": "running",
         "started_ms": _now_ms(),
         "ended_ms": None,
@@ -86,7 +87,7 @@ class Scope:
             return self._on_text(event)
         if isinstance(event, ToolCallEvent):
             self.live = None
-            tool = new_tool(event.id, event.name, event.args, self.agent)
+            tool = new_tool(event, self.agent)
             self.tools[event.id] = tool
             self.items.append(tool)
             return True
@@ -125,7 +126,7 @@ class Scope:
             self.live["text"] += event.text
             return True
         if self.live is not None:
-            self.live["text"] = event.text  # ENG-13: the exact text replaces the pieces
+            self.live["text"] = event.text  # the exact text replaces the pieces
         elif event.text:
             self.items.append({"kind": "text", "text": event.text})
         self.live = None
@@ -189,7 +190,7 @@ class SubagentCards:
 
 
 def asked(event: Event) -> PermissionRequest | None:
-    """The permission request `event` opens: the turn's own, or a sub-agent's (ENG-70), which
+    """The permission request `event` opens: the turn's own, or a sub-agent's, which
     comes wrapped in SubagentEvents and is answered in the same widget."""
     while isinstance(event, SubagentEvent):
         event = event.event

@@ -63,7 +63,7 @@ def _short_value(value: Any) -> Any:
 
 
 def _call_records(tools: list[ToolItem]) -> list[dict[str, Any]]:
-    """The record's tool calls; an `invoke_agent` call carries its sub-agent's calls (ENG-70)."""
+    """The record's tool calls; an `invoke_agent` call carries its sub-agent's calls."""
     records = []
     for tool in tools:
         record = {
@@ -151,7 +151,7 @@ def code_span(text: str) -> str:
 
 
 def nested_lines(tool: ToolItem, depth: int = 1) -> list[tuple[str, str]]:
-    """A sub-agent's turn under its `invoke_agent` call (ENG-70): (markdown, plain) lines,
+    """A sub-agent's turn under its `invoke_agent` call: (markdown, plain) lines,
     each indented one level deeper than the call; its own calls nest again."""
     lines: list[tuple[str, str]] = []
     md_indent, plain_indent = "  " * depth, "  " * depth
@@ -170,7 +170,7 @@ def nested_lines(tool: ToolItem, depth: int = 1) -> list[tuple[str, str]]:
 
 
 def attachments_line(state: TurnState) -> tuple[str, str] | None:
-    """The prompt's attachments (ENG-11) as the chips' words, or None when there are none."""
+    """The prompt's attachments as the chips' words, or None when there are none."""
     if not state.attachments:
         return None
     labels = [chip["label"] for chip in state.attachments]
@@ -185,7 +185,7 @@ def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
     attached = attachments_line(state)
     if attached:
         pieces.append(attached)
-    # A plan that ended the turn is its answer (ENG-32): shown once, as the plan.
+    # A plan that ended the turn is its answer: shown once, as the plan.
     plans = {item["plan"] for item in state.items if item["kind"] == "plan"}
     answer = "" if final_text in plans else final_text
     texts = [i for i, item in enumerate(state.items) if item["kind"] == "text"]
@@ -195,7 +195,7 @@ def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
             text = answer if index == last_text and answer else item["text"]
             pieces.append((escape_html(text), text))
         elif item["kind"] == "tool":
-            if item["name"] == "exit_plan_mode" and item["status"] == "done":
+            if item["presentation"]["plan_review"] and item["status"] == "done":
                 continue  # the plan item below shows it, and what became of it
             line = tool_line(item)
             nested = nested_lines(item)

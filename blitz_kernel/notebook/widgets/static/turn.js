@@ -155,8 +155,13 @@ function seconds(ms) {
   return `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
 }
 
+// How a tool asks to be shown (its ToolPresentation): the widget never tells tools apart by name.
+function presentation(tool) {
+  return tool.presentation || {};
+}
+
 function toolMark(tool) {
-  if (tool.status === "waiting" && tool.name === "exit_plan_mode") return "waiting for review";
+  if (tool.status === "waiting" && presentation(tool).plan_review) return "waiting for review";
   return TOOL_MARK[tool.status] || tool.status;
 }
 
@@ -182,7 +187,7 @@ function toolImages(tool, cards) {
   return node;
 }
 
-// A sub-agent's turn inside its invoke_agent card (ENG-70): its text and tool cards, nested
+// A sub-agent's turn inside its invoke_agent card: its text and tool cards, nested
 // again for its own sub-agents. Call ids are unique only within one agent's turn, so cards are
 // keyed by their path ("c1/c2").
 function nestedTurn(tool, cards, key) {
@@ -199,7 +204,7 @@ function toolCard(tool, cards, prefix = "") {
   const images = prefix ? null : toolImages(tool, cards);
   const details = h("details", { class: `blitz-tool blitz-tool-${tool.status}`, "data-tool-id": key });
   // a running sub-agent opens its card once, so its work shows as it streams
-  if (tool.name === "invoke_agent" && tool.status === "running" && !cards.seen.has(key)) openCards.add(key);
+  if (presentation(tool).streams_subagent && tool.status === "running" && !cards.seen.has(key)) openCards.add(key);
   cards.seen.add(key);
   if (openCards.has(key)) details.open = true;
   details.addEventListener("toggle", () => {
@@ -239,7 +244,7 @@ function itemNode(item, cards, prefix = "") {
       return h("details", { class: "blitz-thought" }, h("summary", { text: "Thinking" }), renderMarkdown(item.text));
     case "tool":
       // a plan that was answered shows as the plan item that follows
-      if (item.name === "exit_plan_mode" && item.status === "done") return null;
+      if (presentation(item).plan_review && item.status === "done") return null;
       return toolCard(item, cards, prefix);
     case "plan":
       return h("div", { class: `blitz-plan blitz-plan-${item.status}` },
@@ -256,7 +261,7 @@ function itemNode(item, cards, prefix = "") {
 }
 
 function reviewCard(review, send) {
-  // ENG-32: the plan waits for the user; the reason box is read by the model on Reject.
+  // The plan waits for the user; the reason box is read by the model on Reject.
   if (!review || !review.review_id) return null;
   const reason = h("input", {
     type: "text", class: "blitz-reason", placeholder: "what to change (optional, the model reads it)",
@@ -281,7 +286,7 @@ function reviewCard(review, send) {
     h("div", { class: "blitz-buttons" }, buttons, reason));
 }
 
-// What a call will change (issue 10): a unified diff with its added and removed lines marked,
+// What a call will change: a unified diff with its added and removed lines marked,
 // a cell's old and new source, or the code. Always text nodes, never HTML. Long ones fold, with
 // their line count in the summary.
 const FOLD_LINES = 30;
@@ -307,7 +312,7 @@ function previewNode(call) {
   return h("details", { class: "blitz-preview-fold" }, h("summary", { text: `${label} (folded)` }), pre);
 }
 
-// Issue 12 §5: the turn stopped at its step limit; Continue runs more steps in the same turn.
+// The turn stopped at its step limit; Continue runs more steps in the same turn.
 function offerCard(offer, send) {
   if (!offer || !offer.offer_id) return null;
   const buttons = [];

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 from ..core.attachments import AttachmentSummary
 from ..core.history import ImagePart
 from ..core.terms import DecidedBy, PlanStatus, StopReason, ToolOutcome, Verdict
+from ..core.tools import ToolPresentation
 from ..core.usage import TokenUsage, UsageTotals
 
 
@@ -43,6 +44,9 @@ class ToolCallEvent(BaseModel):
     id: str
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
+    presentation: ToolPresentation = Field(default_factory=ToolPresentation)
+    """How the tool asks front ends to show the call (the tool's own declaration; the default
+    for a name no tool has)."""
 
 
 class PendingCall(BaseModel):
@@ -59,6 +63,8 @@ class PendingCall(BaseModel):
     write_file/edit_file (`--- a/PATH`, `+++ b/PATH`; a long one folded with a closing
     "[... N more diff lines]"), the cell's old and new source for notebook_edit, the code for
     run_python. None when the tool has no preview or it could not be made."""
+    presentation: ToolPresentation = Field(default_factory=ToolPresentation)
+    """How the tool asks front ends to show the call: the preview's kind among others."""
 
 
 class PermissionRequest(BaseModel):

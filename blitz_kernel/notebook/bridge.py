@@ -6,7 +6,8 @@ notebook_edit ask it, and ipykernel (>= 7.4) dispatches comm messages during an 
 (docs/architecture.md). The front end opens one comm per notebook
 panel, so replies go only to the panel that owns the notebook; since any client of the kernel
 can say hello, the bridge serves the client that ran the current cell. Who opens the comm, the
-message shapes and whose notebook it is: NotebookBridge.
+message shapes and whose notebook it is: NotebookBridge. Both sides are checked against the
+models of bridge_messages.py; a malformed reply fails its request with one line.
 """
 
 from __future__ import annotations
@@ -130,8 +131,14 @@ class NotebookBridge:
         """A front end said hello. It carries the requests when its client ran the current
         cell or loaded the extension (the newest hello of that client wins: its old comm may
         be dead); other clients' hellos wait unused."""
+        from .bridge_messages import Hello
+
         data = msg.get("content", {}).get("data") or {}
-        if data.get("kind") != "hello" or data.get("protocol") != PROTOCOL:
+        try:
+            valid = isinstance(data, dict) and Hello.model_validate(data).protocol == PROTOCOL
+        except ValueError:
+            valid = False
+        if not valid:
             comm.close(data={"kind": "error", "message": f"expected a hello for protocol {PROTOCOL}"})
             return
         session = _session_of(msg)
@@ -199,6 +206,10 @@ class NotebookBridge:
                 )
 
     def _on_msg(self, msg: dict[str, Any]) -> None:
+        from pydantic import ValidationError
+
+        from .bridge_messages import REPLY, ErrorReply, checked_result, problems
+
         data = msg.get("content", {}).get("data") or {}
         if not isinstance(data, dict) or data.get("kind") != "reply":
             return
@@ -206,24 +217,39 @@ class NotebookBridge:
         if entry is None:
             return  # the request timed out or was cancelled: its answer has no reader
         future, _, op = entry
-        if data.get("ok"):
-            result = data.get("result")
-            _resolve(future, result if isinstance(result, dict) else {})
+        try:
+            reply = REPLY.validate_python(data)
+        except ValidationError as error:
+            _resolve(
+                future, _request_error(f"the notebook front end sent a malformed reply to {op}: {problems(error)}")
+            )
             return
-        error = data.get("error")
-        message = error.get("message") if isinstance(error, dict) else error
-        _resolve(future, _request_error(f"{op} failed in the notebook: {message or 'no reason given'}"))
+        if isinstance(reply, ErrorReply):
+            message = reply.error.message or "no reason given"
+            _resolve(future, _request_error(f"{op} failed in the notebook: {message}"))
+            return
+        try:
+            _resolve(future, checked_result(op, reply.result))
+        except ValueError as error:
+            _resolve(future, _request_error(f"the notebook front end sent a malformed {op} result: {error}"))
 
     # -- requests (NotebookAccess) --------------------------------------------------------------
 
     async def request(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send `op` and wait for its reply; see the class docstring for the shapes."""
-        comm = self._comm or await self._await_hello()
+        """Send `op` and wait for its reply; see the class docstring for the shapes. Params
+        that do not fit the op are an error before anything is sent."""
+        from .bridge_messages import request_data
+
         request_id = f"{self._prefix}-{next(self._ids)}"
+        try:
+            data = request_data(request_id, op, params)
+        except ValueError as error:
+            raise _request_error(str(error)) from None
+        comm = self._comm or await self._await_hello()
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (future, comm, op)
         try:
-            comm.send({"kind": "request", "id": request_id, "op": op, "params": params})
+            comm.send(data)
             async with asyncio.timeout(self.request_timeout_s):
                 return await future
         except TimeoutError:

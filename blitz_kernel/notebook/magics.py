@@ -562,7 +562,7 @@ class BlitzMagics(Magics):
             for message in state.inbox:
                 print(f"  - {message}")
         for item in state.todos:
-            print(f"  [{'x' if item.get('status') == 'done' else ' '}] {item.get('content')}")
+            print(f"  [{'x' if item.status == 'done' else ' '}] {item.content}")
 
     @line_magic
     def blitz_help(self, line: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from ..core.tools import ToolPresentation
 from .registry import Tool, ToolContext, ToolError, ToolKind, TurnAccess, tool
 
 
@@ -36,7 +37,7 @@ class InvokeArgs(BaseModel):
     prompt: str = Field(description="the task, complete in itself: the agent sees nothing of this conversation")
 
 
-@tool("invoke_agent", ToolKind.READ_ONLY, InvokeArgs)
+@tool("invoke_agent", ToolKind.READ_ONLY, InvokeArgs, ToolPresentation(streams_subagent=True))
 async def invoke_agent(args: InvokeArgs, ctx: ToolContext) -> str:
     """Hand a self-contained task to another agent; it works in a fresh session with its own
     instructions and tools and returns its final answer. Several calls in one response run

@@ -23,15 +23,15 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, model_validator
 
 from ..core.history import ImagePart
+from .captured import CapturedImage
 from .io import run_io
-from .media import image_dimensions, sniff_media_type
+from .media import sniff_media_type
 from .notebook import cell_image
 from .paths import open_in_workspace, resolve_in_workspace
 from .registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput, tool
@@ -41,7 +41,6 @@ __all__ = ["IMAGE_TOOLS", "CapturedImage", "FigureCapture", "ImageDisplay", "tur
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """The smallest per-image limit among the big providers (Anthropic: 5 MB)."""
 FIGURE_PREFIX = "fig-"
-_EXTRAS_KEY = "blitz.images"
 
 
 @runtime_checkable
@@ -57,31 +56,9 @@ class ImageDisplay(Protocol):
         ...
 
 
-@dataclass
-class CapturedImage:
-    """An image the agent may view: its bytes and where it came from."""
-
-    name: str
-    data: bytes
-    media_type: str
-    origin: str
-    """Shown to the model: "figure drawn by run_python", a file path, a notebook cell."""
-
-    def size_text(self) -> str:
-        """`PNG 640×480, 21 KB`: what the model reads before it decides to look."""
-        kind = self.media_type.split("/")[-1].upper()
-        dimensions = image_dimensions(self.data)
-        shape = f" {dimensions[0]}×{dimensions[1]}" if dimensions else ""
-        return f"{kind}{shape}, {max(1, len(self.data) // 1024)} KB"
-
-    def part(self) -> ImagePart:
-        return ImagePart(media_type=self.media_type, data_base64=base64.b64encode(self.data).decode("ascii"))
-
-
 def turn_images(ctx: ToolContext) -> dict[str, CapturedImage]:
     """The images of this turn by name (the ToolContext lives exactly one turn)."""
-    store = ctx.extras.setdefault(_EXTRAS_KEY, {})
-    return cast(dict[str, CapturedImage], store)
+    return ctx.images
 
 
 # -- capturing what run_python drew ---------------------------------------------------------

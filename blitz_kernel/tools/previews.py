@@ -20,12 +20,13 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .files import EditFileArgs, WriteFileArgs, count_error, match_line_endings
-from .notebook import NotebookEditArgs, find_notebook_file, notebook_access, read_notebook_file
+from ..core.tools import PreviewKind
+from .files import EditFileArgs, WriteFileArgs, count_error, edit_file, match_line_endings, write_file
+from .notebook import NotebookEditArgs, find_notebook_file, notebook_access, notebook_edit, read_notebook_file
 from .notebook_file import cell_source
 from .paths import open_in_workspace, resolve_in_workspace
 from .registry import Tool, ToolContext, ToolError, with_preview
-from .run_python import RunPythonArgs
+from .run_python import RunPythonArgs, run_python
 
 __all__ = ["MAX_DIFF_LINES", "fold", "unified_diff", "with_previews"]
 
@@ -142,14 +143,20 @@ def _safe(preview: Callable[[Any, ToolContext], Awaitable[str]]) -> Callable[[An
     return run
 
 
-PREVIEWS: dict[str, Callable[[Any, ToolContext], Awaitable[str]]] = {
-    "write_file": write_file_preview,
-    "edit_file": edit_file_preview,
-    "notebook_edit": notebook_edit_preview,
-    "run_python": run_python_preview,
-}
+PREVIEWS: list[tuple[Tool, Callable[[Any, ToolContext], Awaitable[str]], PreviewKind]] = [
+    (write_file, write_file_preview, "diff"),
+    (edit_file, edit_file_preview, "diff"),
+    (notebook_edit, notebook_edit_preview, "cell"),
+    (run_python, run_python_preview, "code"),
+]
+"""The built-in tools that have a preview, with how the approval card shows it."""
 
 
 def with_previews(tools: list[Tool]) -> list[Tool]:
-    """The tools, those in PREVIEWS with their preview attached."""
-    return [with_preview(t, _safe(PREVIEWS[t.name])) if t.name in PREVIEWS and t.preview is None else t for t in tools]
+    """The tools, those in PREVIEWS (the same tool objects) with their preview attached."""
+    previewed = {id(base): (preview, kind) for base, preview, kind in PREVIEWS}
+    attached = []
+    for item in tools:
+        found = previewed.get(id(item)) if item.preview is None else None
+        attached.append(item if found is None else with_preview(item, _safe(found[0]), found[1]))
+    return attached

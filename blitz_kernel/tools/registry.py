@@ -11,7 +11,7 @@ import enum
 import functools
 import json
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,7 +19,9 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core.history import ImagePart
-from ..core.tools import ToolSpec
+from ..core.todos import TodoItem
+from ..core.tools import PreviewKind, ToolPresentation, ToolSpec
+from .captured import CapturedImage
 
 
 class ToolKind(enum.StrEnum):
@@ -67,7 +69,7 @@ class TurnAccess(Protocol):
         """Show the plan for review; returns what the model should read."""
         ...
 
-    def set_todos(self, items: list[dict[str, str]]) -> None:
+    def set_todos(self, items: list[TodoItem]) -> None:
         """Replace the session's todo list."""
         ...
 
@@ -117,6 +119,28 @@ class ChangeRecorder(Protocol):
         ...
 
 
+class Passage(Protocol):
+    """One hit of a transcript search, as the workspace's session book returns it."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def time(self) -> float | None: ...
+    @property
+    def excerpt(self) -> str: ...
+    @property
+    def compacted(self) -> bool: ...
+
+
+class TranscriptSearch(Protocol):
+    """What `search_session` needs from the workspace's session book: tools sit below the
+    engine, so the book arrives in the tool context rather than by import."""
+
+    def search(self, text: str, session: str | None = None) -> Sequence[Passage]: ...
+
+
 def change_recorder(ctx: ToolContext) -> ChangeRecorder | None:
     """The running turn's change recorder, if there is a turn that keeps checkpoints."""
     checkpoint = getattr(ctx.turn, "checkpoint", None)
@@ -141,7 +165,12 @@ class ToolContext:
     variable_values: bool = True
     """False (`privacy.variables = "schema"`): variable tools send names, types, shapes,
     column names and dtypes, but no values (no head, describe or reprs)."""
-    extras: dict[str, Any] = field(default_factory=dict)
+    transcript: TranscriptSearch | None = None
+    """The session book `search_session` searches; None where there is no session store (a
+    reference's variable look-up, unit tests)."""
+    images: dict[str, CapturedImage] = field(default_factory=dict)
+    """The images of this turn by name (figures run_python drew), for view_image. The context
+    is made once per turn and each call's copy shares this dictionary."""
 
 
 @dataclass
@@ -174,6 +203,8 @@ class Tool:
     func: ToolFunction
     preview: PreviewFunction | None = None
     """Optional: shows what a call would change before it is approved."""
+    presentation: ToolPresentation = field(default_factory=ToolPresentation)
+    """How front ends show its calls (the preview's kind, a plan review, a sub-agent's turn)."""
     schema: dict[str, Any] | None = field(default=None, compare=False)
     """The JSON schema the model sees, when it does not come from `args_model`: an MCP
     server's tool brings its own (with `PassthroughArgs` as the argument model)."""
@@ -271,17 +302,27 @@ class ToolRegistry:
         return name in self._tools
 
 
-def with_preview(base: Tool, preview: PreviewFunction) -> Tool:
-    """`base` with a preview for its approval card."""
-    return dataclasses.replace(base, preview=preview)
+def with_preview(base: Tool, preview: PreviewFunction, kind: PreviewKind | None = None) -> Tool:
+    """`base` with a preview for its approval card, shown as `kind` (None: plain text)."""
+    presentation = base.presentation.model_copy(update={"preview_kind": kind})
+    return dataclasses.replace(base, preview=preview, presentation=presentation)
 
 
-def tool(name: str, kind: ToolKind, args: type[BaseModel]) -> Callable[[ToolFunction], Tool]:
+def tool(
+    name: str, kind: ToolKind, args: type[BaseModel], presentation: ToolPresentation | None = None
+) -> Callable[[ToolFunction], Tool]:
     """Decorator: turns `async def f(args, ctx) -> str` into a Tool; the docstring is the
     description the model reads."""
 
     def wrap(func: ToolFunction) -> Tool:
         description = " ".join((func.__doc__ or name).split())
-        return Tool(name=name, description=description, args_model=args, kind=kind, func=func)
+        return Tool(
+            name=name,
+            description=description,
+            args_model=args,
+            kind=kind,
+            func=func,
+            presentation=presentation or ToolPresentation(),
+        )
 
     return wrap

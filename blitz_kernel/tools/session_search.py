@@ -2,40 +2,19 @@
 
 Read-only, so it runs in plan and read-only modes. It reads the full transcript,
 compacted parts included, which is how the agent gets back a detail a summary dropped. Tools
-sit below the engine, so the searcher arrives through `ToolContext.extras` (the workspace puts
+sit below the engine, so the searcher arrives as `ToolContext.transcript` (the workspace puts
 its session book there) rather than by import.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from .registry import ToolContext, ToolError, ToolKind, tool
+from .registry import Passage, ToolContext, ToolError, ToolKind, TranscriptSearch, tool
 
-SEARCHER = "session_search"
-"""The `ToolContext.extras` key of the searcher."""
-
-
-class Passage(Protocol):
-    """One hit, as the workspace's session book returns it."""
-
-    @property
-    def index(self) -> int: ...
-    @property
-    def role(self) -> str: ...
-    @property
-    def time(self) -> float | None: ...
-    @property
-    def excerpt(self) -> str: ...
-    @property
-    def compacted(self) -> bool: ...
-
-
-class Searcher(Protocol):
-    def search(self, text: str, session: str | None = None) -> list[Passage]: ...
+__all__ = ["SESSION_TOOLS", "Passage", "TranscriptSearch", "search_session"]
 
 
 class SearchSessionArgs(BaseModel):
@@ -50,7 +29,7 @@ async def search_session(args: SearchSessionArgs, ctx: ToolContext) -> str:
     """Search this conversation's full transcript (prompts, your answers, tool results),
     including parts that were compacted into a summary and that you no longer see. Returns
     passages as [message N, role, time] with matches between « and »."""
-    searcher: Searcher | None = ctx.extras.get(SEARCHER)
+    searcher = ctx.transcript
     if searcher is None:
         raise ToolError("search_session needs the workspace's session store, which this run does not have")
     try:

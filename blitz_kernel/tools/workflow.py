@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field
 
+from ..core.todos import TodoItem
+from ..core.tools import ToolPresentation
 from .registry import Tool, ToolContext, ToolError, ToolKind, TurnAccess, tool
 
 
@@ -14,11 +14,6 @@ def _turn(ctx: ToolContext, name: str) -> TurnAccess:
     if ctx.turn is None:
         raise ToolError(f"{name} works only inside a running turn")
     return ctx.turn
-
-
-class TodoItem(BaseModel):
-    content: str = Field(description="what to do, one short line")
-    status: Literal["pending", "in_progress", "done"] = Field(default="pending", description="progress")
 
 
 class TodoArgs(BaseModel):
@@ -32,7 +27,7 @@ _MARKS = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]"}
 async def todo(args: TodoArgs, ctx: ToolContext) -> str:
     """Keep a short todo list for a multi-step task; send the whole list each time, marking
     items pending, in_progress or done. The user sees it."""
-    _turn(ctx, "todo").set_todos([item.model_dump() for item in args.items])
+    _turn(ctx, "todo").set_todos(list(args.items))
     if not args.items:
         return "todo list cleared"
     return "\n".join(f"{_MARKS[item.status]} {item.content}" for item in args.items)
@@ -57,7 +52,7 @@ class ExitPlanArgs(BaseModel):
     )
 
 
-@tool("exit_plan_mode", ToolKind.WORKFLOW, ExitPlanArgs)
+@tool("exit_plan_mode", ToolKind.WORKFLOW, ExitPlanArgs, ToolPresentation(plan_review=True))
 async def exit_plan_mode(args: ExitPlanArgs, ctx: ToolContext) -> str:
     """Present your plan for the user's review and leave plan mode. The result says whether the
     user approved it (then carry it out) or rejected it (then revise it)."""

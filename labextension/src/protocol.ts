@@ -5,15 +5,31 @@
  * The kernel sends `{kind: "request", id, op, params}` over the comm `blitz.notebook`; every
  * request gets exactly one `{kind: "reply", id, ok: true, result}` or
  * `{kind: "reply", id, ok: false, error: {code, message}}`. The shapes of each op's params
- * and result are documented in blitz_kernel/notebook/bridge.py, which is the other half.
- * Errors are always replies: a request the front end cannot handle must not leave the
- * kernel waiting for its timeout.
+ * and result are documented in blitz_kernel/notebook/bridge.py, which is the other half, and
+ * typed in messages.ts. Errors are always replies: a request the front end cannot handle must
+ * not leave the kernel waiting for its timeout, and a reply that does not fit its op's shape
+ * is sent as an `internal` error saying what is wrong rather than as a result the kernel
+ * would refuse.
  */
+
+import {
+  type CellRecord,
+  type CellSummary,
+  type CellType,
+  type ErrorCode,
+  type ImageInfo,
+  type OpResult,
+  type OutputRecord,
+  type Reply,
+  type Request,
+  replyProblem
+} from './messages';
+
+export type { CellType, Reply, Request } from './messages';
 
 export const PROTOCOL = 1;
 export const COMM_TARGET = 'blitz.notebook';
 
-export type CellType = 'code' | 'markdown' | 'raw';
 const CELL_TYPES: readonly CellType[] = ['code', 'markdown', 'raw'];
 
 /** An nbformat output, as `IOutputModel.toJSON()` returns it. */
@@ -45,21 +61,10 @@ export interface NotebookDocument {
   reveal(index: number): void;
 }
 
-export interface Request {
-  kind: 'request';
-  id: string;
-  op: string;
-  params?: Record<string, unknown>;
-}
-
-export type Reply =
-  | { kind: 'reply'; id: string; ok: true; result: Record<string, unknown> }
-  | { kind: 'reply'; id: string; ok: false; error: { code: string; message: string } };
-
 /** A refusal with a code the kernel can show; anything else thrown becomes `internal`. */
 export class BridgeError extends Error {
   constructor(
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string
   ) {
     super(message);
@@ -78,7 +83,12 @@ export async function handleRequest(doc: NotebookDocument, request: Request): Pr
       throw new BridgeError('unknown_op', `unknown op ${JSON.stringify(request.op)}`);
     }
     const result = handler(doc, request.params ?? {});
-    return { kind: 'reply', id, ok: true, result };
+    const reply: Reply = { kind: 'reply', id, ok: true, result };
+    const problem = replyProblem(request.op, reply);
+    if (problem !== null) {
+      throw new BridgeError('internal', `the front end made a malformed ${request.op} result: ${problem}`);
+    }
+    return reply;
   } catch (error) {
     if (error instanceof BridgeError) {
       return { kind: 'reply', id, ok: false, error: { code: error.code, message: error.message } };
@@ -89,13 +99,13 @@ export async function handleRequest(doc: NotebookDocument, request: Request): Pr
 }
 
 type Params = Record<string, unknown>;
-type Handler = (doc: NotebookDocument, params: Params) => Record<string, unknown>;
+type Handler = (doc: NotebookDocument, params: Params) => OpResult;
 
 const HANDLERS: Record<string, Handler> = {
   list_cells: doc => ({
     path: doc.path,
     cell_count: doc.cellCount(),
-    cells: range(doc.cellCount()).map(index => {
+    cells: range(doc.cellCount()).map((index): CellSummary => {
       const cell = doc.cell(index);
       const lines = cell.source.split('\n');
       return {
@@ -123,7 +133,7 @@ const HANDLERS: Record<string, Handler> = {
     return {
       path: doc.path,
       cell_count: count,
-      cells: indices.map(index => {
+      cells: indices.map((index): CellRecord => {
         const cell = doc.cell(index);
         return {
           index,
@@ -176,10 +186,10 @@ const HANDLERS: Record<string, Handler> = {
 };
 
 /** An output as the kernel reads it: text capped, images described (data only on request). */
-export function summariseOutput(output: OutputJSON, includeImages: boolean, maxChars: number): Record<string, unknown> {
+export function summariseOutput(output: OutputJSON, includeImages: boolean, maxChars: number): OutputRecord {
   const kind = output.output_type;
   if (kind === 'stream') {
-    return { output_type: kind, name: output.name ?? 'stdout', text: cap(joined(output.text), maxChars) };
+    return { output_type: kind, name: String(output.name ?? 'stdout'), text: cap(joined(output.text), maxChars) };
   }
   if (kind === 'error') {
     const traceback = Array.isArray(output.traceback) ? output.traceback.join('\n') : '';
@@ -193,14 +203,15 @@ export function summariseOutput(output: OutputJSON, includeImages: boolean, maxC
   const data = (output.data ?? {}) as Record<string, unknown>;
   const images = IMAGE_TYPES.filter(mime => typeof data[mime] === 'string' || Array.isArray(data[mime])).map(mime => {
     const encoded = joined(data[mime]).replace(/\s/g, '');
-    const image: Record<string, unknown> = { mime_type: mime, ...imageSize(encoded) };
+    const image: ImageInfo = { mime_type: mime, ...imageSize(encoded) };
     if (includeImages) {
       image.data = encoded;
     }
     return image;
   });
   const shown = data['text/markdown'] ?? data['text/plain'] ?? '';
-  return { output_type: kind, mime_types: Object.keys(data), text: cap(joined(shown), maxChars), images };
+  const rich = kind === 'execute_result' ? kind : 'display_data';
+  return { output_type: rich, mime_types: Object.keys(data), text: cap(joined(shown), maxChars), images };
 }
 
 /** Width and height from a base64 PNG's or GIF's header, when it has one. */

@@ -15,6 +15,7 @@ import {
   isBlitzPrompt,
   summariseOutput
 } from '../src/protocol';
+import { replyProblem } from '../src/messages';
 
 /** A 3×2 PNG's first bytes (signature and IHDR), base64: enough for its size. */
 const PNG_HEAD = btoa('\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x00\x03\x00\x00\x00\x02\x08\x02\x00\x00\x00');
@@ -259,6 +260,53 @@ describe('helpers', () => {
       mime_types: ['text/plain'],
       text: '42',
       images: []
+    });
+  });
+});
+
+describe('replies are checked before they are sent', () => {
+  it('every op of a well-formed notebook answers in the shape the kernel checks', async () => {
+    const doc = notebook();
+    const asked: [string, Record<string, unknown> | undefined][] = [
+      ['list_cells', undefined],
+      ['read_cells', { indices: null, include_outputs: true, include_images: true }],
+      ['insert_cell', { index: 0, source: 'x = 1' }],
+      ['replace_cell', { index: 0, source: '# Title', cell_type: 'markdown' }],
+      ['delete_cell', { index: 0 }]
+    ];
+    for (const [op, params] of asked) {
+      const reply = await ask(doc, op, params);
+      expect([op, reply.ok, replyProblem(op, reply)]).toEqual([op, true, null]);
+    }
+  });
+
+  it('names what is wrong with a malformed reply', () => {
+    const ok = { kind: 'reply', id: 'r-1', ok: true };
+    expect(replyProblem('list_cells', { ...ok, result: { path: 'a', cell_count: 1, cells: [{ index: 0 }] } })).toBe(
+      'result.cells[0].id must be a string'
+    );
+    expect(replyProblem('insert_cell', { ...ok, result: { index: 0, id: 'a', cell_count: '1' } })).toBe(
+      'result.cell_count must be an integer'
+    );
+    expect(
+      replyProblem('read_cells', {
+        ...ok,
+        result: { path: 'a', cell_count: 1, cells: [{ index: 0, id: 'a', cell_type: 'code', source: '', execution_count: null, running: false, outputs: [{ output_type: 'clear' }] }] }
+      })
+    ).toBe('result.cells[0].outputs[0].output_type must be one of stream, error, execute_result, display_data');
+    expect(replyProblem('delete_cell', { kind: 'reply', id: 'r-1', ok: false, error: { code: 'oops', message: 'x' } })).toBe(
+      'error.code must be one of bad_request, bad_index, running_cell, unknown_op, internal'
+    );
+    expect(replyProblem('list_cells', { kind: 'welcome' })).toBe('a reply must be an object of kind "reply"');
+  });
+
+  it('sends a result that does not fit as an internal error saying why', async () => {
+    const doc = notebook();
+    doc.cell = index => ({ ...doc.cells[index], id: undefined as unknown as string });
+    const reply = await ask(doc, 'list_cells');
+    expect(reply.ok ? null : reply.error).toEqual({
+      code: 'internal',
+      message: 'the front end made a malformed list_cells result: result.cells[0].id must be a string'
     });
   });
 });

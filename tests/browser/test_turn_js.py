@@ -211,6 +211,7 @@ def test_a_nested_subagent_turn_keys_its_cards_by_path(page: Any):
         **inner,
         "name": "invoke_agent",
         "args": {"agent": "checker", "prompt": "p"},
+        "presentation": {"preview_kind": None, "plan_review": False, "streams_subagent": True},
         "status": "running",
         "ended_ms": None,
         "agent": "",
@@ -245,3 +246,19 @@ def test_the_tool_card_summary_shows_underscores_and_leading_spaces(page: Any):
     }""")
     assert fits["text_bottom"] <= fits["box_bottom"] + 0.5 and fits["text_top"] >= fits["box_top"] - 0.5, fits
     assert fits["white_space"] == "pre", fits  # `nowrap` would collapse "\n    df" to one space
+
+
+def test_a_card_follows_the_presentation_its_tool_declares_not_its_name(page: Any):
+    """A call whose tool declares a plan review says it waits for review and, once done, gives
+    way to the plan; a call named like the plan tool that declares nothing is an ordinary card."""
+    review = {"preview_kind": None, "plan_review": True, "streams_subagent": False}
+    base = {"kind": "tool", "args": {}, "started_ms": 0, "ended_ms": None, "preview": "", "error": None}
+    items = [
+        {**base, "id": "c1", "name": "propose", "status": "waiting", "presentation": review},
+        {**base, "id": "c2", "name": "propose", "status": "done", "ended_ms": 5, "presentation": review},
+        {**base, "id": "c3", "name": "exit_plan_mode", "status": "done", "ended_ms": 5, "presentation": {}},
+    ]
+    widget = render(page, items=items)
+    expect(widget.locator('details.blitz-tool[data-tool-id="c1"] .blitz-status')).to_have_text("waiting for review")
+    expect(widget.locator('details.blitz-tool[data-tool-id="c2"]')).to_have_count(0)
+    expect(widget.locator('details.blitz-tool[data-tool-id="c3"]')).to_have_count(1)

@@ -133,7 +133,15 @@ def notebook(request: dict[str, Any]) -> dict[str, Any]:
             "result": {
                 "path": "work/nb.ipynb",
                 "cell_count": 3,
-                "cells": [{"index": c["index"], "id": c["id"], "cell_type": c["cell_type"]} for c in CELLS],
+                "cells": [
+                    {
+                        **{key: c[key] for key in ("index", "id", "cell_type", "execution_count", "running")},
+                        "first_line": c["source"].split("\n")[0],
+                        "line_count": len(c["source"].split("\n")),
+                        "output_count": len(c["outputs"]),
+                    }
+                    for c in CELLS
+                ],
             },
         }
     if op == "insert_cell":

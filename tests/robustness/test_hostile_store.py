@@ -230,6 +230,7 @@ def execute(root: Path, sql: str) -> None:
         ('UPDATE usage SET totals = \'{"calls": "many"}\'', "table usage"),
         ("UPDATE audit SET record = '[]'", "table audit"),
         ("UPDATE sessions SET todos = '{oops'", "table sessions"),
+        ('UPDATE sessions SET todos = \'[{"content": "x", "status": "someday"}]\'', "table sessions"),
         ("UPDATE sessions SET budget = '[1, 2]'", "table sessions"),
         (
             "INSERT INTO checkpoints (session_id, turn, time, kind, record) VALUES (1, 0, 0, 'file', '{bad')",

@@ -42,6 +42,7 @@ from blitz_kernel.notebook.widgets.controller import TurnController
 from blitz_kernel.notebook.widgets.state import TurnState
 from blitz_kernel.notebook.widgets.view import ReadyMessage, SteerMessage
 from blitz_kernel.tools.registry import Tool, ToolContext, ToolKind
+from blitz_kernel.tools.workflow import exit_plan_mode
 
 from .conftest import call, tool_step
 from .front_end_fakes import CommOpener, FakeClock, RecordingOutput
@@ -218,7 +219,9 @@ def test_a_plan_is_the_plain_answer_with_what_became_of_it():
         state,
         presenter,
         START,
-        ToolCallEvent(id="p1", name="exit_plan_mode", args={"plan": "1. <do> it"}),
+        ToolCallEvent(
+            id="p1", name="exit_plan_mode", args={"plan": "1. <do> it"}, presentation=exit_plan_mode.presentation
+        ),
         PlanEvent(plan="1. <do> it", status="rejected", reason="too <big>"),
     )
     shown = output.rendered()[-1]

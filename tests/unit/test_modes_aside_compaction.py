@@ -17,6 +17,7 @@ from blitz_kernel.core.history import (
     UserMessage,
     check_history,
 )
+from blitz_kernel.core.todos import TodoItem
 from blitz_kernel.engine.events import CompactionEvent, PlanEvent
 from blitz_kernel.engine.turn.compaction import automatic_window, manual_window, render_window
 from blitz_kernel.engine.turn.modes import PlanReview, go_ahead_prompt
@@ -95,7 +96,10 @@ async def test_todo_tool_keeps_the_list_on_the_session(make_workspace):
         [tool_step(call("todo", items=[{"content": "load", "status": "done"}, {"content": "plot"}])), {"text": "ok"}]
     )
     await ws.run("go", session="s")
-    assert ws.session("s").todos == [{"content": "load", "status": "done"}, {"content": "plot", "status": "pending"}]
+    assert ws.session("s").todos == [
+        TodoItem(content="load", status="done"),
+        TodoItem(content="plot", status="pending"),
+    ]
 
 
 # -- asides ------------------------------------------------------------------------------------

@@ -64,6 +64,10 @@ class FakeComm:
         self._on_close({"content": {"data": {}}})
 
 
+NO_CELLS = {"path": "nb.ipynb", "cell_count": 0, "cells": []}
+"""A list_cells result of an empty notebook, as the extension sends it."""
+
+
 def hello(comm: FakeComm, bridge: NotebookBridge, **extra: Any) -> None:
     data = {"kind": "hello", "protocol": PROTOCOL, "client": "test", "path": "nb.ipynb", **extra}
     bridge.on_comm_open(comm, {"content": {"data": data}})
@@ -92,8 +96,51 @@ async def test_hello_is_welcomed_and_requests_resolve_by_id() -> None:
     request = await next_request(comm)
     assert request == {"kind": "request", "id": request["id"], "op": "list_cells", "params": {}}
     comm.reply({"kind": "reply", "id": "someone-else", "ok": True, "result": {"wrong": True}})
+    comm.reply({"kind": "reply", "id": request["id"], "ok": True, "result": NO_CELLS})
+    assert await task == NO_CELLS
+
+
+async def test_a_malformed_reply_fails_its_request_in_one_line_saying_what_is_wrong() -> None:
+    bridge, comm = NotebookBridge(), FakeComm()
+    hello(comm, bridge)
+    task = asyncio.ensure_future(bridge.request("list_cells", {}))
+    request = await next_request(comm)
     comm.reply({"kind": "reply", "id": request["id"], "ok": True, "result": {"cell_count": 2}})
-    assert await task == {"cell_count": 2}
+    with pytest.raises(NotebookRequestError, match="malformed list_cells result: path: Field required"):
+        await task
+    task = asyncio.ensure_future(bridge.request("delete_cell", {"index": 0}))
+    request = await next_request(comm)
+    comm.reply({"kind": "reply", "id": request["id"], "ok": False, "error": "nope"})
+    with pytest.raises(NotebookRequestError, match="malformed reply to delete_cell"):
+        await task
+
+
+async def test_a_result_keeps_what_the_protocol_defines_and_drops_unknown_fields() -> None:
+    bridge, comm = NotebookBridge(), FakeComm()
+    hello(comm, bridge)
+    task = asyncio.ensure_future(bridge.request("insert_cell", {"index": 0, "cell_type": "code", "source": "1"}))
+    request = await next_request(comm)
+    assert request["params"] == {"index": 0, "cell_type": "code", "source": "1"}
+    comm.reply(
+        {"kind": "reply", "id": request["id"], "ok": True, "result": {"index": 0, "id": "a", "cell_count": 1, "x": 1}}
+    )
+    assert await task == {"index": 0, "id": "a", "cell_count": 1}
+
+
+async def test_params_that_do_not_fit_the_op_are_refused_before_anything_is_sent() -> None:
+    bridge, comm = NotebookBridge(), FakeComm()
+    hello(comm, bridge)
+    with pytest.raises(NotebookRequestError, match="bad params for replace_cell: source: Field required"):
+        await bridge.request("replace_cell", {"index": 0})
+    with pytest.raises(NotebookRequestError, match="unknown notebook bridge op 'move_cell'"):
+        await bridge.request("move_cell", {})
+    assert [m["kind"] for m in comm.sent] == ["welcome"]
+
+
+def test_a_hello_of_another_shape_is_refused() -> None:
+    bridge, comm = NotebookBridge(), FakeComm()
+    bridge.on_comm_open(comm, {"content": {"data": {"kind": "hello", "protocol": PROTOCOL, "client": 7}}})
+    assert comm.closed and not bridge.connected
 
 
 async def test_an_error_reply_becomes_an_error_the_model_reads() -> None:
@@ -155,8 +202,8 @@ async def test_a_request_right_after_a_ping_waits_for_the_hello() -> None:
     await asyncio.sleep(0)
     hello(comm, bridge)  # the front end answers the ping
     request = await next_request(comm)
-    comm.reply({"kind": "reply", "id": request["id"], "ok": True, "result": {"cell_count": 0}})
-    assert await task == {"cell_count": 0}
+    comm.reply({"kind": "reply", "id": request["id"], "ok": True, "result": NO_CELLS})
+    assert await task == NO_CELLS
 
 
 async def test_the_newest_hello_wins_and_other_comms_are_refused() -> None:
@@ -165,8 +212,8 @@ async def test_the_newest_hello_wins_and_other_comms_are_refused() -> None:
     hello(new, bridge)
     task = asyncio.ensure_future(bridge.request("list_cells", {}))
     request = await next_request(new)
-    new.reply({"kind": "reply", "id": request["id"], "ok": True, "result": {}})
-    assert await task == {}
+    new.reply({"kind": "reply", "id": request["id"], "ok": True, "result": NO_CELLS})
+    assert await task == NO_CELLS
     bridge.on_comm_open(stranger, {"content": {"data": {"kind": "hello", "protocol": 99}}})
     assert stranger.closed and bridge.connected
 

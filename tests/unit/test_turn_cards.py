@@ -9,7 +9,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from blitz_kernel.core.attachments import AttachmentSummary
+from blitz_kernel.core.tools import ToolPresentation
 from blitz_kernel.core.usage import UsageTotals
 from blitz_kernel.engine.events import (
     Event,
@@ -30,9 +33,14 @@ from blitz_kernel.notebook.widgets.nested import asked
 from blitz_kernel.notebook.widgets.state import TurnState
 from blitz_kernel.notebook.widgets.static import static_bundle
 from blitz_kernel.notebook.widgets.view import DecideMessage, ReadyMessage
+from blitz_kernel.tools import builtin_tools
+from blitz_kernel.tools.registry import Tool, ToolContext, ToolKind
 from tests.helpers.workspaces import scripted_workspace
 
 from .conftest import ScriptedApprover, call, tool_step
+
+PRESENTED = {tool.name: tool.presentation for tool in builtin_tools()}
+"""How each built-in tool asks to be shown, as the engine puts it in its events."""
 
 START = TurnStarted(session="s", turn_index=0, prompt="Go.", agent="blitz", model="m")
 DONE = TurnDone(stop_reason="end_turn", usage=UsageTotals())
@@ -152,8 +160,12 @@ def test_ENG70_parallel_subagent_requests_queue_on_the_one_card():
     state = folded(
         [
             START,
-            ToolCallEvent(id="a", name="invoke_agent", args={"agent": "x", "prompt": "p"}),
-            ToolCallEvent(id="b", name="invoke_agent", args={"agent": "y", "prompt": "p"}),
+            ToolCallEvent(
+                id="a", name="invoke_agent", args={"agent": "x", "prompt": "p"}, presentation=PRESENTED["invoke_agent"]
+            ),
+            ToolCallEvent(
+                id="b", name="invoke_agent", args={"agent": "y", "prompt": "p"}, presentation=PRESENTED["invoke_agent"]
+            ),
         ]
     )
     from blitz_kernel.engine.events import PermissionDecision, SubagentEvent
@@ -263,13 +275,14 @@ def test_the_approval_card_carries_the_reason_and_a_typed_preview():
             PermissionRequest(
                 request_id="perm-1",
                 calls=[
-                    PendingCall(id="c1", name="edit_file", args={}, preview=diff),
+                    PendingCall(id="c1", name="edit_file", args={}, preview=diff, presentation=PRESENTED["edit_file"]),
                     PendingCall(
                         id="c2",
                         name="run_python",
                         args={"code": "df.to_csv('o.csv')"},
                         reason="writes a file: df.to_csv('o.csv')",
                         preview="df.to_csv('o.csv')",
+                        presentation=PRESENTED["run_python"],
                     ),
                 ],
             ),
@@ -483,3 +496,42 @@ async def test_after_the_later_turn_is_undone_elsewhere_the_earlier_button_works
     control.click()
     await asyncio.wait_for(control.task, 10)
     assert control.view.status == "done" and not (tmp_path / "a.txt").exists()
+
+
+class PatchArgs(BaseModel):
+    text: str
+
+
+async def _patch(args: PatchArgs, ctx: ToolContext) -> str:
+    return "patched"
+
+
+async def _patch_preview(args: PatchArgs, ctx: ToolContext) -> str:
+    return f"--- a/notes\n+++ b/notes\n@@ -1 +1 @@\n-old\n+{args.text}\n"
+
+
+async def test_a_call_is_shown_as_its_tool_declares_whatever_its_name(tmp_path):
+    """A tool of any name that declares a diff preview gets a diff on the approval card: the
+    engine puts the tool's presentation in its events and the widget reads only that."""
+    ws, _ = scripted_workspace(tmp_path, [tool_step(call("patch_notes", text="new")), {"text": "ok"}])
+    diff = ToolPresentation(preview_kind="diff")
+    ws.tools.register(
+        Tool("patch_notes", "Patch the notes.", PatchArgs, ToolKind.MUTATING, _patch, _patch_preview, diff)
+    )
+    approver = ScriptedApprover("allow")
+    result = await ws.run("patch", session="s", approver=approver)
+    [announced] = [e for e in result.events if isinstance(e, ToolCallEvent)]
+    [request] = approver.requests
+    assert announced.presentation == diff and request.calls[0].presentation == diff
+    state = folded([START, announced, request])
+    [card] = state.synced_value("pending")["calls"]
+    assert (card["preview_kind"], card["preview"]) == ("diff", "--- a/notes\n+++ b/notes\n@@ -1 +1 @@\n-old\n+new\n")
+
+
+def test_a_call_named_like_the_plan_tool_that_declares_no_review_is_an_ordinary_card():
+    state = folded([START, ToolCallEvent(id="p1", name="exit_plan_mode", args={"plan": "p"})])
+    state.open_review(1, "p")
+    assert state.tool_items()[0]["status"] == "running"
+    state = folded([START, ToolCallEvent(id="p1", name="x", args={}, presentation=PRESENTED["exit_plan_mode"])])
+    state.open_review(1, "p")
+    assert state.tool_items()[0]["status"] == "waiting"

@@ -33,6 +33,7 @@ from blitz_kernel.notebook.widgets.static import (
 )
 from blitz_kernel.notebook.widgets.sync import WidgetSync
 from blitz_kernel.notebook.widgets.view import AsideMessage, DecideMessage, TurnView, parse_message
+from blitz_kernel.tools.workflow import exit_plan_mode
 
 from .conftest import ConcurrencyProbe, call, tool_step
 from .front_end_fakes import FakeClock
@@ -46,6 +47,8 @@ def played(*events: Any) -> TurnState:
 
 
 START = TurnStarted(session="s", turn_index=0, prompt="Write it.", agent="blitz", model="m")
+PLAN_REVIEW = exit_plan_mode.presentation
+"""How exit_plan_mode asks to be shown, as the engine puts it in its events."""
 ASK = PermissionRequest(request_id="perm-1", calls=[PendingCall(id="c1", name="write_file", args={"path": "a"})])
 
 
@@ -186,7 +189,7 @@ def test_code_span_survives_backticks():
 
 def test_a_reviewed_plan_shows_once_and_a_carry_out_turn_says_what_it_is():
     plan = "1. Edit <it>\n2. Check `a<b`"
-    state = played(START, ToolCallEvent(id="p1", name="exit_plan_mode", args={"plan": plan}))
+    state = played(START, ToolCallEvent(id="p1", name="exit_plan_mode", args={"plan": plan}, presentation=PLAN_REVIEW))
     state.label = "Carrying out the approved plan"
     state.open_review(1, plan)
     assert state.synced_value("review") == {"review_id": 1, "plan": plan}
@@ -205,7 +208,7 @@ def test_a_reviewed_plan_shows_once_and_a_carry_out_turn_says_what_it_is():
 
 
 def test_a_review_that_ends_with_the_turn_takes_its_buttons_away():
-    state = played(START, ToolCallEvent(id="p1", name="exit_plan_mode", args={"plan": "p"}))
+    state = played(START, ToolCallEvent(id="p1", name="exit_plan_mode", args={"plan": "p"}, presentation=PLAN_REVIEW))
     state.open_review(1, "p")
     state.apply(TurnDone(stop_reason="cancelled", usage=UsageTotals()))
     assert state.review == {} and state.tool_items()[0]["status"] == "cancelled"

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from ...core.history import Message, SummaryMessage
+from ...core.todos import TodoItem
 from ...core.usage import UsageLedger
 from ...errors import BlitzError
 from ..safety.audit import AuditRecord
@@ -104,7 +105,7 @@ class SessionStore(Protocol):
         error: str | None,
         *,
         ledger: UsageLedger,
-        todos: list[dict[str, str]],
+        todos: list[TodoItem],
         audit: Sequence[AuditRecord] = (),
         span: SpanLink | None = None,
     ) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ...core.history import AssistantMessage, Message, SummaryMessage, ToolResultMessage, UserMessage
+from ...core.todos import TodoItem
 from ...core.usage import UsageLedger, UsageTotals
 from ..safety.audit import AuditRecord
 
@@ -41,7 +42,7 @@ class StoredSession(BaseModel):
     archive: list[Message]
     turns: int
     ledger: UsageLedger
-    todos: list[dict[str, str]]
+    todos: list[TodoItem]
     last_span: SpanLink | None
     variables: list[str]
     """User variables earlier turns' kernel tools created or read (for the resume note)."""

@@ -24,6 +24,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 
 from ...core.history import Message, SummaryMessage, TextPart, UserMessage, message_chars
 from ...core.redact import Redactor
+from ...core.todos import TodoItem
 from ...core.usage import TokenUsage, UsageLedger
 from ..safety.audit import AuditRecord
 from ..steering import TurnControl
@@ -57,7 +58,7 @@ class Session:
     """Tools the user answered "Always allow" for. Never stored: a new kernel asks again."""
     archive: list[Message] = field(default_factory=list)
     """Messages compaction replaced by a summary: the full transcript stays searchable."""
-    todos: list[dict[str, str]] = field(default_factory=list)
+    todos: list[TodoItem] = field(default_factory=list)
     """The agent's todo list (the `todo` tool)."""
     running: TurnControl | None = None
     """The control of the turn that is running now, if any."""

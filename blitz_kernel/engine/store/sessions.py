@@ -303,7 +303,7 @@ def _copy(session: Session, name: str) -> Session:
         history=[m.model_copy(deep=True) for m in session.history],
         archive=[m.model_copy(deep=True) for m in session.archive],
         turns=session.turns,
-        todos=[dict(item) for item in session.todos],
+        todos=list(session.todos),  # frozen items
     )
 
 

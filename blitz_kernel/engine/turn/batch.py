@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from ...core.history import ImagePart, ToolCall, ToolResultMessage
 from ...core.terms import DecidedBy, Policy, ToolOutcome
 from ...core.text import shorten
+from ...core.tools import ToolPresentation
 from ...errors import WatchdogError
 from ...models.base import supports_vision
 from ...tools.registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput
@@ -109,7 +110,11 @@ class ToolBatch:
         runnable: list[Screened] = []
         asking: list[Screened] = []
         for call in self.calls:
-            await self.emit(ToolCallEvent(id=call.id, name=call.name, args=call.parsed_arguments()))
+            known = self.setup.runtime.tools.get(call.name)
+            presentation = known.presentation if known is not None else ToolPresentation()
+            await self.emit(
+                ToolCallEvent(id=call.id, name=call.name, args=call.parsed_arguments(), presentation=presentation)
+            )
             screened = self._watched(call) or self._screen(call, mode)
             if call.name == "enter_plan_mode":
                 mode = TurnMode.PLAN  # from the next call on, this batch's later ones included
@@ -208,6 +213,7 @@ class ToolBatch:
                     args=s.call.parsed_arguments(),
                     reason=s.ask_reason,
                     preview=await self._preview(s),
+                    presentation=s.tool.presentation,
                 )
                 for s in asking
             ]

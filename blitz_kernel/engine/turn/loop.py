@@ -17,6 +17,7 @@ from typing import cast
 from ...core.attachments import Attachment, prompt_with_attachments
 from ...core.history import AssistantMessage, Message, ToolResultMessage, check_history, unique_call_ids
 from ...core.terms import StopReason
+from ...core.todos import TodoItem
 from ...errors import (
     BlitzError,
     ContextWindowError,
@@ -372,7 +373,7 @@ class TurnRunner:
             return self.parent.checkpoint()
         return self.recorder
 
-    def set_todos(self, items: list[dict[str, str]]) -> None:
+    def set_todos(self, items: list[TodoItem]) -> None:
         self.setup.session.todos = items
 
     async def submit_plan(self, plan: str) -> str:

@@ -12,7 +12,6 @@ from ...mcp.manager import McpManager, server_entries
 from ...mcp.toolset import Offer, offer
 from ...models.base import Model, supports_vision
 from ...tools.registry import KernelContext, ToolContext
-from ...tools.session_search import SEARCHER
 from ..events import Event, NoticeEvent
 from ..safety.approval import ApprovalGate, HeadlessApprover, PendingApprovals
 from ..store.session import Session
@@ -94,7 +93,7 @@ class TurnBuilder:
                 kernel=front_end.kernel or self.kernel,
                 session=state.name,
                 variable_values=config.privacy.variables == "full",
-                extras={SEARCHER: self.sessions},  # search_session reads the transcript
+                transcript=self.sessions,  # search_session reads the transcript
             ),
             gate=ApprovalGate(
                 front_end.approver or HeadlessApprover(),

@@ -44,6 +44,9 @@ class ToolItem(TypedDict):
     id: str
     name: str
     args: dict[str, Any]
+    presentation: dict[str, Any]
+    """How the tool asks to be shown (`ToolPresentation` as JSON): the widget reads this,
+    never the tool's name."""
     status: ToolStatus
     started_ms: float
     ended_ms: float | None

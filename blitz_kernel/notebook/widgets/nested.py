@@ -38,13 +38,14 @@ def _now_ms() -> float:
     return time.time() * 1000.0
 
 
-def new_tool(call_id: str, name: str, args: dict[str, object], agent: str = "") -> ToolItem:
-    """A fresh, running tool card."""
+def new_tool(event: ToolCallEvent, agent: str = "") -> ToolItem:
+    """A fresh, running tool card for the call `event` announced."""
     return {
         "kind": "tool",
-        "id": call_id,
-        "name": name,
-        "args": dict(args),
+        "id": event.id,
+        "name": event.name,
+        "args": dict(event.args),
+        "presentation": event.presentation.model_dump(),
         "status": "running",
         "started_ms": _now_ms(),
         "ended_ms": None,
@@ -86,7 +87,7 @@ class Scope:
             return self._on_text(event)
         if isinstance(event, ToolCallEvent):
             self.live = None
-            tool = new_tool(event.id, event.name, event.args, self.agent)
+            tool = new_tool(event, self.agent)
             self.tools[event.id] = tool
             self.items.append(tool)
             return True

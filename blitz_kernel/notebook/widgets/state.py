@@ -54,7 +54,6 @@ from .items import (
     PendingRequest,
     Phase,
     PlanItem,
-    PreviewKind,
     SteerEntry,
     SteerStatus,
     TextItem,
@@ -105,14 +104,6 @@ SYNCED = (
     "images",
 )
 """The fields the widget mirrors as traits (same names)."""
-
-PREVIEW_KINDS: dict[str, PreviewKind] = {
-    "edit_file": "diff",
-    "write_file": "diff",
-    "notebook_edit": "cell",
-    "run_python": "code",
-}
-"""How the approval card shows each tool's preview (others: plain text)."""
 
 
 def _now_ms() -> float:
@@ -249,7 +240,7 @@ class TurnState:
             self._close_step()
         if all(self._tools[call_id]["status"] not in OPEN_STATUSES for call_id in self._batch):
             self._batch = []  # a new model response: the previous batch has finished
-        item = new_tool(event.id, event.name, event.args)
+        item = new_tool(event)
         self._tools[event.id] = item
         self._batch.append(event.id)
         self._add(item)
@@ -283,7 +274,7 @@ class TurnState:
                 "decision": None,
                 "reason": c.reason,
                 "preview": c.preview,
-                "preview_kind": PREVIEW_KINDS.get(c.name, "text") if c.preview else "",
+                "preview_kind": (c.presentation.preview_kind or "text") if c.preview else "",
             }
             for c in event.calls
         ]
@@ -475,7 +466,7 @@ class TurnState:
         """A plan waits for the user; exit_plan_mode's card says so meanwhile."""
         self.review = {"review_id": review_id, "plan": plan}
         for tool in self._tools.values():
-            if tool["name"] == "exit_plan_mode" and tool["status"] == "running":
+            if tool["presentation"]["plan_review"] and tool["status"] == "running":
                 tool["status"] = "waiting"
         self.dirty.update(("review", "items"))
 
@@ -485,7 +476,7 @@ class TurnState:
             self.review = {}
             self.dirty.add("review")
         for tool in self._tools.values():
-            if tool["name"] == "exit_plan_mode" and tool["status"] == "waiting":
+            if tool["presentation"]["plan_review"] and tool["status"] == "waiting":
                 tool["status"] = "running"
                 self.dirty.add("items")
 

@@ -195,7 +195,7 @@ def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
             text = answer if index == last_text and answer else item["text"]
             pieces.append((escape_html(text), text))
         elif item["kind"] == "tool":
-            if item["name"] == "exit_plan_mode" and item["status"] == "done":
+            if item["presentation"]["plan_review"] and item["status"] == "done":
                 continue  # the plan item below shows it, and what became of it
             line = tool_line(item)
             nested = nested_lines(item)

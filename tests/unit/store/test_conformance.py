@@ -26,6 +26,7 @@ from blitz_kernel.core.history import (
     check_history,
     user_prompt,
 )
+from blitz_kernel.core.todos import TodoItem
 from blitz_kernel.core.usage import Price
 from blitz_kernel.engine.store.locks import SessionNameError
 from blitz_kernel.engine.store.resume import code_names, variable_names
@@ -103,6 +104,15 @@ async def test_always_allowed_is_not_kept_but_todos_and_turns_are(store_backend:
     ws.sessions.close()
     again, _ = store_backend.workspace(tmp_path, [])
     assert again.session("s").always_allowed == set() and again.session("s").turns == 1
+
+
+async def test_the_todo_list_survives_a_restart_as_todo_items(store_backend: Backend, tmp_path):
+    items = [{"content": "load", "status": "done"}, {"content": "plot"}]
+    ws, _ = store_backend.workspace(tmp_path, [tool_step(call("todo", items=items)), {"text": "ok"}])
+    await ws.run("go", session="s")
+    ws.sessions.close()
+    again, _ = store_backend.workspace(tmp_path, [])
+    assert again.session("s").todos == [TodoItem(content="load", status="done"), TodoItem(content="plot")]
 
 
 async def test_ENG91_previous_turn_link_survives_a_restart(store_backend: Backend, tmp_path):

@@ -4,6 +4,7 @@ transactions a turn costs, and the search plan."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from blitz_kernel.core.history import user_prompt
+from blitz_kernel.core.todos import TodoItem
 from blitz_kernel.engine.store.factory import open_store
 from blitz_kernel.engine.store.locks import SessionLocks
 from blitz_kernel.engine.store.protocol import StoreError
@@ -63,6 +65,25 @@ async def test_compaction_appends_a_summary_row_and_keeps_every_row(tmp_path):
     transcript = rows(tmp_path, "SELECT message, role FROM transcript ORDER BY message")
     assert len(transcript) == len(session.archive) + len(session.history)  # nothing deleted
     assert [m for m, _ in transcript] == list(range(len(transcript)))
+
+
+async def test_a_todo_list_saved_as_plain_json_objects_loads_as_todo_items(tmp_path):
+    ws, _ = open_workspace(tmp_path, [{"text": "one"}])
+    await ws.run("hi", session="s")
+    ws.sessions.close()
+    saved = '[{"content": "load", "status": "done"}, {"content": "plot", "status": "pending"}]'
+    with sqlite3.connect(tmp_path / ".blitz" / "blitz.db") as db:
+        db.execute("UPDATE sessions SET todos = ? WHERE name = 's'", (saved,))
+    again, _ = open_workspace(tmp_path, [])
+    assert again.session("s").todos == [TodoItem(content="load", status="done"), TodoItem(content="plot")]
+
+
+async def test_the_todo_list_is_stored_as_plain_json_objects(tmp_path):
+    items = [{"content": "load", "status": "done"}, {"content": "plot"}]
+    ws, _ = open_workspace(tmp_path, [tool_step(call("todo", items=items)), {"text": "ok"}])
+    await ws.run("go", session="s")
+    [(stored,)] = rows(tmp_path, "SELECT todos FROM sessions WHERE name = 's'")
+    assert json.loads(stored) == [{"content": "load", "status": "done"}, {"content": "plot", "status": "pending"}]
 
 
 def test_migration_from_version_0(tmp_path):

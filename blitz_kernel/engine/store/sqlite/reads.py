@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ....core.history import HISTORY_ADAPTER, Message
+from ....core.todos import TodoItem
 from ....core.usage import UsageLedger, UsageTotals
 from ...safety.audit import AuditRecord
 from ..protocol import HIGHLIGHT
@@ -22,7 +23,7 @@ from ..records import SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutco
 from .edge import damaged_row
 
 SNIPPET_TOKENS = 24
-_TODOS = TypeAdapter(list[dict[str, str]])
+_TODOS = TypeAdapter(list[TodoItem])
 
 
 @dataclass

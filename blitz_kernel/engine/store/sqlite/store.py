@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ....core.history import HISTORY_ADAPTER, Message, SummaryMessage
+from ....core.todos import TodoItem
 from ....core.usage import UsageLedger
 from ...safety.audit import AuditRecord
 from ..protocol import SEARCH_LIMIT, StoreError
@@ -231,7 +232,7 @@ class Store:
         error: str | None,
         *,
         ledger: UsageLedger,
-        todos: list[dict[str, str]],
+        todos: list[TodoItem],
         audit: Sequence[AuditRecord] = (),
         span: SpanLink | None = None,
     ) -> None:
@@ -248,7 +249,7 @@ class Store:
             )
             db.execute(
                 "UPDATE sessions SET turns = ?, open_turn = NULL, last_used = ?, todos = ? WHERE id = ?",
-                (turn + 1, now, _json_dump(todos), session_id),
+                (turn + 1, now, _json_dump([item.model_dump(mode="json") for item in todos]), session_id),
             )
             writes.insert_audit(db, session_id, audit)
             if span is not None:

@@ -155,8 +155,13 @@ function seconds(ms) {
   return `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
 }
 
+// How a tool asks to be shown (its ToolPresentation): the widget never tells tools apart by name.
+function presentation(tool) {
+  return tool.presentation || {};
+}
+
 function toolMark(tool) {
-  if (tool.status === "waiting" && tool.name === "exit_plan_mode") return "waiting for review";
+  if (tool.status === "waiting" && presentation(tool).plan_review) return "waiting for review";
   return TOOL_MARK[tool.status] || tool.status;
 }
 
@@ -199,7 +204,7 @@ function toolCard(tool, cards, prefix = "") {
   const images = prefix ? null : toolImages(tool, cards);
   const details = h("details", { class: `blitz-tool blitz-tool-${tool.status}`, "data-tool-id": key });
   // a running sub-agent opens its card once, so its work shows as it streams
-  if (tool.name === "invoke_agent" && tool.status === "running" && !cards.seen.has(key)) openCards.add(key);
+  if (presentation(tool).streams_subagent && tool.status === "running" && !cards.seen.has(key)) openCards.add(key);
   cards.seen.add(key);
   if (openCards.has(key)) details.open = true;
   details.addEventListener("toggle", () => {
@@ -239,7 +244,7 @@ function itemNode(item, cards, prefix = "") {
       return h("details", { class: "blitz-thought" }, h("summary", { text: "Thinking" }), renderMarkdown(item.text));
     case "tool":
       // a plan that was answered shows as the plan item that follows
-      if (item.name === "exit_plan_mode" && item.status === "done") return null;
+      if (presentation(item).plan_review && item.status === "done") return null;
       return toolCard(item, cards, prefix);
     case "plan":
       return h("div", { class: `blitz-plan blitz-plan-${item.status}` },

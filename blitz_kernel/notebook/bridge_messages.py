@@ -1,0 +1,225 @@
+"""The notebook bridge's messages as pydantic models (the shapes are in bridge.py's docstring).
+
+The bridge checks what it sends (a request's params, against its op's model) and what it
+receives (a hello, a reply, and an ok reply's result against its op's model), so a front end
+that speaks another dialect is one clear error rather than a KeyError deep in a tool. Replies
+and results ignore fields they do not know (a newer front end may add some); requests forbid
+them. Its own module because `%load_ext` installs the bridge without loading pydantic: the
+bridge imports this on its first message.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+CellType = Literal["code", "markdown", "raw"]
+ErrorCode = Literal["bad_request", "bad_index", "running_cell", "unknown_op", "internal"]
+Op = Literal["list_cells", "read_cells", "insert_cell", "replace_cell", "delete_cell"]
+
+
+class _Sent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Received(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+# -- the handshake ------------------------------------------------------------------------------
+
+
+class Hello(_Received):
+    """A front end's comm_open data."""
+
+    kind: Literal["hello"]
+    protocol: int
+    client: str = ""
+    version: str = ""
+    path: str | None = None
+
+
+# -- params of each op (kernel → front end) -----------------------------------------------------
+
+
+class ListCellsParams(_Sent):
+    pass
+
+
+class ReadCellsParams(_Sent):
+    indices: list[int] | None = None
+    include_outputs: bool = True
+    include_images: bool = False
+    max_output_chars: int = Field(default=8000, ge=0)
+
+
+class InsertCellParams(_Sent):
+    index: int
+    cell_type: CellType = "code"
+    source: str
+
+
+class ReplaceCellParams(_Sent):
+    index: int
+    source: str
+    cell_type: CellType | None = None
+    """Left out (not null) when the cell keeps its type."""
+
+
+class DeleteCellParams(_Sent):
+    index: int
+
+
+class Request(_Sent):
+    kind: Literal["request"] = "request"
+    id: str
+    op: Op
+    params: dict[str, Any]
+
+
+# -- results of each op (front end → kernel) ----------------------------------------------------
+
+
+class ImageInfo(_Received):
+    mime_type: str
+    width: int | None = None
+    height: int | None = None
+    data: str | None = None
+    """Base64, only when the request asked for images."""
+
+
+class StreamOutput(_Received):
+    output_type: Literal["stream"]
+    name: str
+    text: str
+
+
+class ErrorOutput(_Received):
+    output_type: Literal["error"]
+    ename: str
+    evalue: str
+    traceback: str
+
+
+class RichOutput(_Received):
+    output_type: Literal["execute_result", "display_data"]
+    mime_types: list[str]
+    text: str
+    images: list[ImageInfo] = Field(default_factory=list)
+
+
+class CellSummary(_Received):
+    index: int
+    id: str
+    cell_type: CellType
+    execution_count: int | None
+    running: bool
+    first_line: str
+    line_count: int
+    output_count: int
+
+
+class Cell(_Received):
+    index: int
+    id: str
+    cell_type: CellType
+    source: str
+    execution_count: int | None
+    running: bool
+    outputs: list[StreamOutput | ErrorOutput | RichOutput] = Field(default_factory=list)
+
+
+class ListCellsResult(_Received):
+    path: str
+    cell_count: int
+    cells: list[CellSummary]
+
+
+class ReadCellsResult(_Received):
+    path: str
+    cell_count: int
+    cells: list[Cell]
+
+
+class InsertCellResult(_Received):
+    index: int
+    id: str
+    cell_count: int
+
+
+class ReplaceCellResult(_Received):
+    index: int
+    id: str
+    cell_type: CellType
+    previous_source: str
+    cell_count: int
+
+
+class DeletedCell(_Received):
+    id: str
+    cell_type: CellType
+    source: str
+
+
+class DeleteCellResult(_Received):
+    deleted: DeletedCell
+    cell_count: int
+
+
+class ReplyError(_Received):
+    code: ErrorCode | str
+    """One of the known codes; another one (a newer front end) is shown as it is."""
+    message: str
+
+
+class OkReply(_Received):
+    kind: Literal["reply"]
+    id: str
+    ok: Literal[True]
+    result: dict[str, Any]
+
+
+class ErrorReply(_Received):
+    kind: Literal["reply"]
+    id: str
+    ok: Literal[False]
+    error: ReplyError
+
+
+REPLY: TypeAdapter[OkReply | ErrorReply] = TypeAdapter(OkReply | ErrorReply)
+
+OPS: dict[str, tuple[type[_Sent], type[_Received]]] = {
+    "list_cells": (ListCellsParams, ListCellsResult),
+    "read_cells": (ReadCellsParams, ReadCellsResult),
+    "insert_cell": (InsertCellParams, InsertCellResult),
+    "replace_cell": (ReplaceCellParams, ReplaceCellResult),
+    "delete_cell": (DeleteCellParams, DeleteCellResult),
+}
+"""Each op's params and result models."""
+
+
+def request_data(request_id: str, op: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The request to send, checked; ValueError names the op and what is wrong with it."""
+    if op not in OPS:
+        raise ValueError(f"unknown notebook bridge op {op!r}; known: {', '.join(OPS)}")
+    try:
+        checked = OPS[op][0].model_validate(params)
+    except ValidationError as error:
+        raise ValueError(f"bad params for {op}: {problems(error)}") from None
+    return Request(id=request_id, op=op, params=checked.model_dump(mode="json", exclude_unset=True)).model_dump()
+
+
+def checked_result(op: str, result: dict[str, Any]) -> dict[str, Any]:
+    """An ok reply's result, checked against its op's model (fields it does not know dropped);
+    ValueError says what is wrong with it."""
+    try:
+        parsed = OPS[op][1].model_validate(result)
+    except ValidationError as error:
+        raise ValueError(problems(error)) from None
+    return parsed.model_dump(mode="json", exclude_unset=True)
+
+
+def problems(error: ValidationError) -> str:
+    """The first few problems of `error`, as `field: what is wrong`."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(message)'}: {e['msg']}" for e in error.errors()[:3])

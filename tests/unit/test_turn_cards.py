@@ -1,11 +1,12 @@
 """The widget's newer cards without a kernel: sub-agent turns nested in their invoke_agent card
-(ENG-70) with their permission requests answered in the turn's card, attachment chips (ENG-11),
-the footer's fallback switch and context fill (GR-01), notices, and the approval card's reason
-and preview (issue 10/11). Sub-agent events come from real engine turns on a ScriptedModel."""
+with their permission requests answered in the turn's card, attachment chips, the footer's
+fallback switch and context fill, notices, the approval card's reason and preview, and the
+static rendering a saved notebook keeps (rendered here with mistune, a CommonMark renderer). Sub-agent events come from real engine turns on a ScriptedModel."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,14 @@ def _agent(root: Path, name: str, tools: str = "read_file, write_file, invoke_ag
 
 def _workspace(root: Path, steps: list[Any]) -> Workspace:
     return scripted_workspace(root, steps)[0]
+
+
+def rendered(markdown: str) -> str:
+    """The static rendering's Markdown as a CommonMark renderer makes it HTML (raw HTML kept,
+    as JupyterLab, nbviewer and GitHub keep `<details>`)."""
+    import mistune
+
+    return str(mistune.create_markdown(escape=False)(markdown))
 
 
 def folded(events: list[Event]) -> TurnState:
@@ -95,7 +104,13 @@ async def test_ENG70_a_subagents_turn_nests_in_its_invoke_agent_card(tmp_path: P
     assert plain[at + 2].startswith('    ⚙ read_file(path="a.py")')
     assert plain[at + 3] == "    » checker: checked: fine"
     assert plain[at + 4] == "  » reviewer: The **review**: fine"
-    assert "\n  - `⚙ invoke_agent" in data["text/markdown"]
+    html = rendered(data["text/markdown"])
+    outer = html.find('<summary><code>⚙ invoke_agent(agent="reviewer"')
+    inner = html.find('<summary><code>⚙ invoke_agent(agent="checker"')
+    read = html.find('<summary><code>⚙ read_file(path="a.py")')
+    assert 0 <= outer < inner < read  # the sub-agents' cards inside their callers' cards
+    assert html.count("<details>") == html.count("</details>") == 3
+    assert html.rindex("</details>") > html.index("checker:</em> checked: fine")
     [record] = metadata["blitz"]["tool_calls"]
     assert record["subagent_calls"][0]["subagent_calls"][0]["name"] == "read_file"
 
@@ -483,3 +498,69 @@ async def test_after_the_later_turn_is_undone_elsewhere_the_earlier_button_works
     control.click()
     await asyncio.wait_for(control.task, 10)
     assert control.view.status == "done" and not (tmp_path / "a.txt").exists()
+
+
+# -- 7. the static rendering keeps the widget's structure -------------------------------------
+
+EXCERPT = "2 import pandas as pd\n3\n4 def load(path):\n5     df = pd.read_csv(path)"
+CODE = "df = load('a.csv')\nprint(df.__len__())"
+
+
+def _static_turn() -> str:
+    state = folded(
+        [
+            START,
+            ToolCallEvent(id="c1", name="read_file", args={"path": "prep.py"}),
+            ToolResultEvent(id="c1", name="read_file", ok=True, preview=EXCERPT),
+            ToolCallEvent(id="c2", name="run_python", args={"code": CODE}),
+            ToolResultEvent(id="c2", name="run_python", ok=False, status="error", error="NameError: x <b>"),
+            DONE,
+        ]
+    )
+    return static_bundle(state, "Loaded.")[0]["text/markdown"]
+
+
+def test_a_finished_turns_calls_are_folded_cards_with_a_summary_line():
+    """Each call is a `<details>` whose summary is one line (`⚙ name(args)` → its mark and the
+    result's first line); what it gave back is inside, folded, not a bullet of flattened text."""
+    html = rendered(_static_turn())
+    summaries = re.findall(r"<summary>(.*?)</summary>", html)
+    assert summaries == [
+        '<code>⚙ read_file(path="prep.py")</code> → ✓ 2 import pandas as pd …',
+        '<code>⚙ run_python(code="df = load(\'a.csv\')\\nprint(df.__len__())")</code> → ✗ NameError: x &lt;b&gt;',
+    ]
+    assert html.count("<details>") == html.count("</details>") == 2
+    assert "<li>" not in html and "2 3 4 def load" not in html
+
+
+def test_results_keep_their_lines_and_code_shows_as_code():
+    html = rendered(_static_turn())
+    assert f"<pre><code>{EXCERPT}\n</code></pre>" in html  # one line per line, spaces kept
+    assert f'<pre><code class="language-python">{CODE}\n</code></pre>' in html
+    assert "__len__" in html and "<strong>len</strong>" not in html  # code, not Markdown
+    assert "<em>error</em>" in html and "NameError: x &lt;b&gt;" in html and "<b>" not in html
+
+
+def test_a_fence_inside_a_result_cannot_close_its_block():
+    state = folded(
+        [
+            START,
+            ToolCallEvent(id="c1", name="read_file", args={"path": "README.md"}),
+            ToolResultEvent(id="c1", name="read_file", ok=True, preview="```\n<script>x</script>\n```"),
+            DONE,
+        ]
+    )
+    html = rendered(static_bundle(state, "")[0]["text/markdown"])
+    assert "<script>" not in html and "&lt;script&gt;x&lt;/script&gt;" in html
+    assert html.count("<pre>") == 1
+
+
+def test_an_unpriced_models_footer_says_no_cost_before_its_first_call():
+    """Before any call has ended there is no cost to show: "—", never a silent $0.0000 that
+    turns into "unpriced" once the first call of an unpriced model ends."""
+    state = folded([START])
+    assert state.footer()["cost"] == "—"
+    assert "0 calls · — ·" in usage_line(state)
+    state.apply(TurnDone(stop_reason="end_turn", usage=UsageTotals(input_tokens=3, calls=1, priced=False)))
+    assert state.footer()["cost"] == "unpriced"
+    assert UsageTotals(calls=1).describe_cost() == "$0.0000"  # a call priced at nothing is $0

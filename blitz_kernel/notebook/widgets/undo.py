@@ -1,4 +1,4 @@
-"""Undo this turn (issue 10 §3): a button left under a finished turn's static rendering.
+"""Undo this turn: a button left under a finished turn's static rendering.
 
 The turn's live widget is gone once the turn ends (live.py replaces it by the static rendering),
 so the button is a small widget of its own, displayed after that rendering. Its click arrives
@@ -12,7 +12,7 @@ changes made after it, so the button says to rewind them first instead of doing 
 
 The static rendering then says the turn was undone: its display is updated in the context of
 the cell that made it, because output made in a comm callback would be parented to the comm
-message (KERNEL.md), not to that cell.
+message (the front end would show it under whichever cell is running), not to that cell.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class UndoControl:
 
     async def _undo(self) -> None:
         state = self.state
-        undo = getattr(self.workspace, "undo", None)  # Workspace.undo (issue 10) where the engine has it
+        undo = getattr(self.workspace, "undo", None)  # Workspace.undo, where the engine has it
         if undo is None:
             self._show("failed", "undo is not available in this version of blitz_kernel")
             return

@@ -1,4 +1,4 @@
-// "Undo this turn" (issue 10 §3): one button under a finished turn's static rendering.
+// "Undo this turn": one button under a finished turn's static rendering.
 // The kernel does the work (Workspace.undo) when the click's comm message arrives; this view
 // only shows the button, and the status and report the kernel sends back as traits. The
 // report is set as textContent: it names files and cells, never HTML.
@@ -7,11 +7,13 @@ function render({ model, el }) {
   const button = document.createElement("button");
   button.type = "button";
   button.className = "blitz-undo-button";
-  const message = document.createElement("pre");
+  // the report is a short list of lines (files, cells, variables): UI text with its line
+  // breaks kept, wrapped to the cell, not a wide monospace block
+  const message = document.createElement("div");
   message.className = "blitz-undo-report";
   message.setAttribute("role", "status");
   const root = document.createElement("div");
-  root.className = "blitz-undo";
+  root.className = "blitz-undo blitz-turn";
   root.append(button, message);
   el.replaceChildren(root);
 

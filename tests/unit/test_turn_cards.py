@@ -527,7 +527,7 @@ def test_a_finished_turns_calls_are_folded_cards_with_a_summary_line():
     summaries = re.findall(r"<summary>(.*?)</summary>", html)
     assert summaries == [
         '<code>⚙ read_file(path="prep.py")</code> → ✓ 2 import pandas as pd …',
-        '<code>⚙ run_python(code="df = load(\'a.csv\')\\nprint(df.__len__())")</code> → ✗ NameError: x &lt;b&gt;',
+        "<code>⚙ run_python(code=\"df = load('a.csv')\\nprint(df.__len__())\")</code> → ✗ NameError: x &lt;b&gt;",
     ]
     assert html.count("<details>") == html.count("</details>") == 2
     assert "<li>" not in html and "2 3 4 def load" not in html

@@ -54,7 +54,8 @@ def test_the_live_widget_notebook_runs_to_its_first_turns_end(page: Any, lab_on_
     page.evaluate(RUN_ALL)
     turn = output_of(page, 3)  # the %%blitz cell (after a Markdown cell, the setup, a Markdown cell)
     expect(turn.locator(".blitz-turn")).to_be_visible(timeout=120_000)
-    expect(turn.locator('details.blitz-tool:has(.blitz-tool-name:text-is("read_file"))')).to_contain_text("✓")
+    read = turn.locator('details.blitz-tool:has(.blitz-tool-name:text-is("read_file"))')
+    expect(read.locator(".blitz-status")).to_have_text("done")
 
     permission = turn.get_by_role("group", name="Permission request", exact=True)
     expect(permission).to_contain_text("run_python", timeout=60_000)

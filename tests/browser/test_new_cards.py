@@ -126,5 +126,10 @@ def test_undo_this_turn_puts_back_a_cell_replaced_through_the_bridge(
     done = turn.get_by_role("button", name="Undone", exact=True)
     expect(done).to_be_disabled()
     expect(turn.get_by_role("status")).to_contain_text("undid turn 1")
+    # styled like the widget: its button, and the report as wrapped UI text, not a monospace block
+    expect(done).to_have_css("border-radius", "4px")
+    report = turn.locator(".blitz-undo-report")
+    expect(report).to_have_css("white-space", "pre-wrap")
+    assert report.evaluate("node => node.tagName") == "DIV"
     expect(turn).to_contain_text("This turn was undone (")  # the static rendering says so
     turn.screenshot(path=str(ARTIFACTS / "lab-undo-this-turn.png"))

@@ -541,6 +541,26 @@ def test_results_keep_their_lines_and_code_shows_as_code():
     assert "<em>error</em>" in html and "NameError: x &lt;b&gt;" in html and "<b>" not in html
 
 
+def test_a_written_file_shows_as_its_lines_and_short_arguments_only_in_the_summary():
+    state = folded(
+        [
+            START,
+            ToolCallEvent(id="c1", name="write_file", args={"path": "a.py", "content": "x = 1\n\ny = 2\n"}),
+            ToolResultEvent(id="c1", name="write_file", ok=True, preview="wrote a.py"),
+            ToolCallEvent(id="c2", name="glob", args={"pattern": "*.py"}),
+            ToolResultEvent(id="c2", name="glob", ok=True, preview="a.py"),
+            DONE,
+        ]
+    )
+    html = rendered(static_bundle(state, "")[0]["text/markdown"])
+    assert "<p><em>content</em></p>\n<pre><code>x = 1\n\ny = 2\n</code></pre>" in html
+    assert "language-json" not in html  # the path and the pattern are whole in their summaries
+    long_path = "d/" * 60 + "a.py"
+    state = folded([START, ToolCallEvent(id="c1", name="read_file", args={"path": long_path}), DONE])
+    html = rendered(static_bundle(state, "")[0]["text/markdown"])
+    assert f"&quot;path&quot;: &quot;{long_path}&quot;" in html  # cut in the summary: whole inside
+
+
 def test_a_fence_inside_a_result_cannot_close_its_block():
     state = folded(
         [

@@ -197,9 +197,13 @@ def tool_card(tool: ToolItem) -> str:
     summary = f"<code>{_html(call)}</code> → {_html(mark + images_note(tool) + first)}"
     parts = [f"<details><summary>{summary}</summary>"]
     args = dict(tool["args"])
-    code = args.pop("code", None) if tool["name"] == "run_python" else None
-    if isinstance(code, str):
-        parts.append(fenced(shorten(code, ARG_CHARS), "python"))
+    # text of many lines (run_python's code, a file written, an edit's old and new text) is
+    # shown as it is, each in its own block; what is left, as JSON unless the summary has it all
+    for key, value in list(args.items()):
+        if isinstance(value, str) and "\n" in value:
+            del args[key]
+            language = "python" if tool["name"] == "run_python" and key == "code" else ""
+            parts.append(f"*{escape_html(key)}*\n\n{fenced(shorten(value, ARG_CHARS), language)}")
     if args and not _whole_on_one_line(args):
         shown = json.dumps(_short_value(args), ensure_ascii=False, indent=2)
         parts.append(f"*arguments*\n\n{fenced(shown, 'json')}")
@@ -207,7 +211,7 @@ def tool_card(tool: ToolItem) -> str:
         parts.append(_nested_turn(tool))
     if result:
         label = "blocked" if tool["status"] == "blocked" else "error" if tool["error"] else "result"
-        parts.append(f"*{label}*\n\n{fenced(result)}")
+        parts.append(f"*{label}*\n\n{fenced(shorten(result, ARG_CHARS))}")
     parts.append("</details>")
     return "\n\n".join(parts)
 

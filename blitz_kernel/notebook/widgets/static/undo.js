@@ -13,7 +13,7 @@ function render({ model, el }) {
   message.className = "blitz-undo-report";
   message.setAttribute("role", "status");
   const root = document.createElement("div");
-  root.className = "blitz-undo blitz-turn";
+  root.className = "blitz-undo";
   root.append(button, message);
   el.replaceChildren(root);
 

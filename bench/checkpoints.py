@@ -1,8 +1,8 @@
-"""Per-turn checkpoints (WS-03): what a checkpoint adds to a file write, and how long an undo takes.
+"""Per-turn checkpoints: what a checkpoint adds to a file write, and how long an undo takes.
 
     .venv/bin/python bench/checkpoints.py [--samples 200] [--files 100]
 
-Goals (issue 10): ≤ 1 ms extra for a write of a file ≤ 1 MB; undo of a turn that touched 100
+Goals: ≤ 1 ms extra for a write of a file ≤ 1 MB; undo of a turn that touched 100
 files ≤ 0.5 s. Each figure has a same-run baseline, so the ratio means something on any
 machine:
 - a write: `write_file`'s own code overwriting an existing file of that size with the

@@ -1,4 +1,4 @@
-"""The BlitzError hierarchy (WS-05).
+"""The BlitzError hierarchy.
 
 Front ends word these for the user; the engine raises them. Three families, kept apart on
 purpose: configuration and usage mistakes (the user can fix them), run failures (a limit was
@@ -26,7 +26,7 @@ class ConfigError(BlitzError):
 
 
 class UnknownAgentError(BlitzError):
-    """A run or the configuration named an agent the registry does not have (ENG-16)."""
+    """A run or the configuration named an agent the registry does not have."""
 
     def __init__(self, name: str, known: list[str]) -> None:
         self.name = name
@@ -34,7 +34,7 @@ class UnknownAgentError(BlitzError):
 
 
 class SubagentDepthError(BlitzError):
-    """invoke_agent past the nesting cap (ENG-70); worded for the model, which reads it."""
+    """invoke_agent past the nesting cap; worded for the model, which reads it."""
 
     def __init__(self, cap: int) -> None:
         super().__init__(
@@ -44,7 +44,7 @@ class SubagentDepthError(BlitzError):
 
 
 class SteerTooLateError(BlitzError):
-    """`steer` was called while the session had no running turn (ENG-42)."""
+    """`steer` was called while the session had no running turn."""
 
 
 class ScriptExhaustedError(BlitzError):
@@ -59,7 +59,7 @@ class SessionBusyError(BlitzError):
 
 
 class ModelError(BlitzError):
-    """A model call failed; says which model and why (ENG-15)."""
+    """A model call failed; says which model and why."""
 
     retryable = False
 
@@ -70,7 +70,7 @@ class ModelError(BlitzError):
 
 
 class ModelNotConfiguredError(ModelError):
-    """No model is configured (WS-01): every call explains how to set one."""
+    """No model is configured: every call explains how to set one."""
 
     def __init__(self, reason: str) -> None:
         super().__init__("(none)", reason)
@@ -123,7 +123,7 @@ class ModelTimeoutError(ModelError):
 
 
 class ModelStallError(ModelError):
-    """The provider went quiet (GR-03): no first byte, or no next chunk, within its stall
+    """The provider went quiet: no first byte, or no next chunk, within its stall
     budget. Retried like a timeout while nothing was shown, then left to the fallback chain.
 
     `budget` is the configuration key whose limit ran out (`stall.first_byte_s` or
@@ -138,12 +138,12 @@ class ModelStallError(ModelError):
 
 
 class CircuitOpenError(ModelError):
-    """The model's circuit breaker is open after repeated failures (GR-02): it is not called
+    """The model's circuit breaker is open after repeated failures: it is not called
     until its cool-down ends, so a dead provider costs no time while a fallback answers."""
 
 
 class FallbackExhaustedError(ModelError):
-    """No model of the fallback chain answered (GR-01). Named after the primary model; the
+    """No model of the fallback chain answered. Named after the primary model; the
     cause lists each model of the chain with its own one-line cause, in the order they were
     tried, and `errors` keeps the typed errors."""
 
@@ -153,7 +153,7 @@ class FallbackExhaustedError(ModelError):
         super().__init__(model, f"no model of the fallback chain answered ({causes})")
 
 
-# -- limits: each ends a turn with its own stop reason (ENG-14) ---------------------------
+# -- limits: each ends a turn with its own stop reason ---------------------------
 
 
 class TurnLimitError(BlitzError):
@@ -177,7 +177,7 @@ class MaxCostError(TurnLimitError):
 
     @classmethod
     def before_call(cls, estimate: float, left: float, which: str) -> MaxCostError:
-        """GR-06: the next call was not made because its prompt alone would pass the ceiling."""
+        """The next call was not made because its prompt alone would pass the ceiling."""
         error = cls.__new__(cls)
         TurnLimitError.__init__(
             error,
@@ -188,7 +188,7 @@ class MaxCostError(TurnLimitError):
 
 
 class WatchdogError(TurnLimitError):
-    """The agent repeated the same tool call with the same arguments too often (GR-04)."""
+    """The agent repeated the same tool call with the same arguments too often."""
 
     stop_reason = "watchdog"
 
@@ -197,13 +197,13 @@ class WatchdogError(TurnLimitError):
 
 
 class SessionBudgetError(TurnLimitError):
-    """The session's budget is spent (GR-05): no model call until the user adds budget."""
+    """The session's budget is spent: no model call until the user adds budget."""
 
     stop_reason = "max_cost"
 
 
 class ApprovalOverflowError(TurnLimitError):
-    """More permission requests waited at once than `approval.max_pending` allows (ENG-26)."""
+    """More permission requests waited at once than `approval.max_pending` allows."""
 
     stop_reason = "error"
 
@@ -212,7 +212,7 @@ class ApprovalOverflowError(TurnLimitError):
 
 
 class NothingToCompactError(BlitzError):
-    """The session has nothing before the turns to keep (ENG-61)."""
+    """The session has nothing before the turns to keep."""
 
 
 class CompactionError(BlitzError):

@@ -57,6 +57,7 @@ STEPS: tuple[Step, ...] = (
             ("ruff", "check", "blitz_kernel", "tests", "bench", "scripts"),
             ("ruff", "format", "--check", "--output-format", "concise", "blitz_kernel", "tests", "bench", "scripts"),
             (sys.executable, "scripts/check_docs.py"),
+            (sys.executable, "tests/unit/test_no_dangling_references.py"),
         ),
     ),
     Step("mypy", commands=(("mypy",),)),

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-# -- model wire: fake OpenAI server and the no-real-network rule (TESTING.md) ----------------
+# -- model wire: fake OpenAI server and the no-real-network rule --------------------------
 
 # Before anything imports litellm: its price map comes from the installed package, never the
 # network.

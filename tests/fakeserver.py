@@ -1,40 +1,9 @@
 """A fake OpenAI-compatible chat-completions server for wire tests and benchmarks.
 
 Why it exists: the litellm adapter must be tested through its real HTTP path (request shape,
-SSE parsing, retries, error mapping) without ever reaching a real provider (TESTING.md tier 2).
-The server plays a *script*, a queue of steps; each POST /v1/chat/completions consumes one.
-
-Step format (a JSON object):
-
-- answer: ``{"text": "...", "reasoning": "...", "tool_calls": [{"name": "f", "arguments":
-  {...} or "raw json", "id": "call_1"}], "usage": {"prompt_tokens": 10, "completion_tokens":
-  5, "cached_tokens": 2, "cache_creation_input_tokens": 1, "reasoning_tokens": 0},
-  "model": "name in chunks", "chunks": ["explicit", " text", " pieces"]}`` — every key is
-  optional. ``"delay_s": 0.05`` waits that long after each streamed event (a slow model).
-  ``"hold": "NAME"`` pauses the stream after its first piece (text or tool call) until
-  ``release("NAME")``: a test does what must happen mid-answer (a steer, a click) and then
-  lets it finish, instead of hoping a delay is long enough (a stream never released goes on
-  after HOLD_LIMIT_S).
-  Text is streamed in word-sized deltas (or as ``chunks``), tool calls as OpenAI
-  does: index/id/name first, then argument fragments; then the finish reason, then a usage
-  chunk with empty ``choices`` when ``stream_options.include_usage`` is set, then ``[DONE]``.
-- ``{"fault": "status", "status": 429, "retry_after": 0.1, "message": "...", "code": "..."}``:
-  an HTTP error with an OpenAI-style error body (and a ``Retry-After`` header when given).
-- ``{"fault": "reset_mid_stream", "text": "Hel"}``: the role chunk and the given text (none by
-  default), then the socket is closed abruptly (RST) without finishing the chunked body.
-- ``{"fault": "stall", "seconds": 5}``: nothing is sent for ``seconds``; with ``"text"`` the
-  text is streamed first and the stall happens mid-stream; with ``"started": true`` (and no
-  text) only the headers and the role chunk come first, a stream that began but shows nothing.
-  The connection is then closed.
-- ``{"fault": "malformed"}``: a normal start, then an SSE data line that is not JSON.
-
-An empty script answers HTTP 500 "fake server: script exhausted" so tests fail loudly; in loop
-mode the script replays forever instead (for benchmarks).
-
-Control: in process (``FakeOpenAIServer``) or over HTTP from another process:
-POST /_control/script (JSON list of steps, appended), POST /_control/reset (script and
-recorded requests cleared), POST /_control/release (``{"name": "NAME"}``: a held stream goes
-on), GET /_control/requests (recorded requests as JSON).
+SSE parsing, retries, error mapping) without ever reaching a real provider. The server plays a
+*script*, a queue of steps (their format: `Script`); each POST /v1/chat/completions consumes
+one. Control in process (`FakeOpenAIServer`) or over HTTP from another process.
 
 Run alone: ``python tests/fakeserver.py --port 0 [--script FILE] [--repeat-script FILE]
 [--loop] [--no-record]``; prints the base URL on stdout once listening.
@@ -230,7 +199,35 @@ def error_body(step: Step) -> dict[str, Any]:
 
 
 class Script:
-    """A thread-safe queue of steps; in loop mode it cycles through a fixed list forever."""
+    """A thread-safe queue of steps; in loop mode it cycles through a fixed list forever.
+
+    Step format (a JSON object):
+
+    - answer: ``{"text": "...", "reasoning": "...", "tool_calls": [{"name": "f", "arguments":
+      {...} or "raw json", "id": "call_1"}], "usage": {"prompt_tokens": 10, "completion_tokens":
+      5, "cached_tokens": 2, "cache_creation_input_tokens": 1, "reasoning_tokens": 0},
+      "model": "name in chunks", "chunks": ["explicit", " text", " pieces"]}`` — every key is
+      optional. ``"delay_s": 0.05`` waits that long after each streamed event (a slow model).
+      ``"hold": "NAME"`` pauses the stream after its first piece (text or tool call) until
+      ``release("NAME")``: a test does what must happen mid-answer (a steer, a click) and then
+      lets it finish, instead of hoping a delay is long enough (a stream never released goes on
+      after HOLD_LIMIT_S).
+      Text is streamed in word-sized deltas (or as ``chunks``), tool calls as OpenAI
+      does: index/id/name first, then argument fragments; then the finish reason, then a usage
+      chunk with empty ``choices`` when ``stream_options.include_usage`` is set, then ``[DONE]``.
+    - ``{"fault": "status", "status": 429, "retry_after": 0.1, "message": "...", "code": "..."}``:
+      an HTTP error with an OpenAI-style error body (and a ``Retry-After`` header when given).
+    - ``{"fault": "reset_mid_stream", "text": "Hel"}``: the role chunk and the given text (none by
+      default), then the socket is closed abruptly (RST) without finishing the chunked body.
+    - ``{"fault": "stall", "seconds": 5}``: nothing is sent for ``seconds``; with ``"text"`` the
+      text is streamed first and the stall happens mid-stream; with ``"started": true`` (and no
+      text) only the headers and the role chunk come first, a stream that began but shows nothing.
+      The connection is then closed.
+    - ``{"fault": "malformed"}``: a normal start, then an SSE data line that is not JSON.
+
+    An empty script answers HTTP 500 "fake server: script exhausted" so tests fail loudly; in loop
+    mode the script replays forever instead (for benchmarks).
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -496,6 +493,11 @@ class FakeOpenAIServer:
     """An OpenAI-compatible chat-completions server on 127.0.0.1 that plays a script.
 
     ``record=False`` keeps no request bodies (for long benchmark runs).
+
+    Control: in process (``FakeOpenAIServer``) or over HTTP from another process:
+    POST /_control/script (JSON list of steps, appended), POST /_control/reset (script and
+    recorded requests cleared), POST /_control/release (``{"name": "NAME"}``: a held stream goes
+    on), GET /_control/requests (recorded requests as JSON).
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, record: bool = True) -> None:

@@ -1,35 +1,12 @@
 """`blitz run NOTEBOOK.ipynb`: run a notebook with agent cells unattended (CI, schedules).
 
-papermill does the work it is good at: parameters (`-p NAME VALUE`, injected after the cell
-tagged `parameters`), executing every cell in order with nbclient, stopping at the first
-failing cell, and saving the output notebook as it goes. This module adds what papermill
-cannot know:
-
-- settings for the kernel, through the environment its config reads (`BLITZ_MODEL`,
-  `BLITZ_APPROVAL_HEADLESS`, `BLITZ_BUDGET_USD`), so `%%blitz` cells need no edits. Every
-  cell without `-s` uses the notebook's own session (`JPY_SESSION_NAME` names the notebook),
-  so `--budget` is one budget for all of them, and the engine refuses a turn before any
-  model call once it is spent.
-- an exit status that says what happened. A failing `%%blitz` cell raises with a first line
-  `Blitz turn stopped (REASON): …` (notebook/magics.py `TurnFailedError`), so papermill stops
-  there too (papermill#501: a magic that fails silently passes a CI run):
-      0  every cell ran
-      1  a cell failed (an exception, a turn that ended in `error`, a bad reference)
-      2  bad usage of `blitz run` (arguments, a missing notebook)
-      3  a turn or budget limit stopped the run (`max_turns`, `max_cost`, `timeout`, `watchdog`)
-      4  a hook or policy blocked a turn (`blocked`)
-- a progress line per cell on stderr, and for `%%blitz` cells the turn's tool calls as they
-  happen (the plain output lines the cell prints, taken from papermill's stdout stream).
-- the report (`--report FILE`, JSON; cli/report.py) read back from the output notebook's
-  turn records.
-- no secrets in what it prints or writes: a failing cell's exception text goes to CI logs, so
-  every line on stderr and the report pass the same redaction as the kernel's own output
-  (core/redact.py: the environment's secrets and the working folder's `.env`).
-
-Bad input is one line on stderr and exit status 2, before any kernel starts: a notebook that
-is not JSON or names no kernel, a `--report` or `-o` that is a folder, `--timeout` or
-`--budget` that is not a finite positive number, a parameter name that is not an identifier
-(papermill writes `NAME = VALUE` into the notebook: a name with code in it would run it).
+papermill runs the cells (parameters, order, stop at the first failure, saving as it goes).
+This module adds what papermill cannot know: the kernel's settings through the environment its
+config reads, so `%%blitz` cells need no edits; an exit status that says why the run stopped (a
+failing `%%blitz` cell raises, so papermill stops there too: papermill#501); progress on stderr
+and the JSON report; and the kernel's redaction on everything it prints or writes, since CI logs
+keep it. Bad input is one line and exit status 2 before any kernel starts. Options, report and
+exit statuses: docs/blitz-run.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Configuration: the settings model and where its values come from (INTERFACE.md).
+"""Configuration: the settings model and where its values come from (docs/interface.md).
 
 Precedence, highest first: overrides (`%blitz_config key=value`, or Python) → environment
 (`BLITZ_*`) → `<workspace>/blitz.toml`, else `[tool.blitz]` in `<workspace>/pyproject.toml` →
@@ -381,7 +381,7 @@ def _user_values(home: Path | None) -> Mapping[str, Any]:
 
 
 def check_policy_names(config: BlitzConfig, tools: list[str], overrides: Mapping[str, Any]) -> None:
-    """Issue 15 #5: a misspelled tool in `approval.tools` would silently drop a `deny`. Names
+    """A misspelled tool in `approval.tools` would silently drop a `deny`. Names
     must be known tools or `*` patterns (MCP tools are known only once their server answers,
     so `mcp__…` names pass); an unknown one is an error suggesting the closest."""
     for name in config.approval.tools:

@@ -1,8 +1,8 @@
-"""The settings model: every configuration key, its type, default and range (INTERFACE.md).
+"""The settings model: every configuration key, its type, default and range (docs/interface.md).
 
 Where values come from and how layers merge is `config.py`'s business; this module only says
 what a valid configuration is. Every section forbids unknown keys (a typo is an error that
-names it) and non-finite numbers (GR-07).
+names it) and non-finite numbers.
 """
 
 from __future__ import annotations
@@ -25,19 +25,19 @@ TelemetryExporter = Literal["console", "otlp", "memory"]
 
 class _Section(BaseModel):
     # A typo in a key must be an error that names it, never a silently ignored setting; a NaN
-    # or infinite number compares false or overflows wherever it is used (GR-07).
+    # or infinite number compares false or overflows wherever it is used.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class ToolsConfig(_Section):
-    """How tools run (ENG-12)."""
+    """How tools run."""
 
     max_parallel: int = Field(default=8, ge=1)
     """Tool calls of one model response that run at once; the rest wait their turn."""
 
 
 class ApprovalConfig(_Section):
-    """Who may let a tool call run (ENG-23..26)."""
+    """Who may let a tool call run."""
 
     headless: HeadlessPolicy = "deny"
     """What `ask` becomes when nobody can answer; deny by default so nothing runs unseen."""
@@ -55,13 +55,13 @@ class ApprovalConfig(_Section):
         return value
 
     max_pending: int = Field(default=4, ge=1)
-    """Permission requests that may wait at once before the turn stops (ENG-26)."""
+    """Permission requests that may wait at once before the turn stops."""
     timeout_s: float | None = Field(default=None, gt=0)
     """Seconds a permission request waits for an answer before it counts as denied."""
 
 
 class ContextConfig(_Section):
-    """When and how history is compacted (ENG-60)."""
+    """When and how history is compacted."""
 
     token_threshold: int | None = Field(default=None, ge=1)
     """Context size that triggers auto-compaction; unset means 80% of the model's window,
@@ -71,7 +71,7 @@ class ContextConfig(_Section):
 
 
 class LimitsConfig(_Section):
-    """Per-turn ceilings (ENG-14); a run's own options override them."""
+    """Per-turn ceilings; a run's own options override them."""
 
     max_turns: int = Field(default=50, ge=1)
     """Model calls one turn may make, so a looping agent stops on its own."""
@@ -80,11 +80,11 @@ class LimitsConfig(_Section):
     timeout_s: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
     """Wall-clock seconds one turn may take; unset means no limit."""
     max_cost_usd_session: float | None = Field(default=None, gt=0)
-    """Spend ceiling for a whole session (GR-05): once passed, later turns are refused before
+    """Spend ceiling for a whole session: once passed, later turns are refused before
     any model call until `%blitz_usage --add-budget USD`."""
     repeat_warn: int = Field(default=3, ge=2)
     """Identical consecutive tool calls after which the result tells the model it is
-    repeating itself (GR-04)."""
+    repeating itself."""
     repeat_stop: int = Field(default=5, ge=2)
     """Identical consecutive tool calls that end the turn with stop reason `watchdog`."""
 
@@ -96,7 +96,7 @@ class LimitsConfig(_Section):
 
 
 class ModelSettings(_Section):
-    """Generation settings for models whose name starts with a key of `models` (ENG-05)."""
+    """Generation settings for models whose name starts with a key of `models`."""
 
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
@@ -106,7 +106,7 @@ class ModelSettings(_Section):
 
 
 class StallConfig(_Section):
-    """Stall detection (GR-03): how long a provider may send nothing before the attempt fails
+    """Stall detection: how long a provider may send nothing before the attempt fails
     with a retryable `ModelStallError` (then the fallback chain may act on it). Two budgets,
     because a model may think a while before its first token but should not pause mid-answer."""
 
@@ -117,7 +117,7 @@ class StallConfig(_Section):
 
 
 class BreakerConfig(_Section):
-    """Circuit breakers of the fallback chain (GR-02), one per model name in the kernel."""
+    """Circuit breakers of the fallback chain, one per model name in the kernel."""
 
     failures: int = Field(default=3, ge=1)
     """Consecutive failures that open a model's breaker: it is skipped until the cool-down ends."""
@@ -126,7 +126,7 @@ class BreakerConfig(_Section):
 
 
 class TelemetryConfig(_Section):
-    """OpenTelemetry spans (ENG-90..91)."""
+    """OpenTelemetry spans."""
 
     enabled: bool = False
     """Off by default: nothing leaves the kernel unless asked for."""
@@ -149,7 +149,7 @@ _CALLABLE_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
 class HookSpec(_Section):
-    """One hook (WS-04): a shell command that reads the event as JSON on stdin (exit 2 blocks,
+    """One hook: a shell command that reads the event as JSON on stdin (exit 2 blocks,
     stderr is the reason), or a Python callable `package.module:function` that returns None or
     a reason (it may be async)."""
 
@@ -170,7 +170,7 @@ class HookSpec(_Section):
 
 
 class HooksConfig(_Section):
-    """Hooks by point (WS-04)."""
+    """Hooks by point."""
 
     prompt_submit: list[HookSpec] = []
     """May block a prompt before anything is recorded."""
@@ -181,7 +181,7 @@ class HooksConfig(_Section):
 
 
 class CheckpointsConfig(_Section):
-    """Per-turn checkpoints for undo (WS-03)."""
+    """Per-turn checkpoints for undo."""
 
     keep_turns: int = Field(default=5, ge=1, le=100)
     """Turns whose replaced or deleted variables stay referenced (not copied) for undo."""
@@ -254,34 +254,34 @@ HttpUrl = Annotated[str | None, AfterValidator(_http_url)]
 
 
 class BlitzConfig(_Section):
-    """All settings of one workspace; see INTERFACE.md "Configuration" for the table."""
+    """All settings of one workspace; docs/configuration.md has the table."""
 
     # `model_retries` starts with pydantic's reserved `model_` prefix; the name is ours to keep.
     model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
 
     model: str | None = None
     """litellm model name or `scripted:PATH`; unset opens on a placeholder that explains how
-    to set one (WS-01)."""
+    to set one."""
     api_base: HttpUrl = None
     """Base URL for OpenAI-compatible servers or Ollama; unset means the provider default."""
     api_key_env: str | None = None
     """Name of the environment variable that holds the API key; the key itself never lives in
     a config file, where it would be committed or displayed."""
     fallback_models: list[str] = []
-    """Models tried in order when the model fails after its retries or its breaker is open
-    (GR-01); each is built like `model`, with the same api_base and api_key_env."""
+    """Models tried in order when the model fails after its retries or its breaker is open;
+    each is built like `model`, with the same api_base and api_key_env."""
     temperature: float | None = Field(default=None, ge=0)
-    """Sampling temperature; unset means the provider default (ENG-05)."""
+    """Sampling temperature; unset means the provider default."""
     max_tokens: int | None = Field(default=None, ge=1)
-    """Completion token cap per call; unset means the provider default (ENG-05)."""
+    """Completion token cap per call; unset means the provider default."""
     model_retries: int = Field(default=3, ge=0, le=MAX_MODEL_RETRIES)
     """Retries of a retryable model failure (rate limit, 5xx, timeout, stall) before it surfaces."""
     stall: StallConfig = StallConfig()
-    """Stall detection budgets (GR-03)."""
+    """Stall detection budgets."""
     breaker: BreakerConfig = BreakerConfig()
-    """Circuit breaker settings of the fallback chain (GR-02)."""
+    """Circuit breaker settings of the fallback chain."""
     agent: str = "blitz"
-    """The active (root) agent (ENG-01)."""
+    """The active (root) agent."""
     tools: ToolsConfig = ToolsConfig()
     """Tool execution settings."""
     approval: ApprovalConfig = ApprovalConfig()
@@ -291,25 +291,25 @@ class BlitzConfig(_Section):
     limits: LimitsConfig = LimitsConfig()
     """Per-turn limits."""
     prices: dict[str, ConfiguredPrice] = {}
-    """USD per 1M tokens by model name or prefix; checked before litellm's map (ENG-81)."""
+    """USD per 1M tokens by model name or prefix; checked before litellm's map."""
     telemetry: TelemetryConfig = TelemetryConfig()
     """OpenTelemetry settings."""
     models: dict[str, ModelSettings] = {}
-    """Per-model settings by model name or prefix; the longest matching key wins (ENG-05)."""
+    """Per-model settings by model name or prefix; the longest matching key wins."""
     notebook: NotebookConfig = NotebookConfig()
     """Notebook front end settings."""
     mcp: McpConfig = McpConfig()
     """MCP servers whose tools the agents are offered (`[mcp.servers.NAME]`)."""
     hooks: HooksConfig = HooksConfig()
-    """Hooks around prompts and tool calls (WS-04); from workspace files only once trusted."""
+    """Hooks around prompts and tool calls; from workspace files only once trusted."""
     privacy: PrivacyConfig = PrivacyConfig()
     """What variable descriptions send."""
     checkpoints: CheckpointsConfig = CheckpointsConfig()
-    """Per-turn checkpoints for undo (WS-03)."""
+    """Per-turn checkpoints for undo."""
     store: StoreConfig = StoreConfig()
     """Where sessions are kept (`store.url`, `store.path`)."""
     language: str | None = Field(default=None, min_length=1, max_length=40)
-    """Reply language, added to the root agent's instructions (ENG-02)."""
+    """Reply language, added to the root agent's instructions."""
 
     def model_settings(self, model: str) -> ModelSettings:
         """The settings for `model`: the longest key of `models` it starts with, each field

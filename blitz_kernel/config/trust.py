@@ -1,35 +1,14 @@
 """Workspace trust: a cloned repository's own config cannot turn against its user.
 
 A workspace's `blitz.toml` (or `[tool.blitz]` in its `pyproject.toml`) comes with the code, so
-the settings in it that would be looser than what the user has — the user's own layers
-(`~/.blitz/config.toml`) or, where those say nothing, the defaults — are held back until the
-user trusts that workspace (docs/cloned-repositories.md):
-- approvals: `approval.headless = "allow"`, a tool policy looser than the user's for that
-  tool (deny < ask < ask-if-risky < allow; the user's `*` patterns count; unset means ask);
-- limits and budgets: a higher `max_turns`, `repeat_warn`, `repeat_stop`, a higher
-  `max_cost_usd`, `max_cost_usd_session` or `timeout_s` than the user's;
-- prices: any price lower than the user's for that model, or for a model the user has not
-  priced (the provider's price there is unknown here, and a lower one neutralises a budget);
-- `privacy.variables = "full"` when the user chose `schema`;
-- `model` and `fallback_models` that replace the user's (with no model of the user's, the
-  workspace's applies: it is the project's default, sent with whichever key the user has);
-- `api_base`, `api_key_env` (where prompts, data and the key would go);
-- `hooks.*` and `mcp.*` (commands or hosts the repository chose); their trust also covers the
-  content of every script they name inside the workspace, so editing the script needs trust
-  again, not only editing the command;
-- `store.*` (where sessions are written: a repository must not pick the file);
-- an agent file's `model` pin on any agent name, `blitz` included, unless it is the user's
-  own model or one of their fallbacks (`scripted:` pins send nothing anywhere).
-
-Refused outright, trusted or not: a `scripted:` model file outside the workspace named by the
-workspace's own file (it is read, and a repository must not pick what the kernel reads).
-
-Everything else (context, agents' instructions, a tighter limit) applies as before. Trust is
-recorded in `~/.blitz/trusted.toml` with the workspace's path and a hash of exactly the
-held-back settings (and the scripts they name), so changing them needs trust again (direnv's
-`allow` works the same way). CI trusts with `BLITZ_TRUST_WORKSPACE=/path`, never through the
-workspace's own files. The user's own config, environment variables, `%blitz_config` and
-magic options always apply.
+every setting in it that would be looser than the user's own layers (or the defaults) is held
+back until the user trusts that workspace: approvals, limits and budgets, prices, models, where
+prompts and the key go, hooks, MCP servers, the store, agents' model pins
+(docs/cloned-repositories.md has the list). A `scripted:` model file outside the workspace is
+refused outright. Trust is recorded in `~/.blitz/trusted.toml` with a hash of exactly the
+held-back settings and the scripts they name, so changing them needs trust again (as direnv's
+`allow`); CI trusts with `BLITZ_TRUST_WORKSPACE`. The user's own config, environment,
+`%blitz_config` and magic options always apply.
 """
 
 from __future__ import annotations

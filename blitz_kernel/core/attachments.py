@@ -1,5 +1,5 @@
 """Attachments: context the user points at in a prompt (`@df`, `@cell:3`, `@err`, `@file:x`,
-`@fig`), resolved by the front end and carried ahead of the prompt text (ENG-10/11).
+`@fig`), resolved by the front end and carried ahead of the prompt text.
 
 The engine does not know where an attachment came from; it knows its kind and name (shown as
 a chip), its text, and, for a figure, its image. Images go first in the user message and only
@@ -46,7 +46,7 @@ class AttachmentSummary(BaseModel):
 
 
 def prompt_with_attachments(prompt: str, attachments: list[Attachment], *, vision: bool) -> UserMessage:
-    """ENG-10/11: images first, then each text attachment as a marked block, then the prompt."""
+    """Images first, then each text attachment as a marked block, then the prompt."""
     images = [a.image for a in attachments if a.image is not None and vision]
     blocks = []
     for item in attachments:

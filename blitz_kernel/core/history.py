@@ -23,7 +23,7 @@ class TextPart(BaseModel):
 
 
 class ImagePart(BaseModel):
-    """An image attached to a user message (attachments come before the prompt, ENG-10)."""
+    """An image attached to a user message (attachments come before the prompt)."""
 
     part_kind: Literal["image"] = "image"
     media_type: str = "image/png"
@@ -71,7 +71,7 @@ class AssistantMessage(BaseModel):
     """Reasoning text, shown collapsed and never sent back as the answer."""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     model: str = ""
-    """The model that actually answered (for pricing, ENG-16/22)."""
+    """The model that actually answered (for pricing)."""
 
 
 class ToolResultMessage(BaseModel):
@@ -82,9 +82,9 @@ class ToolResultMessage(BaseModel):
     name: str
     output: str | None = None
     error: str | None = None
-    """Set when the call failed or was refused; the model sees it under `error` (ENG-40)."""
+    """Set when the call failed or was refused; the model sees it under `error`."""
     message_from_user: str | list[str] | None = None
-    """Steer messages delivered with this result (ENG-40)."""
+    """Steer messages delivered with this result."""
     images: list[ImagePart] = Field(default_factory=list)
     """Images the tool showed the model (view_image). Chat APIs take no images in a tool
     result, so adapters send them in a user message right after the step's results."""
@@ -102,7 +102,7 @@ class ToolResultMessage(BaseModel):
 
 
 class SummaryMessage(BaseModel):
-    """A compaction summary standing in for the events it covers (ENG-60..64)."""
+    """A compaction summary standing in for the events it covers."""
 
     kind: Literal["summary"] = "summary"
     text: str
@@ -139,7 +139,7 @@ def check_history(messages: list[Any]) -> None:
 
 
 def user_prompt(text: str, images: list[ImagePart] | None = None) -> UserMessage:
-    """The user message of a turn: attachments (images first), then the prompt text (ENG-10)."""
+    """The user message of a turn: attachments (images first), then the prompt text."""
     parts: list[TextPart | ImagePart] = [*(images or []), TextPart(text=text)]
     return UserMessage(parts=parts)
 

@@ -20,7 +20,7 @@ class RunOptionError(BlitzError):
 
 
 def check_number(name: str, value: float | None, *, upper: float, integer: bool = False) -> None:
-    """GR-07: `value` is None or a finite number in (0, upper]; else RunOptionError naming it."""
+    """`value` is None or a finite number in (0, upper]; else RunOptionError naming it."""
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float):

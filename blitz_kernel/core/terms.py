@@ -10,23 +10,23 @@ from __future__ import annotations
 from typing import Literal
 
 Policy = Literal["allow", "ask", "deny"]
-"""What a tool call needs before it runs (ENG-23), and what `--approve` sets for a turn."""
+"""What a tool call needs before it runs, and what `--approve` sets for a turn."""
 ToolPolicy = Literal["allow", "ask", "deny", "ask-if-risky"]
 """A configured policy: `ask-if-risky` (run_python only) runs code without asking when nothing
 in it is flagged (engine/risk.py)."""
 HeadlessPolicy = Literal["deny", "allow"]
-"""What `ask` means when nobody can answer (ENG-25)."""
+"""What `ask` means when nobody can answer."""
 Verdict = Literal["allow", "always", "deny"]
-"""A person's answer to one call of a permission request (ENG-24)."""
+"""A person's answer to one call of a permission request."""
 DecidedBy = Literal["user", "policy", "always", "headless default", "hook", "mode", "watchdog", "stop", "timeout"]
-"""Who decided whether a tool call ran (WS-07, the audit trail)."""
+"""Who decided whether a tool call ran (the audit trail)."""
 PlanStatus = Literal["approved", "rejected", "unreviewed"]
-"""What became of a plan proposed with exit_plan_mode (ENG-32)."""
+"""What became of a plan proposed with exit_plan_mode."""
 StopReason = Literal[
     "end_turn", "max_turns", "max_cost", "timeout", "cancelled", "blocked", "error", "watchdog", "interrupted"
 ]
-"""Why a turn ended (INTERFACE.md, TurnResult). `interrupted`: the process died mid-turn (seen
-when a durable session is reopened)."""
+"""Why a turn ended (TurnResult in docs/interface.md). `interrupted`: the process died
+mid-turn (seen when a durable session is reopened)."""
 ToolOutcome = Literal["ok", "error", "denied", "cancelled", "blocked"]
 """How one tool call ended: ran fine, failed (or was refused by a rule), denied by a person or
 policy, cut short by a stop, or blocked by a hook. Front ends show it as is; nobody has to

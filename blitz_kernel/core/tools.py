@@ -2,7 +2,7 @@
 
 It lives in `core` because both sides need it and neither should import the other: `tools`
 builds specs from its pydantic argument models, and `models` turns them into each provider's
-wire format (ARCHITECTURE.md: imports point inward only).
+wire format (docs/architecture.md: imports point inward only).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Usage and cost (ENG-80..82).
+"""Usage and cost.
 
 Token counts per call, prices per model (config table first, then a price source the model
 adapter supplies, e.g. litellm's cost map), and a per-session ledger. A call with no price
@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 
 class TokenUsage(BaseModel):
-    """Tokens of one model call, as ENG-80 defines them."""
+    """Tokens of one model call: input (cached included), cached, cache writes, output."""
 
     input_tokens: int = 0
     """Prompt tokens, cached ones included (= the current context size)."""
@@ -25,7 +25,7 @@ class TokenUsage(BaseModel):
     """Completion tokens, reasoning included."""
 
     def clamped(self) -> TokenUsage:
-        """ENG-80: cached ≤ input, cache writes ≤ uncached input."""
+        """Cached ≤ input, cache writes ≤ uncached input."""
         cached = min(self.cached_tokens, self.input_tokens)
         write = min(self.cache_write_tokens, self.input_tokens - cached)
         return self.model_copy(update={"cached_tokens": cached, "cache_write_tokens": write})
@@ -40,7 +40,7 @@ class Price(BaseModel):
     cache_write: float | None = None
 
     def cost(self, usage: TokenUsage) -> float:
-        """ENG-81: uncached, cached, cache-write and output tokens at their own rates."""
+        """Uncached, cached, cache-write and output tokens at their own rates."""
         usage = usage.clamped()
         uncached = usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens
         cached_rate = self.cached_input if self.cached_input is not None else self.input
@@ -127,14 +127,14 @@ class UsageTotals(BaseModel):
 
 
 class UsageLedger(BaseModel):
-    """Usage of one session, total and per model (ENG-82)."""
+    """Usage of one session, total and per model."""
 
     total: UsageTotals = Field(default_factory=UsageTotals)
     by_model: dict[str, UsageTotals] = Field(default_factory=dict)
     last_prompt_tokens: int = 0
 
     def merge(self, other: UsageLedger) -> None:
-        """Add another ledger's usage (an aside's tokens count toward its session, ENG-51)."""
+        """Add another ledger's usage (an aside's tokens count toward its session)."""
         self.total.merge(other.total)
         for model, totals in other.by_model.items():
             self.by_model.setdefault(model, UsageTotals()).merge(totals)

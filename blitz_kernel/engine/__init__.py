@@ -1,1 +1,1 @@
-"""The agent engine. Never imports IPython, widgets or litellm (ARCHITECTURE.md)."""
+"""The agent engine. Never imports IPython, widgets or litellm (docs/architecture.md)."""

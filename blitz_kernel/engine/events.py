@@ -1,4 +1,4 @@
-"""The event vocabulary: what the engine tells front ends while a turn runs (INTERFACE.md).
+"""The event vocabulary: what the engine tells front ends while a turn runs (docs/interface.md).
 
 Every event is a pydantic model with a literal `type`; `Event` is their discriminated union
 and `EVENT_ADAPTER` (de)serialises any of them, so events can cross a comm or go to disk.
@@ -24,12 +24,12 @@ class TurnStarted(BaseModel):
     agent: str
     model: str
     attachments: list[AttachmentSummary] = Field(default_factory=list)
-    """What the prompt pointed at (ENG-11), for the chips above the answer."""
+    """What the prompt pointed at, for the chips above the answer."""
 
 
 class TextEvent(BaseModel):
     """Streamed text. `delta=True` for pieces; the whole text of a step comes once more with
-    `repeat=True` (ENG-13) so a front end that showed the deltas can skip it."""
+    `repeat=True` so a front end that showed the deltas can skip it."""
 
     type: Literal["text"] = "text"
     text: str
@@ -62,7 +62,7 @@ class PendingCall(BaseModel):
 
 
 class PermissionRequest(BaseModel):
-    """ENG-24: the calls of one batch that need a decision."""
+    """The calls of one batch that need a decision."""
 
     type: Literal["permission_request"] = "permission_request"
     request_id: str
@@ -117,7 +117,7 @@ def _decoded_size(encoded: str) -> int:
 
 
 class SteerEvent(BaseModel):
-    """Queued steer messages rode on a tool result (ENG-40)."""
+    """Queued steer messages rode on a tool result."""
 
     type: Literal["steer"] = "steer"
     count: int
@@ -125,7 +125,7 @@ class SteerEvent(BaseModel):
 
 
 class UsageEvent(BaseModel):
-    """One model call's usage, priced by the model that answered (ENG-22)."""
+    """One model call's usage, priced by the model that answered."""
 
     type: Literal["usage"] = "usage"
     model: str
@@ -143,7 +143,7 @@ class CompactionEvent(BaseModel):
 
 
 class PlanEvent(BaseModel):
-    """A plan was proposed with exit_plan_mode, and what became of it (ENG-32)."""
+    """A plan was proposed with exit_plan_mode, and what became of it."""
 
     type: Literal["plan"] = "plan"
     plan: str
@@ -152,7 +152,7 @@ class PlanEvent(BaseModel):
 
 
 class ModelSwitchEvent(BaseModel):
-    """The fallback chain moved on (GR-01): `failed` did not answer (an error, or its circuit
+    """The fallback chain moved on: `failed` did not answer (an error, or its circuit
     breaker is open) and `answered_by` answers the same request instead."""
 
     type: Literal["model_switch"] = "model_switch"
@@ -201,10 +201,10 @@ class TurnDone(BaseModel):
     error: str | None = None
     leftovers: list[str] = Field(default_factory=list)
     not_saved: str | None = None
-    """Why the session is not being saved (WS-02: its store could not be opened, or failed);
+    """Why the session is not being saved (its store could not be opened, or failed);
     front ends say so on the usage line."""
     undoable: bool = False
-    """The turn changed files, cells or variables (WS-03): the front end offers "Undo this turn"."""
+    """The turn changed files, cells or variables: the front end offers "Undo this turn"."""
     context_used: int | None = None
     """Tokens of the turn's last prompt (how full the context is now); None: no model call."""
     context_window: int | None = None
@@ -212,7 +212,7 @@ class TurnDone(BaseModel):
 
 
 class SubagentEvent(BaseModel):
-    """An event of a sub-agent's turn (ENG-70), under the call that started it, so a front end
+    """An event of a sub-agent's turn, under the call that started it, so a front end
     can nest the sub-agent's text, tool cards and permission requests inside that call."""
 
     type: Literal["subagent"] = "subagent"

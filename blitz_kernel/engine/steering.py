@@ -1,4 +1,4 @@
-"""Steering and stopping a running turn (ENG-40..42).
+"""Steering and stopping a running turn.
 
 The front end talks to a running turn only through its TurnControl: queue a steer message,
 ask for a graceful stop. The loop takes the queue when it builds the next tool result.
@@ -29,7 +29,7 @@ class TurnControl:
 
     def steer(self, text: str) -> None:
         """Queue `text`; once the turn has collected its leftovers nothing would carry it, so
-        it is refused (SteerTooLateError) and the front end sends it as a prompt (ENG-42)."""
+        it is refused (SteerTooLateError) and the front end sends it as a prompt."""
         if self._closed:
             raise SteerTooLateError("the turn is ending; send it as the next prompt")
         self._queue.append(text)
@@ -40,14 +40,14 @@ class TurnControl:
         return messages
 
     def take_leftovers(self) -> list[str]:
-        """Messages no tool result carried (ENG-41): the front end sends them as the next
+        """Messages no tool result carried: the front end sends them as the next
         prompt. Closes the queue, so a steer that arrives later is refused, not lost."""
         self._closed = True
         return self.take_messages()
 
     def child(self) -> TurnControl:
-        """The control of a sub-agent's turn (ENG-70): it stops when this one does, and it has
-        its own steer queue (steer messages belong to the caller's turn, ENG-40)."""
+        """The control of a sub-agent's turn: it stops when this one does, and it has
+        its own steer queue (steer messages belong to the caller's turn)."""
         child = TurnControl(parent=self)
         self._children.append(child)
         return child

@@ -1,4 +1,4 @@
-"""OpenTelemetry tracing (ENG-90, ENG-91).
+"""OpenTelemetry tracing.
 
 Each turn is a span at the root of its own trace, linked to the session's previous turn
 (`link.type = previous_turn`); model calls and tool calls are its children; side questions and
@@ -46,7 +46,7 @@ class Telemetry:
         self.enabled = enabled
         self.include_content = include_content
         self._redact = redact
-        """Secrets out of any content that is recorded (WS-08)."""
+        """Secrets out of any content that is recorded."""
         self.memory: InMemorySpanExporter | None = None
         self._provider: TracerProvider | None = None
         if enabled:
@@ -75,7 +75,7 @@ class Telemetry:
         self, name: str, attributes: dict[str, Any], previous: SpanContext | None = None
     ) -> contextlib.AbstractContextManager[Span]:
         """A span at the root of a new trace (a turn, an aside, a compaction), linked to
-        `previous` when given (ENG-91)."""
+        `previous` when given."""
         if self._provider is None:
             return _NO_SPAN
         return self._root_span(name, attributes, previous)

@@ -103,7 +103,7 @@ def server_entries(config: McpConfig, workspace: Path, home: Path | None = None)
 
 
 def trusted_by_environment(workspace: Path, environ: Mapping[str, str] | None = None) -> bool:
-    """`BLITZ_TRUST_WORKSPACE=<path>` (INTERFACE.md) trusts that workspace; `%blitz_trust`
+    """`BLITZ_TRUST_WORKSPACE=<path>` (docs/interface.md) trusts that workspace; `%blitz_trust`
     is wired in by the workspace-trust work."""
     value = (os.environ if environ is None else environ).get("BLITZ_TRUST_WORKSPACE", "").strip()
     if not value or not Path(value).expanduser().is_absolute():  # `.` is whatever folder this is

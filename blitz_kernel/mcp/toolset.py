@@ -1,4 +1,4 @@
-"""MCP tools and resources as our `Tool`s (issue 13 §2; ENG-04, ENG-20, ENG-30).
+"""MCP tools and resources as our `Tool`s (docs/mcp.md).
 
 Each server tool becomes `mcp__<server>__<tool>` with the server's own JSON schema and
 description; its arguments pass through as a dict. Every MCP tool is MUTATING whatever the
@@ -178,7 +178,7 @@ def _object_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
 
 def _caller(manager: McpManager, server: str, tool: str, vision: bool) -> Any:
     async def call(args: BaseModel, ctx: ToolContext) -> str | ToolOutput:
-        # ENG-90: the tool call's span (current here) names the server and its own tool name.
+        # the tool call's span (current here) names the server and its own tool name.
         trace.get_current_span().set_attributes({"blitz.mcp.server": server, "blitz.mcp.tool": tool})
         arguments = args.as_dict() if isinstance(args, PassthroughArgs) else args.model_dump()
         connection = await _connection(manager, server)

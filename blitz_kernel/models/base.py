@@ -3,7 +3,7 @@
 A model streams one response for a request: `TextDelta`s as text arrives, then exactly one
 `ModelResponse` with the whole step (text, thought, complete tool calls, usage). A fallback
 chain may also yield `ModelSwitch` items before the answer of the model that took over. Errors are
-raised as `ModelError` subclasses that name the model (ENG-15). The engine never sees a
+raised as `ModelError` subclasses that name the model. The engine never sees a
 provider's wire format; adapters translate.
 """
 
@@ -46,14 +46,14 @@ class ModelResponse(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)
     model: str
-    """The model that actually answered (pricing is by this name, ENG-22)."""
+    """The model that actually answered (pricing is by this name)."""
 
     def to_message(self) -> AssistantMessage:
         return AssistantMessage(text=self.text, thought=self.thought, tool_calls=self.tool_calls, model=self.model)
 
 
 class ModelSwitch(BaseModel):
-    """The fallback chain moved on (GR-01): `failed` did not answer and `next` will answer the
+    """The fallback chain moved on: `failed` did not answer and `next` will answer the
     same request. Yielded before `next`'s output, so every switch is visible."""
 
     kind: Literal["model_switch"] = "model_switch"

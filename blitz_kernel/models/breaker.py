@@ -1,4 +1,4 @@
-"""Circuit breakers (GR-02): one per model name per kernel process.
+"""Circuit breakers: one per model name per kernel process.
 
 Why: a provider that is down costs every turn its full retry budget (backoff, stall budgets)
 before the fallback answers. After `failures` consecutive failures the breaker *opens* and

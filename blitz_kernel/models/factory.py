@@ -1,5 +1,5 @@
 """Builds a Model from a name: `scripted:PATH` or any litellm model name, and, when
-`fallback_models` are configured, the fallback chain over it (GR-01)."""
+`fallback_models` are configured, the fallback chain over it."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def build_model(
     breaker_failures: int = 3,
     breaker_cooldown_s: float = 60.0,
 ) -> Model:
-    """Never raises (WS-01): a name that cannot be built gives a placeholder model that says why.
+    """Never raises: a name that cannot be built gives a placeholder model that says why.
 
     Each fallback is built like the primary (same api_base, key and retry and stall settings).
     A fallback that cannot be built stays in the chain as a placeholder, so its reason shows up

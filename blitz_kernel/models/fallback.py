@@ -1,32 +1,8 @@
-"""The fallback chain (GR-01): the configured model, then each of `fallback_models` in order.
+"""The fallback chain: the configured model, then each of `fallback_models` in order.
 
 Why a `Model` of its own: the engine keeps talking to one model and never learns about
-providers; the chain is a model that answers a request with whichever of its models can.
-
-Rules, in the order they apply to each model of the chain:
-
-- Its circuit breaker (GR-02, `breaker.py`) is open: it is skipped without a call.
-- It answers: its output passes through, and its `ModelResponse.model` names it, so usage is
-  priced by the model that answered (ENG-22).
-- It fails with a `ModelError` after its own retries, before any `TextDelta` reached the
-  caller: the next model answers the same request. This covers every kind of failure that
-  another model or provider may not share: rate limits, 5xx, timeouts, stalls, broken
-  connections, and also rejected credentials, unknown model names and bad requests (another
-  provider may accept what this one refused).
-- It fails after text was shown: the error is raised as it is. Streamed text cannot be taken
-  back, and silently replacing it with another model's answer would show the user two
-  answers run together.
-- It fails with `ContextWindowError`: raised as it is. The engine answers that by compacting
-  the history and asking again (ENG-60), which beats a model that forgets less context.
-- Anything that is not a `ModelError` (a bug, a cancellation) is raised as it is.
-
-Every move to the next model is yielded as a `ModelSwitch` before that model's output, one
-per model that failed or was skipped. When no model answers, `FallbackExhaustedError` lists
-every model's cause.
-
-Breaker verdicts: a success closes the model's breaker; a failure that says the model is
-unhealthy (every kind above except bad requests and context-window errors, which are the
-request's fault) counts toward opening it; a cancelled call gives no verdict.
+providers; the chain is a model that answers a request with whichever of its models can,
+and says so: every move to the next model is a `ModelSwitch` (the rules: FallbackModel).
 """
 
 from __future__ import annotations
@@ -47,6 +23,31 @@ from .breaker import CircuitBreaker, Clock, breaker_for
 
 class FallbackModel:
     """A `Model` over `models` (the primary first, then the fallbacks in order).
+
+    Rules, in the order they apply to each model of the chain:
+
+    - Its circuit breaker (`breaker.py`) is open: it is skipped without a call.
+    - It answers: its output passes through, and its `ModelResponse.model` names it, so usage is
+      priced by the model that answered.
+    - It fails with a `ModelError` after its own retries, before any `TextDelta` reached the
+      caller: the next model answers the same request. This covers every kind of failure that
+      another model or provider may not share: rate limits, 5xx, timeouts, stalls, broken
+      connections, and also rejected credentials, unknown model names and bad requests (another
+      provider may accept what this one refused).
+    - It fails after text was shown: the error is raised as it is. Streamed text cannot be taken
+      back, and silently replacing it with another model's answer would show the user two
+      answers run together.
+    - It fails with `ContextWindowError`: raised as it is. The engine answers that by compacting
+      the history and asking again, which beats a model that forgets less context.
+    - Anything that is not a `ModelError` (a bug, a cancellation) is raised as it is.
+
+    Every move to the next model is yielded as a `ModelSwitch` before that model's output, one
+    per model that failed or was skipped. When no model answers, `FallbackExhaustedError` lists
+    every model's cause.
+
+    Breaker verdicts: a success closes the model's breaker; a failure that says the model is
+    unhealthy (every kind above except bad requests and context-window errors, which are the
+    request's fault) counts toward opening it; a cancelled call gives no verdict.
 
     `name`, `context_window()`, `price()` and `supports_vision()` are the primary's: the
     engine plans a turn (compaction threshold, vision refusals, span names) for the model the
@@ -77,7 +78,7 @@ class FallbackModel:
         return f"FallbackModel({[model.name for model in self.models]!r})"
 
     def breaker(self, model: Model) -> CircuitBreaker:
-        """The process-wide breaker of `model` (GR-02: one per model name in the kernel)."""
+        """The process-wide breaker of `model` (one per model name in the kernel)."""
         return breaker_for(model.name, failures=self._failures, cooldown_s=self._cooldown_s, clock=self._clock)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:

@@ -1,4 +1,4 @@
-"""litellm's, the OpenAI SDK's and the transport's exceptions as typed `ModelError`s (ENG-15).
+"""litellm's, the OpenAI SDK's and the transport's exceptions as typed `ModelError`s.
 
 One owner for three questions the adapter asks after every failed attempt: what kind of
 failure was it (the typed error the engine and the fallback chain act on), may it be retried
@@ -150,7 +150,7 @@ def retry_after_seconds(exc: BaseException) -> float | None:
 
 
 class ErrorMapper:
-    """Turns litellm/OpenAI SDK/transport exceptions into typed ModelErrors (ENG-15).
+    """Turns litellm/OpenAI SDK/transport exceptions into typed ModelErrors.
 
     The cause is short — HTTP status and the provider's own message without litellm's class
     prefixes — and never contains the API key (providers echo parts of a rejected key).

@@ -1,39 +1,14 @@
 """The model adapter: any litellm model as a `Model` (streaming, retries, stall detection).
 
-This is the only module that imports litellm, and it does so lazily: `import litellm` costs
-seconds, and `%load_ext blitz_kernel` must stay fast. There is one warm-up: the extension
-(`notebook/extension.py`) starts a daemon thread on `%load_ext` that imports the engine and,
-when the configured model needs litellm (`factory.warm_up`), calls `load_litellm`. A model call that finds litellm not loaded yet (no
-extension, or the warm-up still running) finishes the import in a worker thread, so the
-kernel's event loop keeps ticking either way.
-
-Two transports. OpenAI-compatible models (`openai/...`, any `api_base`) go straight to the
-endpoint through the openai SDK (`openai_direct.py`) unless litellm callbacks are registered
-or extra litellm arguments are set: then, and for every other provider, litellm sends the
-call. Everything below (retries, stalls, error mapping, usage) is shared by both, so both
-behave alike; prices, context windows and vision support of a direct-path model come from
-litellm's map file read without litellm (`price_map.py`), so an OpenAI-only kernel never
-imports litellm.
-
-Streaming through litellm. `litellm.acompletion(stream=True)` returns a `CustomStreamWrapper`
-whose per-chunk processing, end-of-stream `stream_chunk_builder` (run in a worker thread) and
-success-logging tasks cost several times what the raw OpenAI SDK spends on a turn. When the
-wrapper sits on an OpenAI SDK stream (every OpenAI-compatible provider) and nobody registered
-litellm callbacks that would expect to see the call, we read the SDK's chunks directly;
-otherwise we read the wrapper. Either way the request is built, authenticated and sent by
-litellm, and `openai_wire` turns chunks into deltas and the response.
-
-Retries are ours only (litellm and the SDK get `num_retries=0`/`max_retries=0`): exponential
-backoff with jitter, honouring `Retry-After`, on rate limits, 5xx, timeouts, stalls and broken
-connections, but only while nothing was shown to the user — streamed text cannot be taken
-back, so a failure after output is raised at once. `litellm_errors` says which failures those
-are.
-
-Stalls (GR-03). `request_timeout` is httpx's per-read limit, 600 s by default, which a
-provider that accepts the request and then goes quiet turns into ten minutes per attempt.
-Two shorter budgets, `stall_first_byte_s` (until the first chunk) and
-`stall_between_chunks_s` (each next chunk), end such an attempt with `ModelStallError`,
-which is retried like a timeout and then left to the fallback chain.
+This is the only module that imports litellm, and lazily: `import litellm` costs seconds and
+`%load_ext blitz_kernel` must stay fast (the extension warms it up in a daemon thread; a call
+that finds it not loaded finishes the import in a worker thread). OpenAI-compatible models go
+straight to the endpoint through the openai SDK (`openai_direct.py`) unless litellm callbacks or
+extra litellm arguments are set; a litellm stream over an SDK stream is read at the SDK's chunks,
+since the wrapper costs several times the SDK's work. Retries are ours only (backoff with jitter,
+`Retry-After`), and only while nothing was shown: streamed text cannot be taken back. Two stall
+budgets, `stall_first_byte_s` and `stall_between_chunks_s`, end a provider's silence far sooner
+than httpx's 600 s read limit, with `ModelStallError`, retried like a timeout.
 """
 
 from __future__ import annotations
@@ -122,7 +97,7 @@ class _Stalled(Exception):
 
 
 class _StallWatch:
-    """The GR-03 budgets of one attempt: `first_byte_s` from sending the request until the
+    """The stall budgets of one attempt: `first_byte_s` from sending the request until the
     first chunk, then `between_chunks_s` for each next chunk. Only time spent waiting on the
     provider counts, not the time the consumer takes between chunks.
 
@@ -202,7 +177,7 @@ class LiteLLMModel:
 
     `retries` is how many times a retryable failure (429, 5xx, timeout, stall, broken
     connection before any output) is retried; `request_timeout` is httpx's limit for each read;
-    `stall_first_byte_s` and `stall_between_chunks_s` are the shorter GR-03 budgets (see the
+    `stall_first_byte_s` and `stall_between_chunks_s` are the shorter stall budgets (see the
     module doc). `extra` holds further `litellm.acompletion` arguments (headers, reasoning
     effort, ...). `backoff_base`/`backoff_cap` shape the exponential backoff (tests shrink
     them); a `Retry-After` longer than `max_retry_after` seconds ends the retries at once.

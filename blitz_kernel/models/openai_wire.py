@@ -215,7 +215,8 @@ class ToolCallAssembler:
 
 
 def usage_from(usage: Any) -> TokenUsage:
-    """ENG-80 counts from an OpenAI-style usage object (SDK or litellm; extra fields allowed)."""
+    """Token counts (input, cached, cache writes, output) from an OpenAI-style usage object
+    (SDK or litellm; extra fields allowed)."""
     details = getattr(usage, "prompt_tokens_details", None)
     cached = getattr(details, "cached_tokens", None) if details is not None else None
     cache_write = getattr(usage, "cache_creation_input_tokens", None)

@@ -1,5 +1,5 @@
 """The model a workspace opens on when none is configured or the configured one cannot be
-built (WS-01): opening never fails, every call explains what to do."""
+built: opening never fails, every call explains what to do."""
 
 from __future__ import annotations
 

@@ -2,57 +2,11 @@
 
 Why a comm: the kernel never sees the notebook, only the code it is sent. The JupyterLab /
 Notebook 7 extension (labextension/src) holds the notebook's model, so notebook_read and
-notebook_edit ask it. Requests are answered while the `%%blitz` cell is still running,
-because ipykernel (>= 7.4) dispatches comm messages during an async cell (KERNEL.md).
-
-Who opens the comm. The front end does, one comm per notebook panel, so replies go only to
-the panel that owns the notebook (a console attached to the same kernel never sees them).
-It opens one when its kernel already has a `blitz.notebook` comm (it asks with
-comm_info_request on connecting, which covers page reloads) and whenever the kernel pings:
-the kernel opens a comm to the front end's target `blitz.notebook` when the extension loads
-and before each cell while no front end is connected. A front end with the extension answers
-a ping by opening its own comm and closing the ping; one without it closes the ping; a
-headless client ignores it, and the ping then stays open so it is sent only once.
-
-Message shapes (protocol 1). Every message is the `data` of a comm message:
-
-    front end → kernel, comm_open data:
-        {"kind": "hello", "protocol": 1, "client": "jupyterlab", "version": "0.1.0",
-         "path": "dir/analysis.ipynb"}
-    kernel → front end, on that comm:   {"kind": "welcome", "protocol": 1}
-    kernel → front end, comm_open data of a ping: {"kind": "ping", "protocol": 1}
-    kernel → front end, a request:
-        {"kind": "request", "id": "3f2a9c1e-7", "op": OP, "params": {...}}
-    front end → kernel, the reply (exactly one per request):
-        {"kind": "reply", "id": "3f2a9c1e-7", "ok": true, "result": {...}}
-        {"kind": "reply", "id": "3f2a9c1e-7", "ok": false,
-         "error": {"code": "bad_index", "message": "no cell 12: the notebook has 5 cells"}}
-
-    OP and its params → result:
-      list_cells   {}  → {"path", "cell_count", "cells": [{"index", "id", "cell_type",
-                   "execution_count", "running", "first_line", "line_count", "output_count"}]}
-      read_cells   {"indices": [int] | null, "include_outputs": bool, "include_images": bool,
-                   "max_output_chars": int} → {"path", "cell_count", "cells": [CELL]}
-                   CELL = {"index", "id", "cell_type", "source", "execution_count", "running",
-                   "outputs": [OUTPUT]}; OUTPUT is {"output_type": "stream", "name", "text"},
-                   {"output_type": "error", "ename", "evalue", "traceback"} or
-                   {"output_type": "execute_result" | "display_data", "mime_types", "text",
-                   "images": [{"mime_type", "width"?, "height"?, "data"? (base64, when
-                   include_images)}]}
-      insert_cell  {"index", "cell_type", "source"} → {"index", "id", "cell_count"}
-      replace_cell {"index", "source", "cell_type"?} → {"index", "id", "cell_type",
-                   "previous_source", "cell_count"}
-      delete_cell  {"index"} → {"deleted": {"id", "cell_type", "source"}, "cell_count"}
-    Error codes: bad_request, bad_index, running_cell, unknown_op, internal.
-
-Replies that come after their request timed out (or from a stale comm) are ignored.
-
-Whose notebook. Any client of the kernel can open a comm and say hello, so a hello alone does
-not make a front end "the notebook": the bridge serves the client (jupyter session id, the
-`session` of its message headers) that ran the current cell, else the one that loaded the
-extension. Hellos from other clients are kept, unused, until their client runs a cell (a
-reloaded page gets a new session id and takes over with its next cell); a second front end
-on the same kernel never receives requests meant for the first.
+notebook_edit ask it, and ipykernel (>= 7.4) dispatches comm messages during an async cell
+(docs/architecture.md). The front end opens one comm per notebook
+panel, so replies go only to the panel that owns the notebook; since any client of the kernel
+can say hello, the bridge serves the client that ran the current cell. Who opens the comm, the
+message shapes and whose notebook it is: NotebookBridge.
 """
 
 from __future__ import annotations
@@ -87,7 +41,57 @@ def _create_comm(target_name: str, data: dict[str, Any]) -> Any:
 
 
 class NotebookBridge:
-    """Request/reply over the front end's comm (tools/notebook.py's NotebookAccess)."""
+    """Request/reply over the front end's comm (tools/notebook.py's NotebookAccess).
+
+    Who opens the comm. The front end does, one comm per notebook panel, so replies go only to
+    the panel that owns the notebook (a console attached to the same kernel never sees them).
+    It opens one when its kernel already has a `blitz.notebook` comm (it asks with
+    comm_info_request on connecting, which covers page reloads) and whenever the kernel pings:
+    the kernel opens a comm to the front end's target `blitz.notebook` when the extension loads
+    and before each cell while no front end is connected. A front end with the extension answers
+    a ping by opening its own comm and closing the ping; one without it closes the ping; a
+    headless client ignores it, and the ping then stays open so it is sent only once.
+
+    Message shapes (protocol 1). Every message is the `data` of a comm message:
+
+        front end → kernel, comm_open data:
+            {"kind": "hello", "protocol": 1, "client": "jupyterlab", "version": "0.1.0",
+             "path": "dir/analysis.ipynb"}
+        kernel → front end, on that comm:   {"kind": "welcome", "protocol": 1}
+        kernel → front end, comm_open data of a ping: {"kind": "ping", "protocol": 1}
+        kernel → front end, a request:
+            {"kind": "request", "id": "3f2a9c1e-7", "op": OP, "params": {...}}
+        front end → kernel, the reply (exactly one per request):
+            {"kind": "reply", "id": "3f2a9c1e-7", "ok": true, "result": {...}}
+            {"kind": "reply", "id": "3f2a9c1e-7", "ok": false,
+             "error": {"code": "bad_index", "message": "no cell 12: the notebook has 5 cells"}}
+
+        OP and its params → result:
+          list_cells   {}  → {"path", "cell_count", "cells": [{"index", "id", "cell_type",
+                       "execution_count", "running", "first_line", "line_count", "output_count"}]}
+          read_cells   {"indices": [int] | null, "include_outputs": bool, "include_images": bool,
+                       "max_output_chars": int} → {"path", "cell_count", "cells": [CELL]}
+                       CELL = {"index", "id", "cell_type", "source", "execution_count", "running",
+                       "outputs": [OUTPUT]}; OUTPUT is {"output_type": "stream", "name", "text"},
+                       {"output_type": "error", "ename", "evalue", "traceback"} or
+                       {"output_type": "execute_result" | "display_data", "mime_types", "text",
+                       "images": [{"mime_type", "width"?, "height"?, "data"? (base64, when
+                       include_images)}]}
+          insert_cell  {"index", "cell_type", "source"} → {"index", "id", "cell_count"}
+          replace_cell {"index", "source", "cell_type"?} → {"index", "id", "cell_type",
+                       "previous_source", "cell_count"}
+          delete_cell  {"index"} → {"deleted": {"id", "cell_type", "source"}, "cell_count"}
+        Error codes: bad_request, bad_index, running_cell, unknown_op, internal.
+
+    Replies that come after their request timed out (or from a stale comm) are ignored.
+
+    Whose notebook. Any client of the kernel can open a comm and say hello, so a hello alone does
+    not make a front end "the notebook": the bridge serves the client (jupyter session id, the
+    `session` of its message headers) that ran the current cell, else the one that loaded the
+    extension. Hellos from other clients are kept, unused, until their client runs a cell (a
+    reloaded page gets a new session id and takes over with its next cell); a second front end
+    on the same kernel never receives requests meant for the first.
+    """
 
     def __init__(
         self,
@@ -112,7 +116,7 @@ class NotebookBridge:
         self._hellos: dict[str | None, tuple[Any, dict[str, Any]]] = {}
         """Every live front-end comm with its hello, by the client's session id."""
         self.loader_session: str | None = None
-        """The client that loaded the extension (see the module docstring)."""
+        """The client that loaded the extension (see the class docstring)."""
         self.cell_session: str | None = None
         """The client that ran the current (or last) cell."""
 
@@ -213,7 +217,7 @@ class NotebookBridge:
     # -- requests (NotebookAccess) --------------------------------------------------------------
 
     async def request(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send `op` and wait for its reply; see the module docstring for the shapes."""
+        """Send `op` and wait for its reply; see the class docstring for the shapes."""
         comm = self._comm or await self._await_hello()
         request_id = f"{self._prefix}-{next(self._ids)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()

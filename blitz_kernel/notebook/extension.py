@@ -57,8 +57,8 @@ def unload(ipython: Any) -> None:
     magics = _state.pop("magics", None)
     workspace = getattr(magics, "_workspace", None)
     if workspace is not None:
-        workspace.mcp.close_soon()  # MCP servers end with the extension (issue 13)
-        # WS-02: let go of the session locks, so a reloaded extension can take them again
+        workspace.mcp.close_soon()  # MCP servers end with the extension
+        # let go of the session locks, so a reloaded extension can take them again
         workspace.sessions.close()
     for family in _state.pop("registered", []):
         for kind, names in family.magics.items():

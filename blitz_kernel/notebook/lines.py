@@ -62,8 +62,8 @@ class TurnFooter(Protocol):
 
 def usage_line(state: TurnFooter) -> str:
     """`— model · tokens · cost · elapsed · stop reason`: how a turn ended and what it cost;
-    then how full the context is (when the engine says), which fallback model answered
-    (GR-01), and for a session the store could not save, that (WS-02)."""
+    then how full the context is (when the engine says), which fallback model answered,
+    and for a session the store could not save, that."""
     elapsed = f"{state.elapsed_s:.1f} s" if state.elapsed_s is not None else "—"
     extras = [context_fill(state.context_used, state.context_window), *state.switches]
     if state.not_saved:
@@ -73,7 +73,8 @@ def usage_line(state: TurnFooter) -> str:
 
 
 def switch_note(event: ModelSwitchEvent) -> str:
-    """GR-01 on the usage line and the widget footer: `answered by b after a failed (why)`."""
+    """A fallback switch on the usage line and the widget footer:
+    `answered by b after a failed (why)`."""
     return f"answered by {event.answered_by} after {event.failed} failed ({event.reason})"
 
 
@@ -110,14 +111,14 @@ def attachment_label(kind: str, name: str, size: int) -> str:
 
 
 def chip_line(chip: AttachmentChip) -> str:
-    """`📎 variable @df (1,234 chars)`: what a prompt's reference attached (ENG-11), as plain
+    """`📎 variable @df (1,234 chars)`: what a prompt's reference attached, as plain
     output says it."""
     unit = "bytes" if chip["kind"] == "figure" else "chars"
     return f"📎 {chip['kind']} @{chip['name']} ({chip['size']:,} {unit})"
 
 
 def switch_line(event: ModelSwitchEvent) -> str:
-    """GR-01: `⇄ a failed (why); answered by b`."""
+    """A fallback switch: `⇄ a failed (why); answered by b`."""
     return f"⇄ {event.failed} failed ({event.reason}); answered by {event.answered_by}"
 
 
@@ -131,7 +132,7 @@ def compaction_detail(tokens_before: int, tokens_after: int) -> str:
 
 
 def plan_heading(status: PlanStatus) -> str:
-    """`Proposed plan — approved`: what became of a proposed plan (ENG-32)."""
+    """`Proposed plan — approved`: what became of a proposed plan."""
     return f"Proposed plan — {PLAN_STATUS_WORDS[status]}"
 
 

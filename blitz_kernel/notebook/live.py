@@ -1,32 +1,14 @@
 """Running a `%%blitz` turn in a cell: the live widget where a front end can show it, plain
 outputs where none can, and always a static rendering that survives the notebook.
 
-Which front end? `probe.FrontEndProbe` asks at the turn's start (`--plain`, terminal
-IPython and a cell sent by a client that cannot show widgets — nbclient, papermill,
-`blitz run`: `probe.known_mode` — skip it, so a headless cell never waits). Until the answer, events are folded into the turn's state and nothing is
-shown; a tool call or permission request waits for the answer, so nothing runs unseen and a
-headless run prints each tool line before the tool runs. Then one presenter shows the turn:
-`presenters.WidgetPresenter` or `render.PlainPresenter`, both built on the same TurnState,
-the first catching up from the state so far.
-
-Either way the cell ends with a static rendering (Markdown + text/plain) whose output metadata
-holds the turn record under `blitz`: the widget is replaced by it; plain outputs carry it on the
-answer's display. Follow-up turns run in the same cell, each with its own widget and rendering:
-the carry-out of a plan approved in the widget (ENG-32: `go_ahead_prompt`, not in plan mode),
-then steer messages that no tool result carried (ENG-41).
-
-Plans (ENG-32): a widget turn reviews a proposed plan with Approve plan / Reject. The engine
-takes the reviewer when the turn starts, and a reviewer cannot answer "nobody is here", so a
-`--plan` turn learns first whether its widget is seen (probe, then render) and passes no
-reviewer when it is not: the plan is then the answer, as in plain mode.
-
-Continue (issue 12 §5): a widget turn that stops at `max_turns` offers Continue; pressed, the
-cell goes on with `Workspace.continue_turn` (the same turn context, no new prompt) in a widget of
-its own. Plain output cannot be clicked: the step limit fails the cell as before.
-
-Outputs are only ever produced in the cell's own context: output made in a comm callback would
-be parented to the comm message and land nowhere, so the probe's answer is shown through a
-callback that runs in the context the cell turn was created in.
+`probe.FrontEndProbe` asks at the turn's start whether the widget is seen (skipped where the
+answer is known, so a headless cell never waits); until then events are folded into the turn's
+state and a tool call waits, so nothing runs unseen. The cell ends with a static rendering whose
+output metadata holds the turn record. Follow-up turns (an approved plan's carry-out, leftover
+steer messages, Continue at the step limit) run in the same cell, each with its own widget. A
+`--plan` turn passes no reviewer when its widget is not seen: the plan is then the answer.
+Outputs are only made in the cell's own context: output made in a comm callback would be
+parented to the comm message and land nowhere.
 """
 
 from __future__ import annotations
@@ -69,7 +51,7 @@ class NextTurn:
     label: str = ""
     """Shown instead of the prompt (which the user did not type)."""
     resume: bool = False
-    """Continue pressed at the step limit (issue 12 §5): `continue_turn`, no new prompt."""
+    """Continue pressed at the step limit: `continue_turn`, no new prompt."""
 
 
 async def run_turn_in_cell(
@@ -110,8 +92,8 @@ async def run_turn_in_cell(
 
 
 def follow_ups(turn: NextTurn, result: TurnResult, leftovers: list[str]) -> list[NextTurn]:
-    """What the cell runs next: an approved plan's carry-out (ENG-32), then leftover steer
-    messages as one prompt (ENG-41) — in plan mode still, unless the plan was approved."""
+    """What the cell runs next: an approved plan's carry-out, then leftover steer
+    messages as one prompt — in plan mode still, unless the plan was approved."""
     approved = result.plan_status == "approved" and bool(result.plan)
     turns = [NextTurn(go_ahead_prompt(result.plan or ""), plan=False, label=CARRY_OUT_LABEL)] if approved else []
     if leftovers:
@@ -120,7 +102,8 @@ def follow_ups(turn: NextTurn, result: TurnResult, leftovers: list[str]) -> list
 
 
 async def tick_forever() -> None:
-    """Wake the loop every TICK_S so a kernel interrupt reaches the turn promptly (KERNEL.md)."""
+    """Wake the loop every TICK_S so a kernel interrupt reaches the turn promptly
+    (docs/architecture.md)."""
     while True:  # noqa: ASYNC110 - waking the loop is the point, there is nothing to wait for
         await asyncio.sleep(TICK_S)
 
@@ -194,7 +177,7 @@ class CellTurn:
 
     async def _plan_reviewer(self, plan_turn: bool) -> PlanReviewer | None:
         """The widget's reviewer, or None when nobody can see the widget (the plan is then the
-        answer, ENG-32). A plan turn settles this before it starts (a few ms in JupyterLab; the
+        answer). A plan turn settles this before it starts (a few ms in JupyterLab; the
         probe's timeout where no front end answers); any other turn keeps the probe running
         beside the model and takes the reviewer (the agent may propose a plan on its own)."""
         controller, probe = self.controller, self.probe

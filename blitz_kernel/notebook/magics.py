@@ -1,8 +1,8 @@
-"""The magics: `%%blitz` and the commands around it (INTERFACE.md "Magics").
+"""The magics: `%%blitz` and the commands around it (docs/magics.md).
 
 Options parse with IPython's magic_arguments; a wrong option is a UsageError that shows the
 usage line and calls no model. `%%blitz` returns a coroutine that the await transformer makes
-the cell await, so the turn runs on the kernel's own loop (KERNEL.md).
+the cell await, so the turn runs on the kernel's own loop (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def positive_option(kind: type, value: str, option: str) -> Any:
         number = kind(value)
     except ValueError:
         raise UsageError(f"{option} expects a number, got {value!r}") from None
-    if not math.isfinite(number):  # nan would pass every comparison below (GR-07)
+    if not math.isfinite(number):  # nan would pass every comparison below
         raise UsageError(f"{option} must be a finite number, got {value}")
     if number <= 0:
         raise UsageError(f"{option} must be positive, got {value}")
@@ -279,7 +279,7 @@ class BlitzMagics(Magics):
     @line_magic
     def blitz_model(self, line: str) -> None:
         """Show the model, or set it for this kernel's turns. A model that cannot be built
-        (ENG-06) is a one-line error and the previous model stays."""
+        is a one-line error and the previous model stays."""
         args = self._parse(self.blitz_model, line)
         workspace = self.workspace()
         model = name_option(args.model, "MODEL", self.blitz_model)
@@ -337,7 +337,7 @@ class BlitzMagics(Magics):
     @argument("agent", nargs="?", help="agent name (built-in `blitz`, or .blitz/agents/NAME.md)")
     @line_magic
     def blitz_agent(self, line: str) -> None:
-        """Show the active agent, or make another one active from the next turn (ENG-06)."""
+        """Show the active agent, or make another one active from the next turn."""
 
         args = self._parse(self.blitz_agent, line)
         workspace = self.workspace()
@@ -420,7 +420,7 @@ class BlitzMagics(Magics):
     @argument("focus", nargs="*", help="what the summary should pay particular attention to")
     @line_magic
     def blitz_compact(self, line: str) -> Coroutine[Any, Any, None]:
-        """Summarise the session's older turns to make room (ENG-61..64)."""
+        """Summarise the session's older turns to make room."""
         args = self._parse(self.blitz_compact, line)
         keep = positive_option(int, args.keep, "--keep")
         session = name_option(args.session, "--session", self.blitz_compact) or self._current_session()

@@ -1,4 +1,4 @@
-"""`%blitz_mcp [restart NAME]`: the MCP servers, their status and tools (issue 13 §3).
+"""`%blitz_mcp [restart NAME]`: the MCP servers, their status and tools (docs/mcp.md).
 
 Listing connects the enabled servers that are not running yet (each within its `timeout_s`),
 so that their tools and policies show; `restart NAME` stops one server and starts it again.

@@ -48,7 +48,7 @@ class Presenter(Protocol):
 
     @property
     def continue_requested(self) -> bool:
-        """After `finish`: whether the user asked to go on past the step limit (issue 12 §5)."""
+        """After `finish`: whether the user asked to go on past the step limit (Continue)."""
         ...
 
 
@@ -106,7 +106,7 @@ class WidgetPresenter:
         return follow_up
 
     def _offer_undo(self, final_text: str) -> None:
-        """Undo this turn (issue 10 §3), under the static rendering: a widget of its own, as
+        """Undo this turn, under the static rendering: a widget of its own, as
         the turn's widget is gone. Kept on the presenter for tests; its comm keeps it alive."""
         from .widgets.undo import UndoControl
 

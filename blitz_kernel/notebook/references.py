@@ -1,34 +1,6 @@
 """`@` references in a `%%blitz` prompt: point the agent at a variable, a cell, the last
 error, a file or the last figure, and it arrives as an attachment ahead of the prompt text
-(ENG-10/11, `core/attachments.py`).
-
-Grammar (what `parse_references` accepts; everything else is prompt text):
-
-    reference := "@" target
-    target    := "cell" [":" ["-"] DIGITS]     previous code cell | execution count N | N back
-               | "err"                         the last exception's traceback
-               | "fig"                         the last image a cell displayed
-               | "file:" PATH                  a workspace file, as read_file reads it
-               | "var:" NAME                   a variable, also one called cell/err/fig
-               | NAME                          a variable (describe_variable's description)
-    NAME      := IDENT ("." IDENT)*            Python identifiers; `df.columns` is an attribute
-    PATH      := '"' any but '"' '"' | non-space characters, without trailing . , ; : ! ? ) ] } > ' " `
-
-- An `@` starts a reference only at the start of the prompt or after a character that is not
-  a word character, `.` or `@`. So `me@example.com` and `x.@y` are text; `(@df)`, `@df,`
-  and `@df.` are the reference `df` followed by punctuation.
-- `cell`, `err` and `fig` are words of the grammar and win over variables of those names
-  (`@cells` or `@error` are ordinary names); `@var:fig` names the variable `fig`.
-- `@cell` is the code cell run just before this one (execution count one less), `@cell:-2`
-  two before, `@cell:7` the cell run as In[7]. Counts, not positions: in a notebook run top
-  to bottom they agree.
-- `@cell:` followed by anything but a count (`@cell:abc`) names nothing: the cell fails.
-- `@@` where a reference could start is a literal `@` and starts nothing: `@@property`
-  sends `@property`. (Elsewhere, as in `a@@b`, it is left as written.)
-- Inside `code spans` and ``` fenced blocks nothing is a reference and nothing is changed, so
-  pasted code with decorators needs no escaping.
-- The same reference twice attaches once. A reference that names nothing fails the cell with
-  one `UsageError` line that lists what could be meant, before any model is called.
+(`core/attachments.py`; for users: docs/magics.md). The grammar is `parse_references`'s.
 
 Resolving needs the kernel: `PromptReferences` reads the shell's namespace and history, the
 cell log (`cell_log.py`: errors and the last image), the notebook bridge when a front end is
@@ -111,7 +83,36 @@ class ParsedPrompt:
 
 
 def parse_references(prompt: str) -> ParsedPrompt:
-    """Split `prompt` into its text and its references (see the grammar above)."""
+    """Split `prompt` into its text and its references.
+
+    Grammar (everything else is prompt text):
+
+        reference := "@" target
+        target    := "cell" [":" ["-"] DIGITS]     previous code cell | execution count N | N back
+                   | "err"                         the last exception's traceback
+                   | "fig"                         the last image a cell displayed
+                   | "file:" PATH                  a workspace file, as read_file reads it
+                   | "var:" NAME                   a variable, also one called cell/err/fig
+                   | NAME                          a variable (describe_variable's description)
+        NAME      := IDENT ("." IDENT)*            Python identifiers; `df.columns` is an attribute
+        PATH      := '"' any but '"' '"' | non-space characters, without trailing . , ; : ! ? ) ] } > ' " `
+
+    - An `@` starts a reference only at the start of the prompt or after a character that is not
+      a word character, `.` or `@`. So `me@example.com` and `x.@y` are text; `(@df)`, `@df,`
+      and `@df.` are the reference `df` followed by punctuation.
+    - `cell`, `err` and `fig` are words of the grammar and win over variables of those names
+      (`@cells` or `@error` are ordinary names); `@var:fig` names the variable `fig`.
+    - `@cell` is the code cell run just before this one (execution count one less), `@cell:-2`
+      two before, `@cell:7` the cell run as In[7]. Counts, not positions: in a notebook run top
+      to bottom they agree.
+    - `@cell:` followed by anything but a count (`@cell:abc`) names nothing: the cell fails.
+    - `@@` where a reference could start is a literal `@` and starts nothing: `@@property`
+      sends `@property`. (Elsewhere, as in `a@@b`, it is left as written.)
+    - Inside `code spans` and ``` fenced blocks nothing is a reference and nothing is changed, so
+      pasted code with decorators needs no escaping.
+    - The same reference twice attaches once. A reference that names nothing fails the cell with
+      one `UsageError` line that lists what could be meant, before any model is called.
+    """
     pieces: list[str] = []
     references: dict[str, Reference] = {}
     position = 0

@@ -151,7 +151,7 @@ class PlainPresenter:
                 self._show_subagent(event)
             case TurnDone():
                 self._new_items()
-                if event.not_saved and event.not_saved not in _STORE_PROBLEMS_SHOWN:  # WS-02: the reason once
+                if event.not_saved and event.not_saved not in _STORE_PROBLEMS_SHOWN:  # the reason once
                     _STORE_PROBLEMS_SHOWN.add(event.not_saved)
                     self._output.line(f"⚠ {event.not_saved}")
                 self._output.line(usage_line(self.state))
@@ -223,7 +223,7 @@ class PlainPresenter:
         # the cell as a one-line message instead (magics.TurnFailedError)
 
     def _show_subagent(self, event: SubagentEvent) -> None:
-        """ENG-70 in plain mode: a sub-agent's calls, results and answer, indented under the
+        """Sub-agents in plain mode: a sub-agent's calls, results and answer, indented under the
         call that started it (two spaces a level)."""
         wrapper = event
         while isinstance(wrapper.event, SubagentEvent):
@@ -243,8 +243,8 @@ class PlainPresenter:
             self._output.line(f"  ↳ {tool['name']}: {result_text(tool)}")
 
     def _show_plan(self, item: PlanItem) -> None:
-        """ENG-32 in plain mode: the plan as Markdown (it is the turn's answer, so the record
-        goes on it), and how to go ahead. Nobody reviews a plan here, so it is unreviewed;
+        """A proposed plan in plain mode: the plan as Markdown (it is the turn's answer, so the
+        record goes on it), and how to go ahead. Nobody reviews a plan here, so it is unreviewed;
         a reviewed one says what became of it in the static rendering's words."""
         if item["status"] == "unreviewed":
             note = GO_AHEAD
@@ -268,7 +268,7 @@ class PlainPresenter:
         self._put(escape_html(text))
 
     def _end_text(self, text: str) -> None:
-        """A step's text is complete (ENG-13: the exact text): its display shows all of it."""
+        """A step's text is complete (the engine repeats the exact text): its display shows all."""
         self._put(escape_html(text))
         self._live = None
 

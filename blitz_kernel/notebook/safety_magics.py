@@ -1,4 +1,4 @@
-"""The safety magics: `%blitz_trust` (WS-06) and `%blitz_audit` (WS-07).
+"""The safety magics: `%blitz_trust` and `%blitz_audit`.
 
 They share the main `BlitzMagics`' workspace (one Workspace per kernel), so trusting here
 applies to the next `%%blitz` there. Kept apart from magics.py so that module stays about

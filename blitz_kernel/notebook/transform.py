@@ -1,4 +1,4 @@
-"""The `await` input transformer (KERNEL.md).
+"""The `await` input transformer (docs/architecture.md).
 
 A cell magic cannot be `async def`, but it may return a coroutine. This transformer turns the
 line IPython generates for a `%%blitz` cell into `await get_ipython().run_cell_magic(...)`, so

@@ -1,4 +1,4 @@
-"""`%blitz_undo` and `%blitz_rewind N` (WS-03, INTERFACE.md): undo what the last turn(s) did.
+"""`%blitz_undo` and `%blitz_rewind N` (docs/interface.md): undo what the last turn(s) did.
 
 Their own magics class, sharing the workspace (and the current session) of the main
 `BlitzMagics`. Both are async (notebook/transform.py awaits them): an undo of a cell edited

@@ -1,4 +1,4 @@
-"""Built-in tools (INTERFACE.md "Built-in tools")."""
+"""Built-in tools (docs/tools.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sub-agent tools (ENG-70): `list_agents` and `invoke_agent`.
+"""Sub-agent tools: `list_agents` and `invoke_agent`.
 
 Both are read-only tools: asking another agent changes nothing by itself, and whatever the
 sub-agent then does goes through the same modes and approvals as the caller's own calls (the

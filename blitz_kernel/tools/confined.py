@@ -31,7 +31,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from .paths import open_in_workspace, relative_name
+from .paths import open_in_workspace, open_subfolder, relative_name
 from .registry import ToolError
 
 __all__ = [
@@ -200,7 +200,7 @@ def open_record_folder(root: Path, parts: tuple[str, ...], *, create: bool = Fal
     try:
         for index, part in enumerate(parts):
             try:
-                child = _enter(folder, part, create=create, mode=mode)
+                child = open_subfolder(folder, part, create=create, mode=mode)
             except OSError as error:
                 if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
                     shown = "/".join(parts[: index + 1])
@@ -212,17 +212,6 @@ def open_record_folder(root: Path, parts: tuple[str, ...], *, create: bool = Fal
         os.close(folder)
         raise
     return folder
-
-
-def _enter(folder: int, name: str, *, create: bool, mode: int) -> int:
-    try:
-        return os.open(name, _DIR_FLAGS, dir_fd=folder)
-    except FileNotFoundError:
-        if not create:
-            raise
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(name, mode, dir_fd=folder)
-        return os.open(name, _DIR_FLAGS, dir_fd=folder)
 
 
 def entry_status(folder: int, name: str) -> os.stat_result | None:

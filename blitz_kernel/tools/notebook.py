@@ -7,7 +7,7 @@ there). Without the extension (VS Code, classic front ends, nbclient), `notebook
 falls back to the `.ipynb` on disk, which lacks unsaved edits, and says so; `notebook_edit`
 edits that file when the kernel knows it (notebook_file.py: atomically, and the result warns
 that an editor holding the notebook open must reload it), and refuses when it does not.
-Every edit reports what reverses it to the turn's checkpoint (WS-03).
+Every edit reports what reverses it to the turn's checkpoint.
 
 Tools reach the bridge through the kernel context's optional `notebook` attribute (a
 `NotebookAccess`); both the bridge and the disk reader produce the same cell shape, so one

@@ -271,17 +271,23 @@ def _open_beneath(
             os.close(folder)
 
 
-def _enter(folder: int, name: str, *, create: bool) -> int:
-    """Open sub-folder `name` of `folder` without following a symlink."""
+def open_subfolder(folder: int, name: str, *, create: bool, mode: int = 0o777) -> int:
+    """Open sub-folder `name` of the folder descriptor `folder` without following a symlink,
+    making it (with `mode`) when `create` and it is not there; OSError otherwise."""
     try:
-        try:
-            return os.open(name, _DIR_FLAGS, dir_fd=folder)
-        except FileNotFoundError:
-            if not create:
-                raise
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(name, 0o777, dir_fd=folder)
-            return os.open(name, _DIR_FLAGS, dir_fd=folder)
+        return os.open(name, _DIR_FLAGS, dir_fd=folder)
+    except FileNotFoundError:
+        if not create:
+            raise
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, mode, dir_fd=folder)
+        return os.open(name, _DIR_FLAGS, dir_fd=folder)
+
+
+def _enter(folder: int, name: str, *, create: bool) -> int:
+    """Open sub-folder `name` of `folder`; a symlink or a file in the way is a changed path."""
+    try:
+        return open_subfolder(folder, name, create=create)
     except OSError as error:
         if error.errno in (errno.ELOOP, errno.ENOTDIR):
             raise _PathChangedError(name) from None

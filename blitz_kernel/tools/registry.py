@@ -60,11 +60,11 @@ class TurnAccess(Protocol):
     """What workflow tools may do to the running turn (the engine's TurnRunner provides it)."""
 
     def enter_plan_mode(self) -> None:
-        """Switch the turn to plan mode from its next tool call (ENG-34)."""
+        """Switch the turn to plan mode from its next tool call."""
         ...
 
     async def submit_plan(self, plan: str) -> str:
-        """Show the plan for review (ENG-32); returns what the model should read."""
+        """Show the plan for review; returns what the model should read."""
         ...
 
     def set_todos(self, items: list[dict[str, str]]) -> None:
@@ -72,11 +72,11 @@ class TurnAccess(Protocol):
         ...
 
     def list_agents(self) -> list[tuple[str, str]]:
-        """(name, description) of the agents the turn may invoke (ENG-70)."""
+        """(name, description) of the agents the turn may invoke."""
         ...
 
     async def invoke_agent(self, agent: str, prompt: str, call_id: str) -> str:
-        """Run `agent` as a sub-agent for call `call_id`; its final answer (ENG-70)."""
+        """Run `agent` as a sub-agent for call `call_id`; its final answer."""
         ...
 
     def checkpoint(self) -> ChangeRecorder | None:

@@ -142,7 +142,7 @@ class _Outcome:
     error: str | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
     namespace: str = ""
-    """What the code did to the user namespace, by name (WS-03); first, so the tool card's
+    """What the code did to the user namespace, by name; first, so the tool card's
     short preview shows it however long the output."""
 
     def render(self) -> str:
@@ -262,7 +262,7 @@ class RunPythonArgs(BaseModel):
 
 def _effective_timeout(timeout_s: float | None, ctx: ToolContext) -> float | None:
     """The call's own timeout_s, or less when the turn's --timeout comes sooner: the code runs
-    on the event loop, so the turn's asyncio timeout cannot stop it (ENG-14)."""
+    on the event loop, so the turn's asyncio timeout cannot stop it."""
     if ctx.deadline is None or not math.isfinite(ctx.deadline):
         return timeout_s
     remaining = min(max(ctx.deadline - time.monotonic(), 0.01), MAX_TIMEOUT_S)
@@ -305,7 +305,7 @@ async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str | ToolOutput:
             with capture.running():
                 outcome, state = await _run(args.code, ns, _effective_timeout(args.timeout_s, ctx), snapshot)
     finally:
-        # WS-03: by name only; an object changed in place keeps its name and identity
+        # by name only; an object changed in place keeps its name and identity
         changes = recorder.namespace_after(taken[0], ctx.call_id, args.code) if recorder and taken else ""
     outcome.namespace = changes
     if state.interrupted:

@@ -6,7 +6,7 @@ answers: a model that asks for every line matching `.` should learn to narrow th
 not receive the whole workspace.
 
 Patterns run on the `regex` package, not `re`, for two reasons measured on the pattern
-`^(\\w+\\s?)*$` against prose (issue 15, finding 1): `re` backtracks for seconds to minutes and
+`^(\\w+\\s?)*$` against prose: `re` backtracks for seconds to minutes and
 holds the GIL the whole time, so the kernel's event loop, ■ and --timeout all freeze with it;
 `regex` releases the GIL while matching and takes a `timeout=`, so a catastrophic pattern ends
 with a clear error when the call's budget (the sooner of SEARCH_BUDGET_S and the turn's

@@ -1,6 +1,6 @@
-"""`search_session`: the agent searches its own session's transcript (ENG-96, WS-02).
+"""`search_session`: the agent searches its own session's transcript.
 
-Read-only, so it runs in plan and read-only modes (ENG-30). It reads the full transcript,
+Read-only, so it runs in plan and read-only modes. It reads the full transcript,
 compacted parts included, which is how the agent gets back a detail a summary dropped. Tools
 sit below the engine, so the searcher arrives through `ToolContext.extras` (the workspace puts
 its session book there) rather than by import.

@@ -1,4 +1,4 @@
-"""Workflow tools (ENG-04: the root agent always has them): `todo`, `enter_plan_mode`,
+"""Workflow tools (the root agent always has them): `todo`, `enter_plan_mode`,
 `exit_plan_mode`. They act on the running turn through `ToolContext.turn`."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Browser tests (TESTING.md tier 4): a real JupyterLab or Notebook 7 server on 127.0.0.1,
+"""Browser tests: a real JupyterLab or Notebook 7 server on 127.0.0.1,
 Debian's Chromium driven by Playwright (never a browser download), and the fake model server
-in this process. The recipe is KERNEL.md's: a private HOME and JUPYTER_CONFIG_DIR, the news
+in this process. The recipe: a private HOME and JUPYTER_CONFIG_DIR, the news
 pop-up disabled, cells run with `notebook:run-all-cells` without awaiting its promise.
 
 `scripts/browser_deps.sh` installs Chromium; the `playwright` package comes from PyPI.

@@ -1,6 +1,6 @@
 """The newer cards of the turn widget in a real JupyterLab, through Chromium: a sub-agent's turn
-nested in its invoke_agent card with its permission request answered in the widget (ENG-70),
-the approval card's diff for edit_file (issue 10 §3), and Undo this turn putting back a cell the
+nested in its invoke_agent card with its permission request answered in the widget,
+the approval card's diff for edit_file, and Undo this turn putting back a cell the
 agent replaced through the notebook bridge. Fixtures are conftest.py's; the model is the fake
 server, scripted per test. The last two need the undo engine (Workspace.undo, tool previews)."""
 

@@ -222,7 +222,7 @@ def test_smoke_in_notebook_7(page: Any, notebook7: JupyterServer, model_server: 
 
 
 def test_plan_review_in_jupyterlab(page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path):
-    """ENG-32 in the page: Reject with a reason, then Approve plan; the carry-out turn starts
+    """Plan review in the page: Reject with a reason, then Approve plan; the carry-out turn starts
     in the same cell and asks before it writes. A plain cell's model HTML stays text."""
     model_server.reset()
     first = "1. **Objective**: write plan.txt\n2. Call `write_file`"
@@ -328,6 +328,6 @@ def test_a_figure_shows_inside_its_tool_card(
 
 
 def undo_button_repr(output: dict[str, Any]) -> bool:
-    """Whether a saved output is the Undo this turn button (issue 10) left under a rendering."""
+    """Whether a saved output is the Undo this turn button left under a rendering."""
     data = output.get("data", {})
     return WIDGET_MIME in data and "UndoButton" in "".join(data.get("text/plain", ""))

@@ -31,4 +31,5 @@ def mark_tier(config: pytest.Config, items: list[pytest.Item], folder: Path, tie
             continue
         item.add_marker(tier)
         if timeouts and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(TIMEOUT_S[tier]))
+            # a thread, not SIGALRM: the tools under test arm the alarm themselves
+            item.add_marker(pytest.mark.timeout(TIMEOUT_S[tier], method="thread"))

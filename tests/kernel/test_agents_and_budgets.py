@@ -1,5 +1,4 @@
-"""Sub-agents and session budgets in a real kernel, through litellm against the fake server
-(issue 12's kernel tests)."""
+"""Sub-agents and session budgets in a real kernel, through litellm against the fake server."""
 
 from __future__ import annotations
 

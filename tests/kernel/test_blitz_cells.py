@@ -87,7 +87,7 @@ def test_bad_option_is_a_usage_error_and_calls_no_model(kernel: KernelDriver, se
 
 
 def test_a_model_that_cannot_be_built_keeps_the_previous_one(kernel: KernelDriver, server: FakeOpenAIServer):
-    """ENG-06: one line, no traceback, and the turns still run on the previous model."""
+    """One line, no traceback, and the turns still run on the previous model."""
     cell = kernel.run("%blitz_model scripted:/nonexistent/steps.json")
     assert cell.ename == "UsageError" and "cannot load the scripted model" in cell.evalue
     assert "Traceback" not in json.dumps(cell.outputs)
@@ -156,7 +156,7 @@ def test_interrupt_during_run_python_cancels_and_history_stays_valid(kernel: Ker
 def test_usage_model_and_config_magics(kernel: KernelDriver, server: FakeOpenAIServer):
     server.enqueue({"text": "hi", "usage": {"prompt_tokens": 1000, "completion_tokens": 100}})
     priced = kernel.run('%blitz_config prices."openai/fake".input=2.0 prices."openai/fake".output=4.0')
-    assert priced.status == "ok", priced.reply  # a prefix of the model name (ENG-81)
+    assert priced.status == "ok", priced.reply  # a prefix of the model name
     assert kernel.run("%%blitz -s priced\nhi").status == "ok"
     usage = kernel.run("%blitz_usage -s priced").stdout
     assert "session 'priced': 1,000 in · 100 out · 1 call · $0.0024" in usage

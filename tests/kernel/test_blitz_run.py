@@ -100,7 +100,7 @@ def test_parameters_and_a_failing_cell(tmp_path: Path):
 def test_the_session_budget_stops_the_run_before_a_call_that_would_pass_it(tmp_path: Path):
     """Each answer costs $0.20 (2,000 prompt tokens at $100/M); the next call's prompt is
     estimated at its real size, system prompt and tool schemas included (≈ $0.35): with $0.70
-    the third call would pass the budget, so it is never made (GR-06)."""
+    the third call would pass the budget, so it is never made."""
     # the user's own price (a workspace's blitz.toml may not introduce one without trust)
     (tmp_path / ".blitz").mkdir()
     (tmp_path / ".blitz" / "config.toml").write_text("[prices.scripted]\ninput = 100.0\noutput = 0.0\n")
@@ -162,7 +162,7 @@ def test_approve_allow_lets_mutating_tools_run_and_deny_is_the_default(tmp_path:
 
 
 def test_a_turn_blocked_by_a_hook_exits_4(tmp_path: Path):
-    """A real prompt_submit hook (WS-04) in the user's own config blocks the turn: nothing is
+    """A real prompt_submit hook in the user's own config blocks the turn: nothing is
     recorded, the cell fails with stop reason `blocked`, and the run exits 4."""
     (tmp_path / ".blitz").mkdir(exist_ok=True)
     (tmp_path / ".blitz" / "config.toml").write_text(

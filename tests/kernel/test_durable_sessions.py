@@ -1,4 +1,4 @@
-"""Durable sessions in real kernels (WS-02): a conversation survives a kernel restart, a kernel
+"""Durable sessions in real kernels: a conversation survives a kernel restart, a kernel
 killed mid-turn leaves an `interrupted` turn and a valid history, and one kernel at a time holds
 a session (the lock goes with a dead kernel)."""
 

@@ -1,5 +1,5 @@
 """`%blitz_mcp` and a `%%blitz` turn that uses a stdio MCP server, in a real kernel; after the
-kernel shuts down, no server process is left (issue 13 §4)."""
+kernel shuts down, no server process is left."""
 
 from __future__ import annotations
 

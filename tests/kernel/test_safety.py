@@ -1,4 +1,4 @@
-"""Trust, hooks, audit, redaction and ask-if-risky in a real kernel (issue 11, WS-04..08).
+"""Trust, hooks, audit, redaction and ask-if-risky in a real kernel.
 
 The user's own model settings live in `~/.blitz/config.toml` (so a workspace file *could*
 override them: the environment would always win and prove nothing). The workspace's

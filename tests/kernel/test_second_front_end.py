@@ -1,4 +1,4 @@
-"""Issue 15 #14: two front ends on one kernel. A second client that sends the bridge's hello
+"""Two front ends on one kernel. A second client that sends the bridge's hello
 must not become "the notebook": requests go to the client that ran the cell (or loaded the
 extension), never to another one. The second client is a real second jupyter_client
 connection (its own session id), sending the comm messages a second browser tab would."""

@@ -1,4 +1,4 @@
-"""`%blitz_undo` and `%blitz_rewind` in a real kernel (WS-03): files, a cell edited through the
+"""`%blitz_undo` and `%blitz_rewind` in a real kernel: files, a cell edited through the
 .ipynb fallback (no front end is connected) and a rebound DataFrame come back; the conversation
 goes, or stays, as asked; a conflict is skipped and then forced."""
 

@@ -1,7 +1,7 @@
 """The newer widget cards in a real kernel (the test plays JupyterLab's part, as in
-test_widget_comm.py): a sub-agent's permission request answered in the turn's widget (ENG-70),
+test_widget_comm.py): a sub-agent's permission request answered in the turn's widget,
 and Undo this turn's click, sent as its comm message after the cell ended, restoring the file
-the turn wrote (issue 10 §3)."""
+the turn wrote."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_undo_this_turn_restores_the_file_and_says_so_on_the_rendering(
 
 
 def test_continue_at_the_step_limit_goes_on_in_the_same_cell(kernel: KernelDriver, server: FakeOpenAIServer):
-    """Issue 12 §5: the widget offers Continue when the turn stops at --max-turns; pressed, a
+    """The widget offers Continue when the turn stops at --max-turns; pressed, a
     second widget runs the next steps from the same history (no new prompt) and the cell ends
     normally; the step limit is not the cell's failure any more."""
     server.enqueue(

@@ -131,7 +131,7 @@ def test_deny_with_a_reason_the_model_reads(kernel: KernelDriver, server: FakeOp
 
 
 def test_steer_rides_on_the_next_tool_result(kernel: KernelDriver, server: FakeOpenAIServer):
-    """ENG-40 through the widget: the model reads the message under message_from_user."""
+    """Steering through the widget: the model reads the message under message_from_user."""
     server.enqueue(write_call("steer.txt"), {"text": "Used pandas."})
     front = start(kernel, "%%blitz -s steer\nWrite steer.txt.")
     wait_for_pending(front)
@@ -151,7 +151,7 @@ def test_steer_rides_on_the_next_tool_result(kernel: KernelDriver, server: FakeO
 
 
 def test_a_steer_no_tool_result_carried_is_sent_as_the_next_prompt(kernel: KernelDriver, server: FakeOpenAIServer):
-    """ENG-41: a message that arrives while the final answer streams becomes the next prompt."""
+    """A message that arrives while the final answer streams becomes the next prompt."""
     held_answer = {"text": " ".join(f"w{i}" for i in range(60)), "hold": "leftover"}
     server.enqueue(held_answer, {"text": "En français."})
     front = start(kernel, "%%blitz -s leftover\nAnswer slowly.")
@@ -175,7 +175,7 @@ def test_a_steer_no_tool_result_carried_is_sent_as_the_next_prompt(kernel: Kerne
 def test_an_aside_during_a_turn_is_answered_and_never_reaches_the_session(
     kernel: KernelDriver, server: FakeOpenAIServer
 ):
-    """ENG-50/51 through the widget."""
+    """A side question through the widget: answered from a copy of the session."""
     server.enqueue(write_call("aside.txt"), {"text": "It is aside.txt."}, {"text": "Done."})
     front = start(kernel, "%%blitz -s aside\nWrite aside.txt.")
     wait_for_pending(front)
@@ -284,7 +284,7 @@ def test_plain_option_skips_the_widget(kernel: KernelDriver, server: FakeOpenAIS
 
 
 def test_a_widget_that_never_renders_fails_closed(kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path):
-    """ENG-25: the front end is there but the widget never renders: nobody can click, so the
+    """The front end is there but the widget never renders: nobody can click, so the
     headless policy answers (deny)."""
     assert kernel.run("%blitz_config notebook.render_timeout_s=0.5").status == "ok"
     try:

@@ -1,4 +1,4 @@
-"""Plan review (ENG-32) and side questions cut short, through the live turn widget in a real
+"""Plan review and side questions cut short, through the live turn widget in a real
 kernel: the test plays JupyterLab's part over jupyter_client (WidgetFrontEnd) and sends the
 comm messages static/turn.js sends for Approve plan / Reject; assertions are on what the fake
 model server received."""
@@ -150,7 +150,7 @@ def test_an_interrupt_while_a_plan_waits_cancels_the_turn_cleanly(kernel: Kernel
 def test_a_plan_turn_nobody_can_see_makes_the_plan_the_answer(
     kernel: KernelDriver, server: FakeOpenAIServer, quick_render_timeout: None
 ):
-    """A front end is there but the widget never renders: like headless, no reviewer (ENG-32)."""
+    """A front end is there but the widget never renders: like headless, no reviewer."""
     server.enqueue(exit_plan(PLAN, "call_p1"))
     front = start(kernel, "%%blitz -s planunseen --plan --out unseen\nTidy the data.", render=False)
     cell = front.finish()
@@ -165,7 +165,7 @@ def test_a_plan_proposed_unasked_while_nobody_sees_the_widget_is_the_answer(
     kernel: KernelDriver, server: FakeOpenAIServer, quick_render_timeout: None
 ):
     """Not a plan turn, so the reviewer was passed; the widget never rendered, so the review
-    says nobody can answer and the plan is the turn's answer, as headless (ENG-32)."""
+    says nobody can answer and the plan is the turn's answer, as headless."""
     server.enqueue(exit_plan(PLAN, "call_p1"), {"text": "never asked for"})
     front = start(kernel, "%%blitz -s planself --out self_planned\nTidy the data.", render=False)
     cell = front.finish()

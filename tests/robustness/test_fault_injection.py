@@ -1,8 +1,8 @@
-"""Fault injection through the real litellm path (issue 15, "The suites that keep it so").
+"""Fault injection through the real litellm path.
 
 Each case plays a misbehaving OpenAI-compatible server (tests/fakeserver.py): HTTP errors,
 connections reset mid-stream, malformed chunks, stalls before the first byte and between
-chunks, broken tool calls, and the fallback chain (GR-01..03) acting on them. Whatever
+chunks, broken tool calls, and the fallback chain acting on them. Whatever
 happens, the turn ends with the expected stop reason and at most a one-line error, the
 session's history is valid (every tool call has exactly one result), and the next turn
 works and sends the provider a well-formed conversation.
@@ -104,7 +104,7 @@ CASES: list[Case] = [
     Case("malformed-chunk", [{"fault": "malformed"}], "error", f"model '{PRIMARY}'"),
     Case("malformed-chunk-then-retry", [{"fault": "malformed"}, OK], "end_turn", text="recovered", retries=1),
     Case("malformed-after-a-tool-call", [LIST, {"fault": "malformed"}], "error", f"model '{PRIMARY}'"),
-    # -- stalls (GR-03)
+    # -- stalls
     Case(
         "stall-before-the-first-byte",
         [{"fault": "stall", "seconds": 5}],
@@ -132,7 +132,7 @@ CASES: list[Case] = [
         retries=1,
     ),
     Case("stall-after-a-tool-call", [LIST, {"fault": "stall", "seconds": 5}], "error", f"model '{PRIMARY}' failed"),
-    # -- the fallback chain (GR-01): the fallback answers the same request
+    # -- the fallback chain: the fallback answers the same request
     *[
         Case(f"fallback-after-{name}", [fault, OK], "end_turn", text="recovered", fallback=True, switched=True)
         for name, fault in (

@@ -1,4 +1,4 @@
-"""Hostile workspaces (issue 15): nothing in the files can freeze the kernel or lead a file
+"""Hostile workspaces: nothing in the files can freeze the kernel or lead a file
 tool out of the workspace.
 
 Real FIFOs, symlink loops, dangling links, a swap race and huge files in tmp_path, driven

@@ -1,4 +1,4 @@
-"""Interrupt fuzz (issue 15, "The suites that keep it so"): ■ at random points of multi-step
+"""Interrupt fuzz: ■ at random points of multi-step
 turns in a real kernel. Every interrupted turn ends "cancelled" in one line (no traceback),
 the session's history stays valid (every tool call has exactly one result), and the next turn
 of the same session works and sends the provider a well-formed conversation.

@@ -1,4 +1,4 @@
-"""WS-03: per-turn checkpoints of files, cells and variables, and Workspace.undo.
+"""Per-turn checkpoints of files, cells and variables, and Workspace.undo.
 
 Real files in a real workspace (with its SQLite store), real tools, the ScriptedModel as the
 model; the notebook front end is a stateful stand-in speaking the bridge's protocol.

@@ -1,4 +1,4 @@
-"""GR-01 fallback chain and GR-02 circuit breakers, on scripted models and a controllable clock.
+"""The fallback chain and its circuit breakers, on scripted models and a controllable clock.
 
 The chain is driven with `ScriptedModel`s (and one tiny model that breaks mid-answer, which a
 script cannot express); time is a `FakeClock` the test moves, so nothing waits.
@@ -105,7 +105,7 @@ def chain(*models: Model, clock: FakeClock | None = None, failures: int = 3, coo
     return FallbackModel(list(models), breaker_failures=failures, breaker_cooldown_s=cooldown_s, clock=clock)
 
 
-# -- GR-02: the breaker on its own -----------------------------------------------------------
+# -- the breaker on its own --------------------------------------------------------------------
 
 
 def test_GR02_a_breaker_opens_after_n_consecutive_failures(clock: FakeClock) -> None:
@@ -191,7 +191,7 @@ def test_GR02_breaker_settings_must_be_in_range(failures: int, cooldown_s: float
         CircuitBreaker("m", failures=failures, cooldown_s=cooldown_s)
 
 
-# -- GR-01: the chain ---------------------------------------------------------------------------
+# -- the chain ----------------------------------------------------------------------------------
 
 
 async def test_GR01_a_failing_model_falls_back_and_the_switch_comes_first(clock: FakeClock) -> None:
@@ -291,7 +291,7 @@ def test_GR01_window_price_and_vision_are_the_primarys() -> None:
     assert isinstance(model, Model)
 
 
-# -- GR-02 in the chain -------------------------------------------------------------------------
+# -- the breaker in the chain -------------------------------------------------------------
 
 
 async def test_GR02_an_open_breaker_skips_the_model_without_calling_it(clock: FakeClock) -> None:
@@ -364,7 +364,7 @@ async def test_GR02_a_stopped_trial_gives_no_verdict(clock: FakeClock) -> None:
     assert breaker.state is BreakerState.HALF_OPEN and breaker.allow()  # the slot is free again
 
 
-# -- the engine: the switch event and pricing (GR-01, ENG-22) ----------------------------------
+# -- the engine: the switch event and pricing ----------------------------------
 
 
 async def test_GR01_the_engine_emits_the_switch_and_prices_usage_by_the_model_that_answered(tmp_path: Path) -> None:

@@ -230,7 +230,7 @@ def test_streamed_text_updates_one_display_at_most_ten_times_a_second():
     feed(state, presenter, TextEvent(text="c", delta=True))
     assert (shown.text, shown.updates) == ("abc", 1)
     feed(state, presenter, TextEvent(text="abc!", repeat=True))
-    assert shown.text == "abc!" and len(output.entries) == 1  # the exact text, same display (ENG-13)
+    assert shown.text == "abc!" and len(output.entries) == 1  # the exact text, same display
 
 
 def test_the_record_goes_on_the_answer_or_on_a_one_line_summary():

@@ -1,5 +1,5 @@
-"""Regression tests for issue 15's findings #7 (secrets on screen), #8 (broken agent files),
-#12 (a model that cannot be built records nothing; malformed scripted files are one line)."""
+"""Regression tests: secrets on screen, broken agent files, a model that cannot be built
+(records nothing), malformed scripted files (one line)."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def test_choosing_a_skipped_agent_names_its_file(tmp_path: Path) -> None:
 
 
 def test_an_edited_agent_file_is_noticed_at_the_next_turn(tmp_path: Path) -> None:
-    """ENG-06: also for a per-run `-a NAME` that the registry already knows."""
+    """Also for a per-run `-a NAME` that the registry already knows."""
     folder = agents_folder(tmp_path)
     path = agent_file(folder, "helper", "first", body="FIRST INSTRUCTIONS")
     model = ScriptedModel([{"text": "a"}, {"text": "b"}])

@@ -276,7 +276,7 @@ async def test_invalid_timeout_is_an_argument_error(ctx: ToolContext) -> None:
 async def test_non_finite_or_huge_timeouts_are_refused_and_touch_no_handler(
     ctx: ToolContext, raw: str, expected: str
 ) -> None:
-    """Issue 15, finding 4: nan/inf/1e309 from the model used to reach setitimer."""
+    """NaN, inf and 1e309 from the model used to reach setitimer."""
 
     def users_handler(signum: int, frame: types.FrameType | None) -> None:
         pass
@@ -454,7 +454,7 @@ async def test_describe_does_not_import_pandas_for_plain_objects(ctx: ToolContex
         sys.modules.update(saved)
 
 
-# -- issue 15, finding 3: no walking into modules, no unbounded user code --------------------
+# -- no walking into modules, no unbounded user code --------------------
 
 
 class SlowRepr:

@@ -215,8 +215,8 @@ async def test_ENG16_user_agent_from_file_runs_with_its_instructions(make_worksp
     )
     ws, model = make_workspace([{"text": "Yes."}])
     await ws.run("hi", agent="terse")
-    assert model.requests[0].system == "Answer in one word.\n\n" + VISION_NOTE  # ENG-03: it can see images
-    # ENG-04: exactly the tools it names, plus the root's workflow tools
+    assert model.requests[0].system == "Answer in one word.\n\n" + VISION_NOTE  # it can see images
+    # exactly the tools it names, plus the root's workflow tools
     assert [t.name for t in model.requests[0].tools] == ["read_file", "todo", "enter_plan_mode", "exit_plan_mode"]
 
 
@@ -270,7 +270,7 @@ async def test_ENG23_approve_option_and_configured_deny(make_workspace, tmp_path
         [tool_step(call("write_file", path="b.txt", content="b")), {"text": "ok"}],
         **{"approval.tools": {"write_file": "deny"}},
     )
-    await ws2.run("write", approve="allow", session="second")  # "default" is held by ws (WS-02)
+    await ws2.run("write", approve="allow", session="second")  # "default" is held by ws
     assert not (tmp_path / "b.txt").exists()
     error = result_of(model2, request=1).error
     assert error == "write_file is denied by the approval policy"
@@ -626,7 +626,7 @@ async def test_GR04_different_arguments_reset_the_count(make_workspace, tmp_path
 
 PRICED = Price(input=1.0, output=1_000_000.0)
 """Output at $1 a token, so two tokens are a visible spend; input cheap, so the pre-call
-estimate (GR-06) of a few thousand prompt tokens stays far below a dollar."""
+estimate of a few thousand prompt tokens stays far below a dollar."""
 
 
 async def test_GR05_session_budget_trips_refuses_later_turns_and_add_budget_lifts_it(tmp_path):
@@ -745,7 +745,7 @@ async def test_continue_runs_more_steps_of_a_turn_that_stopped_at_max_turns(make
 
 
 async def test_timeout_covers_the_lookups_before_the_first_model_call(tmp_path):
-    """Issue 15 #9: a model lookup that hangs (a provider library loading, a stuck server)
+    """A model lookup that hangs (a provider library loading, a stuck server)
     ends at --timeout, as `timeout`, with nothing recorded."""
     import threading
 

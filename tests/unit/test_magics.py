@@ -1,6 +1,6 @@
 """The magics on an in-process IPython shell (no kernel): option checks that must be one-line
 UsageErrors, `%blitz_model` keeping the previous model when the new one cannot be built
-(ENG-06) and saying when the active agent's pin wins, and commands that must not create
+and saying when the active agent's pin wins, and commands that must not create
 sessions by asking about them."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def opened(magics: BlitzMagics) -> Workspace:
 
 
 def test_a_model_that_cannot_be_built_keeps_the_previous_one(magics: BlitzMagics, capsys: Any) -> None:
-    """ENG-06: a scripted file that is not there is a one-line error; nothing changes."""
+    """A scripted file that is not there is a one-line error; nothing changes."""
     magics.blitz_model("scripted:steps.json")
     assert opened(magics).model.name == "scripted:steps.json"
     with pytest.raises(UsageError) as error:

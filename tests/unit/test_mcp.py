@@ -1,4 +1,4 @@
-"""MCP toolsets (issue 13; ENG-04, ENG-20, ENG-23, ENG-25, ENG-30/31) against a real MCP server
+"""MCP toolsets against a real MCP server
 (tests/mcp_server.py, the SDK's server side) over stdio and streamable HTTP."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Plan mode and read-only modes (ENG-30..34), side questions (ENG-50/51) and compaction
-(ENG-60..64), against the ScriptedModel."""
+"""Plan mode and read-only modes, side questions and compaction,
+against the ScriptedModel."""
 
 from __future__ import annotations
 
@@ -258,7 +258,7 @@ async def test_ENG61_to_ENG64_manual_compaction_replaces_the_window_and_keeps_th
     assert isinstance(history[0], SummaryMessage) and history[0].text == "Summary: user asked one."
     assert [m.kind for m in history] == ["summary", "user", "assistant"]
     assert [m.kind for m in ws.session("s").archive] == ["user", "assistant"]
-    assert ws.usage("s").total.calls == 3  # summarisation tokens count (ENG-64)
+    assert ws.usage("s").total.calls == 3  # summarisation tokens count
     assert ws.usage("s").total.cost_usd - cost_before == pytest.approx(120 / 1e6)
     await ws.run("question three", session="s")
     assert model.requests[3].messages[0].kind == "summary"

@@ -1,4 +1,4 @@
-"""`@` references in prompts (ENG-10/11): the grammar, and resolving against a real IPython
+"""`@` references in prompts: the grammar, and resolving against a real IPython
 shell (its namespace, history, errors and displays) and a workspace directory."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Safety rules (WS-04 hooks, WS-07 audit, WS-08 redaction, ask-if-risky, policy patterns)."""
+"""Safety rules (hooks, audit, redaction, ask-if-risky, policy patterns)."""
 
 from __future__ import annotations
 

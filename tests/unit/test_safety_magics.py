@@ -1,5 +1,5 @@
 """`%blitz_trust` and `%blitz_audit` on an in-process IPython shell, and `%blitz_config`
-marking held-back keys (WS-06, WS-07)."""
+marking held-back keys."""
 
 from __future__ import annotations
 

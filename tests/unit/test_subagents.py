@@ -1,4 +1,4 @@
-"""Sub-agents (ENG-70): isolation, depth, accounting, modes, approvals, parallelism, stop."""
+"""Sub-agents: isolation, depth, accounting, modes, approvals, parallelism, stop."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OpenTelemetry spans (ENG-90, ENG-91) with the real SDK and its in-memory exporter."""
+"""OpenTelemetry spans with the real SDK and its in-memory exporter."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The widget's newer cards without a kernel: sub-agent turns nested in their invoke_agent card
 with their permission requests answered in the turn's card, attachment chips, the footer's
 fallback switch and context fill, notices, the approval card's reason and preview, and the
-static rendering a saved notebook keeps (rendered here with mistune, a CommonMark renderer). Sub-agent events come from real engine turns on a ScriptedModel."""
+static rendering a saved notebook keeps (rendered here with mistune, a CommonMark renderer).
+Sub-agent events come from real engine turns on a ScriptedModel."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Whole-history comparisons (TESTING.md): what a turn leaves in the session, message by
+"""Whole-history comparisons: what a turn leaves in the session, message by
 message, compared with the expected list — not spot checks of one field."""
 
 from __future__ import annotations

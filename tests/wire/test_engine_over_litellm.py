@@ -1,5 +1,5 @@
 """The engine through the real litellm adapter against the fake server: what the model
-*received* for steering, asides, compaction and plan mode (TESTING.md tier 2)."""
+*received* for steering, asides, compaction and plan mode."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""GR-01/02/03 through the real litellm path: a workspace configured with `fallback_models`
-against the fake server, which tells us which model names it was asked for (TESTING.md
-tier 2). Every model of the chain points at the same fake server; the names tell them apart.
+"""The fallback chain, breakers and stall limits through the real litellm path: a workspace
+configured with `fallback_models` against the fake server, which tells us which model names
+it was asked for. Every model of the chain points at the same fake server; the names tell
+them apart.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Wire tests: the real litellm adapter against the fake OpenAI server (TESTING.md tier 2).
+"""Wire tests: the real litellm adapter against the fake OpenAI server.
 
 Each test checks what came back *and* what the server received. Backoff is shrunk through
 the adapter's own parameters so retries take milliseconds; no test sleeps to wait.
@@ -432,7 +432,7 @@ async def test_a_stall_after_text_was_shown_is_a_timeout_without_retry(fake_serv
     assert len(fake_server.requests) == 1
 
 
-# -- stall detection (GR-03) ------------------------------------------------------------------
+# -- stall detection ------------------------------------------------------------------
 
 
 @both_stream_paths

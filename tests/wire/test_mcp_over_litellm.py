@@ -1,4 +1,4 @@
-"""MCP tools through the real litellm adapter: what the fake OpenAI server *received* (issue 13)."""
+"""MCP tools through the real litellm adapter: what the fake OpenAI server *received*."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Approval (ENG-23..26): who may let a tool call run.
+"""Approval: who may let a tool call run.
 
 The policy says `allow`, `ask` or `deny` per call; `ask` calls of one batch go to the
 `Approver` as one PermissionRequest. An Approver answers per call (allow once, always for this
@@ -28,7 +28,7 @@ class Approver(Protocol):
 
     @property
     def interactive(self) -> bool:
-        """False when nobody can answer: the headless policy applies instead (ENG-25)."""
+        """False when nobody can answer: the headless policy applies instead."""
         ...
 
     async def decide(self, request: PermissionRequest) -> list[PermissionDecision]:
@@ -64,7 +64,7 @@ def resolve_policy(
 ) -> tuple[ToolPolicy, DecidedBy]:
     """The policy for one call and who set it. A configured `deny` is absolute; then the
     turn's `--approve` (mutating tools only); then "always allow" answers of this session;
-    then the configured policy; then the default: read-only allow, mutating ask (ENG-23)."""
+    then the configured policy; then the default: read-only allow, mutating ask."""
     configured_value = configured_policy(tool_name, configured)
     if configured_value == "deny":
         return "deny", "policy"
@@ -107,7 +107,7 @@ class ApprovalGate:
         self, request: PermissionRequest, control: StopSignal | None = None
     ) -> dict[str, PermissionDecision]:
         """A decision for every call of the request, keyed by call id. `control` ends the wait
-        when the turn is stopped; at most `max_pending` requests wait at once (ENG-26)."""
+        when the turn is stopped; at most `max_pending` requests wait at once."""
         if not self.approver.interactive:
             verdict: HeadlessPolicy = self.headless_policy
             return _uniform(request, verdict, None if verdict == "allow" else HEADLESS_REASON, "headless default")
@@ -153,7 +153,7 @@ class StopSignal(Protocol):
 
 
 class PendingApprovals:
-    """How many permission requests wait for an answer now, across a workspace (ENG-26)."""
+    """How many permission requests wait for an answer now, across a workspace."""
 
     def __init__(self) -> None:
         self.pending_approvals = 0

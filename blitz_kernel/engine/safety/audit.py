@@ -1,4 +1,4 @@
-"""The audit trail (WS-07): every tool call, what was decided, by whom, and how it ended.
+"""The audit trail: every tool call, what was decided, by whom, and how it ended.
 
 One record per call, written when the call's result is recorded, kept with the session (and
 in the session store when sessions are durable). Arguments are shortened: the trail answers

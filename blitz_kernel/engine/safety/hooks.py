@@ -1,4 +1,4 @@
-"""Hooks (WS-04, ENG-20/21): the user's own checks around prompts and tool calls.
+"""Hooks: the user's own checks around prompts and tool calls.
 
 - `prompt_submit` may block a prompt: nothing is recorded, the turn ends `blocked`.
 - `pre_tool` may block a call: the model reads "blocked by pre_tool hook: <reason>".
@@ -64,7 +64,7 @@ class HookRunner:
         return await self._first_block("pre_tool", hooks, payload)
 
     def post_tool(self, tool: str, payload: dict[str, Any]) -> None:
-        """Start the matching post_tool hooks without waiting for them (ENG-21)."""
+        """Start the matching post_tool hooks without waiting for them."""
         for hook in self.config.post_tool:
             if _matches(hook, tool):
                 task = asyncio.ensure_future(self._run("post_tool", hook, payload))

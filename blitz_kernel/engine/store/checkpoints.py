@@ -1,32 +1,13 @@
 """Checkpoint records: what a turn changed, kept so that it can be undone (docs/undo.md).
 
-Three kinds of state, three kinds of record:
-- **files**: before `write_file`/`edit_file` changes a file for the first time in a turn, its
-  content is kept under `<workspace>/.blitz/checkpoints/`, or the fact that it did not exist.
-  The old file itself is *linked* there (a hard link between directory descriptors, O(1)
-  whatever its size) and the tool then renames a new file over the path (tools/confined.py):
-  the old inode is the checkpoint, nothing is copied. So the file gets a new inode, as with an
-  editor's atomic save or a `git checkout` (what watchers and other tools already expect):
-  a process holding the old file open keeps reading the old content, and extended
-  attributes or ACLs of the old file are not carried over. Where that would
-  change more than this, the content is copied instead (a kernel-side `copy_file_range` from
-  the descriptor the tool opened): for a file with hard links (they must keep seeing the
-  file's new content) or owned by another user or group (a new file would be ours), both
-  then overwritten in place, and where the link is refused (the checkpoint folder on another
-  file system, `EXDEV`). After every change the file's fingerprint is kept, so an undo can
-  tell whether someone changed the file again since (a conflict), and the device and inode
-  of the file the tool wrote, so an undo removes a file the turn created only if it is
-  still that file.
-- **cells**: `notebook_edit` reports for each action what reverses it (tools/notebook.py).
-- **variables**: around each `run_python` call the user namespace is diffed by name: created,
-  rebound to another object, deleted. The previous objects are kept by reference (never
-  copied) for the last `checkpoints.keep_turns` turns. An object changed in place
-  (`df.drop(..., inplace=True)`) keeps its name and identity, so a name diff cannot see it:
-  an undo says so rather than pretend.
-
-The records (pydantic) go to the session's store as they happen (`Session.record_change`),
-so a turn whose kernel died can still be undone (files, cells); object references live only
-in this kernel.
+Three kinds of state, three kinds of record: **files** (the old file is hard-linked under
+`<workspace>/.blitz/checkpoints/` and the tool renames a new file over the path, so nothing is
+copied; it is copied where a link would change more, as for hard-linked files, another owner or
+another file system; a fingerprint and inode tell an undo whether the file changed since),
+**cells** (what reverses each `notebook_edit` action) and **variables** (the namespace diffed
+by name around `run_python`, the previous objects kept by reference, so an object changed in
+place is invisible and an undo says so). The records go to the store as they happen, so a
+turn whose kernel died can still be undone (files, cells); object references live only here.
 """
 
 from __future__ import annotations

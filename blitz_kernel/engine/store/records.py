@@ -1,4 +1,4 @@
-"""What the session store's rows mean (WS-02): the records it hands out, and the replay that
+"""What the session store's rows mean: the records it hands out, and the replay that
 turns an event log back into a history and archive. Pure: no database here, so the rules that
 make a stored history equal to the in-memory one can be read (and tested) on their own."""
 
@@ -51,7 +51,7 @@ class StoredSession(BaseModel):
     budget_added_usd: float = 0.0
     budget_tripped: bool = False
     checkpoints: list[tuple[int, str]] = Field(default_factory=list)
-    """(turn, record JSON) of every checkpoint row, oldest first (WS-03)."""
+    """(turn, record JSON) of every checkpoint row, oldest first."""
     committed: int = 0
     """Messages the units hold, less those rewound (Session.committed)."""
     turn_starts: dict[int, int] = Field(default_factory=dict)
@@ -73,7 +73,7 @@ class StoredHit(BaseModel):
 
     session: str
     message: int
-    """The message's number in its session (ENG-96 `[message N, role, time]`)."""
+    """The message's number in its session (search results show it as `[message N, role, time]`)."""
     turn: int
     role: str
     time: float
@@ -82,7 +82,7 @@ class StoredHit(BaseModel):
     compacted: bool
     """Compaction replaced it with a summary: the model no longer sees it."""
     rewound: bool = False
-    """An undo removed its turn from the history (WS-03): the model no longer sees it."""
+    """An undo removed its turn from the history: the model no longer sees it."""
 
 
 def role_and_text(message: Message) -> tuple[str, str]:

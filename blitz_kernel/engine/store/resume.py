@@ -1,4 +1,4 @@
-"""After a kernel restart: which user variables the conversation relied on (WS-02).
+"""After a kernel restart: which user variables the conversation relied on.
 
 A session that resumes in a new kernel remembers everything it said, but the kernel's variables
 are gone. So each committed unit records the user variables its kernel tools touched

@@ -54,9 +54,9 @@ class Session:
     turns: int = 0
     """Completed turns; the next turn's index."""
     always_allowed: set[str] = field(default_factory=set)
-    """Tools the user answered "Always allow" for (ENG-24). Never stored: a new kernel asks again."""
+    """Tools the user answered "Always allow" for. Never stored: a new kernel asks again."""
     archive: list[Message] = field(default_factory=list)
-    """Messages compaction replaced by a summary: the full transcript stays searchable (ENG-64)."""
+    """Messages compaction replaced by a summary: the full transcript stays searchable."""
     todos: list[dict[str, str]] = field(default_factory=list)
     """The agent's todo list (the `todo` tool)."""
     running: TurnControl | None = None
@@ -64,11 +64,11 @@ class Session:
     compacting: bool = False
     """A manual compaction is summarising; turns wait for it (SessionBusyError)."""
     audit: list[AuditRecord] = field(default_factory=list)
-    """Every tool call of the session: decision, who made it, outcome (WS-07)."""
+    """Every tool call of the session: decision, who made it, outcome."""
     budget_added_usd: float = 0.0
     """Budget added with `%blitz_usage --add-budget` on top of `limits.max_cost_usd_session`."""
     budget_tripped: bool = False
-    """The session budget was spent (GR-05): turns are refused until budget is added."""
+    """The session budget was spent: turns are refused until budget is added."""
     log: SessionLog | None = None
     """The store this session writes through to; None: memory only."""
     resumed_variables: list[str] | None = None
@@ -79,9 +79,9 @@ class Session:
     unsaved_reason: str | None = None
     """Why this session lives in memory only, when the workspace's store could not be used."""
     checkpoints: CheckpointBook = field(default_factory=CheckpointBook)
-    """What each turn changed (files, cells, variables), for undo (WS-03)."""
+    """What each turn changed (files, cells, variables), for undo."""
     rewound: list[Message] = field(default_factory=list)
-    """Messages an undo took out of the history; search still finds them (WS-03)."""
+    """Messages an undo took out of the history; search still finds them."""
     committed: int = 0
     """Messages committed to the history and not rewound (a summary does not count)."""
     turn_starts: dict[int, int] = field(default_factory=dict)
@@ -158,7 +158,7 @@ class Session:
 
     @property
     def last_turn_span(self) -> Any:
-        """The previous turn's span context: the next turn's span links to it (ENG-91). Kept
+        """The previous turn's span context: the next turn's span links to it. Kept
         in the store, so the link survives a restart."""
         return self._span
 
@@ -228,27 +228,27 @@ class Session:
             )
 
     def record_change(self, turn: int, change: FileChange | CellChange | CodeRun) -> None:
-        """WS-03: keep a checkpoint record in the store as it happens (memory has it already)."""
+        """Keep a checkpoint record in the store as it happens (memory has it already)."""
         if self.log is not None:
             kind, record = change.kind, change.model_dump_json()
             self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, kind, record))
 
     def mark_undone(self, turn: int, part: str) -> None:
-        """WS-03: `part` ("files_undone" or "conversation_undone") of `turn` was undone."""
+        """`part` ("files_undone" or "conversation_undone") of `turn` was undone."""
         checkpoint = self.checkpoints.get(turn)
         setattr(checkpoint, part, True)
         if self.log is not None:
             self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, "undone", f'"{part}"'))
 
     def mark_item_undone(self, turn: int, key: str) -> None:
-        """WS-03: one item of `turn` ("file:PATH", "cell:N", "variable:NAME") was put back."""
+        """One item of `turn` ("file:PATH", "cell:N", "variable:NAME") was put back."""
         self.checkpoints.get(turn).done_items.add(key)
         if self.log is not None:
             record = json.dumps(f"item:{key}")
             self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, "undone", record))
 
     def rewind_history(self, turns: list[int]) -> int | None:
-        """Take `turns` (the newest ones still in the history) out of it (an undo, WS-03):
+        """Take `turns` (the newest ones still in the history) out of it (an undo):
         everything from the first message of the oldest of them on. Returns how many messages
         went; None when compaction already summarised part of them (nothing is removed). The
         store gets a `rewind` row; its log keeps every row."""
@@ -271,13 +271,13 @@ class Session:
         return count
 
     def add_budget(self, usd: float) -> None:
-        """GR-05: lift a tripped session budget by `usd`."""
+        """Lift a tripped session budget by `usd`."""
         self.budget_added_usd += usd
         self.budget_tripped = False
         self._save_budget()
 
     def trip_budget(self) -> None:
-        """GR-05: the session budget is spent; it stays so (across restarts) until added to."""
+        """The session budget is spent; it stays so (across restarts) until added to."""
         if not self.budget_tripped:
             self.budget_tripped = True
             self._save_budget()
@@ -309,7 +309,7 @@ class Session:
             self.log.write(lambda store, session_id: store.append_audit(session_id, [record]))
 
     def replace_window(self, split: int, summary: Message) -> None:
-        """Put `summary` in place of the first `split` messages, archiving them (ENG-64). A
+        """Put `summary` in place of the first `split` messages, archiving them. A
         splice, so messages appended after the window was chosen are kept. The store gets a
         summary row naming the rows it covers; they stay."""
         if self.redactor is not None:

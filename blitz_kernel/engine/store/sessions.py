@@ -49,7 +49,7 @@ class SearchHit(BaseModel):
     compacted: bool = False
     """Compaction replaced it with a summary: the model no longer sees it."""
     rewound: bool = False
-    """An undo took its turn out of the history (WS-03): the model no longer sees it."""
+    """An undo took its turn out of the history: the model no longer sees it."""
 
 
 class SessionListing(BaseModel):
@@ -72,7 +72,7 @@ class SessionBook:
         self.link = link or StoreLink(None)
         self.locks = locks if locks is not None else self.link.locks
         self.root = root
-        """The workspace, where the sessions' checkpoint copies live (WS-03)."""
+        """The workspace, where the sessions' checkpoint copies live."""
         self._sessions: dict[str, Session] = {}
         self._snapshots: dict[str, Session] = {}
 
@@ -238,7 +238,7 @@ class SessionBook:
         return self._sessions[name]
 
     def search(self, text: str, session: str | None = None) -> list[SearchHit]:
-        """Passages of prompts, answers and tool results, compacted parts included (ENG-64),
+        """Passages of prompts, answers and tool results, compacted parts included,
         best first when stored (FTS5), in order when in memory."""
         if session is not None and not self._exists(session):
             raise SessionError(f"no session {session!r} (sessions: {', '.join(self.names()) or 'none'})")

@@ -1,4 +1,4 @@
-"""One model response's tool calls, run as a batch (ENGINE.md §3: ENG-12, ENG-17, ENG-20..26).
+"""One model response's tool calls, run as a batch.
 
 For each call, in order: announce it, screen it (unknown tool, not allowed this run, refused by
 the mode, bad arguments, denied by policy), then ask once for every call that needs approval,
@@ -62,7 +62,7 @@ class Refused:
 
 @dataclass(frozen=True)
 class Decision:
-    """What the audit trail records of how a call was let through or stopped (WS-07)."""
+    """What the audit trail records of how a call was let through or stopped."""
 
     decision: str
     decided_by: DecidedBy
@@ -89,7 +89,7 @@ class ToolBatch:
         self.calls = calls
         self.watch = watch
         self.tripped: WatchdogError | None = None
-        """Set when the watchdog refused a call: the turn ends after this batch (GR-04)."""
+        """Set when the watchdog refused a call: the turn ends after this batch."""
         self._warned: dict[str, str] = {}
         """Calls whose result carries the watchdog's note, by call id."""
         self.results: dict[str, ToolResultMessage] = {}
@@ -99,7 +99,7 @@ class ToolBatch:
         part of the history the model reads."""
 
     async def run(self, mode: TurnMode) -> list[ToolResultMessage]:
-        """ENG-12/20: screen every call, ask once for those that need it, run the rest, and
+        """Screen every call, ask once for those that need it, run the rest, and
         return one result per call in call order. On cancellation every call still open gets
         its cancelled result event before the cancellation goes on."""
         runnable: list[Screened] = []
@@ -108,7 +108,7 @@ class ToolBatch:
             await self.emit(ToolCallEvent(id=call.id, name=call.name, args=call.parsed_arguments()))
             screened = self._watched(call) or self._screen(call, mode)
             if call.name == "enter_plan_mode":
-                mode = TurnMode.PLAN  # ENG-34: from the next call on, this batch's later ones included
+                mode = TurnMode.PLAN  # from the next call on, this batch's later ones included
             if isinstance(screened, Refused):
                 decision = (
                     "blocked"
@@ -152,7 +152,7 @@ class ToolBatch:
     # -- screening and approval ---------------------------------------------------------------
 
     def _watched(self, call: ToolCall) -> Refused | None:
-        """GR-04: refuse the call that makes a loop; mark the ones that start looking like one."""
+        """Refuse the call that makes a loop; mark the ones that start looking like one."""
         verdict, times = self.watch.observe(call), self.watch.count
         if verdict == "stop":
             self.tripped = WatchdogError(call.name, times)
@@ -162,7 +162,7 @@ class ToolBatch:
         return None
 
     def _screen(self, call: ToolCall, mode: TurnMode) -> Screened | Refused:
-        """Refusals the model should read (ENG-17, ENG-20, ENG-30) or the call with its policy."""
+        """Refusals the model should read or the call with its policy."""
         setup = self.setup
         tool = setup.runtime.tools.get(call.name)
         if tool is None:
@@ -194,7 +194,7 @@ class ToolBatch:
         return Screened(call, tool, args, policy, decided_by)
 
     async def _ask(self, asking: list[Screened]) -> list[Screened]:
-        """ENG-24: one permission request for the batch; returns the calls that may run."""
+        """One permission request for the batch; returns the calls that may run."""
         gate = self.setup.runtime.gate
         request = gate.new_request(
             [
@@ -263,7 +263,7 @@ class ToolBatch:
             raise
 
     async def _pre_tool(self, screened: Screened) -> str | None:
-        """ENG-20: pre_tool hooks after approval; a block is what the model reads instead."""
+        """The pre_tool hooks run after approval; a block is what the model reads instead."""
         hooks = self.setup.runtime.hooks
         if not hooks:
             return None
@@ -275,7 +275,7 @@ class ToolBatch:
         return f"blocked by pre_tool hook: {reason}"
 
     def _post_tool(self, screened: Screened, result: ToolResultMessage) -> None:
-        """ENG-21: post_tool hooks observe; the turn does not wait for them."""
+        """The post_tool hooks observe; the turn does not wait for them."""
         hooks = self.setup.runtime.hooks
         if hooks:
             preview = shorten((result.output if result.ok else result.error) or "", PREVIEW_CHARS)
@@ -339,7 +339,7 @@ class ToolBatch:
         await self._emit_result(result, status)
 
     def _audit(self, result: ToolResultMessage, status: ToolOutcome) -> None:
-        """WS-07: one record per call, with what was decided and by whom."""
+        """One record per call, with what was decided and by whom."""
         call = next(c for c in self.calls if c.id == result.call_id)
         decision = self._decisions.get(call.id) or Decision("cancelled", "stop")
         session = self.setup.session

@@ -1,4 +1,4 @@
-"""Spend ceilings that hold (ENG-14, GR-05, GR-06): the turn's `--max-cost` and the session's
+"""Spend ceilings that hold: the turn's `--max-cost` and the session's
 budget, checked before a call and after every usage event.
 
 Checking only after the spend lets one big call blow through a ceiling (pydantic-ai#7133), so
@@ -51,7 +51,7 @@ class Budget:
         return self.session_limit + self.session.budget_added_usd
 
     def refusal_before_start(self) -> str | None:
-        """Why the turn may not start at all (GR-05), or None."""
+        """Why the turn may not start at all, or None."""
         ceiling = self.session_ceiling
         if ceiling is None or self.session_limit is None:
             return None
@@ -66,7 +66,7 @@ class Budget:
         return self.turn_ceiling is not None or self.session_limit is not None
 
     def check_before_call(self, turn_spent: float, prompt_tokens: int, price: Price | None) -> None:
-        """GR-06: stop before a call whose prompt alone would pass what is left."""
+        """Stop before a call whose prompt alone would pass what is left."""
         if price is None:
             return
         estimate = prompt_tokens * price.input / 1e6
@@ -77,7 +77,8 @@ class Budget:
             raise MaxCostError.before_call(estimate, ceiling - self.session.ledger.total.cost_usd, "session")
 
     def check_after_usage(self, turn_spent: float) -> None:
-        """ENG-14/GR-05: after every usage event. The session trips and stays tripped."""
+        """Check the session ceiling after every usage event; once passed, the session trips and
+        stays tripped."""
         ceiling = self.session_ceiling
         if ceiling is not None and self.session_limit is not None and self.session.ledger.total.cost_usd > ceiling:
             self.session.trip_budget()
@@ -88,7 +89,7 @@ class Budget:
 
 
 def add_session_budget(session: Session, usd: float, limit: float | None) -> float:
-    """GR-05: add `usd` to the session's budget (lifting a trip); returns what is left."""
+    """Add `usd` to the session's budget (lifting a trip); returns what is left."""
     check_number("--add-budget", usd, upper=MAX_COST_USD)
     if limit is None:
         raise BlitzError("no session budget is set (limits.max_cost_usd_session); nothing to add to")

@@ -1,4 +1,4 @@
-"""Compaction (ENG-60..64): replace the early part of a history by a model-written summary.
+"""Compaction: replace the early part of a history by a model-written summary.
 
 The window is chosen so a tool call is never separated from its result. Earlier summaries
 inside the window are fed to the summariser as "[Summary of earlier conversation]", so a
@@ -46,7 +46,7 @@ that still matters."""
 
 
 class CompactionResult(BaseModel):
-    """What a compaction did (shown to the user: ENG-61 output)."""
+    """What a compaction did (shown to the user after a compaction)."""
 
     covered_events: int
     covered_turns: int
@@ -65,7 +65,7 @@ def estimate_tokens(system: str, messages: list[Message]) -> int:
 
 
 def manual_window(history: list[Message], keep_turns: int) -> int:
-    """ENG-61: the index where the keep_turns-th most recent user turn starts; everything
+    """The index where the keep_turns-th most recent user turn starts; everything
     before it is the window. User prompts only: not tool results, not summaries."""
     if keep_turns < 1:
         raise ValueError("keep_turns must be at least 1")
@@ -76,7 +76,7 @@ def manual_window(history: list[Message], keep_turns: int) -> int:
 
 
 def automatic_window(history: list[Message], retain_events: int, max_tail_tokens: int | None = None) -> int:
-    """ENG-60: all but the last `retain_events` messages, never starting the kept tail with a
+    """All but the last `retain_events` messages, never starting the kept tail with a
     result whose call would be summarised away. With `max_tail_tokens`, fewer messages are kept
     when the tail alone would be that large, so the prompt after compaction fits."""
     split = _unit_start(history, max(0, len(history) - retain_events))

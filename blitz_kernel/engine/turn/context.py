@@ -1,4 +1,4 @@
-"""Context windows (ENG-60): how many tokens each model can read, and when to compact.
+"""Context windows: how many tokens each model can read, and when to compact.
 
 The window comes from `models."<prefix>".context_window`, else from the model's adapter
 (litellm's map), else DEFAULT_CONTEXT_WINDOW, so auto-compaction also works for models litellm
@@ -47,7 +47,7 @@ class ContextWindows:
 
 
 def resolve_window(model: Model, config: BlitzConfig) -> ContextWindow:
-    """ENG-60: configured, litellm's, or the default window; the threshold is configured or
+    """Configured, litellm's, or the default window; the threshold is configured or
     80 % of it."""
     configured = config.model_settings(model.name).context_window
     known = None if configured else model.context_window()

@@ -58,7 +58,7 @@ class _GracefulStop(Exception):
 
 
 class EventHandlerError(BlitzError):
-    """A front end's event handler raised: the turn aborts (ENG-15)."""
+    """A front end's event handler raised: the turn aborts."""
 
 
 class TurnRunner:
@@ -68,7 +68,7 @@ class TurnRunner:
         self.setup = setup
         self.control = control
         self.parent = parent
-        """The caller's turn when this is a sub-agent's (ENG-70): its spend is the caller's."""
+        """The caller's turn when this is a sub-agent's: its spend is the caller's."""
         self.pending: AssistantMessage | None = None
         """The response whose tool calls are running; committed with all its results."""
         self.batch: ToolBatch | None = None
@@ -94,8 +94,8 @@ class TurnRunner:
         """Every event is redacted before anyone sees it (docs/safety.md)."""
 
     async def run(self, prompt: str | None, attachments: list[Attachment] | None = None) -> TurnResult:
-        """The turn, inside its span (ENG-90): the root of its own trace, linked to the
-        session's previous turn (ENG-91)."""
+        """The turn, inside its span: the root of its own trace, linked to the
+        session's previous turn."""
         setup = self.setup
         telemetry = setup.observers.telemetry
         attributes = turn_attributes(setup, telemetry, prompt, attachments)
@@ -115,10 +115,10 @@ class TurnRunner:
         setup = self.setup
         turn_index = setup.session.turns
         refused = self.budget.refusal_before_start()
-        if refused is not None:  # GR-05: before any model call, and nothing is recorded
+        if refused is not None:  # session budget spent: before any model call, nothing recorded
             return await self._refused_result(refused, turn_index, "max_cost")
         blocked = await self._prompt_hooks(prompt, turn_index) if prompt is not None else None
-        if blocked is not None:  # WS-04: nothing is recorded
+        if blocked is not None:  # a prompt_submit hook blocked it: nothing is recorded
             return await self._refused_result(blocked, turn_index, "blocked")
         if prompt is not None:
             self._commit(prompt_with_attachments(prompt, attachments, vision=supports_vision(setup.choice.model)))
@@ -166,7 +166,7 @@ class TurnRunner:
             stop = "cancelled"
         except TurnLimitError as exc:
             stop, error = cast(StopReason, exc.stop_reason), str(exc)
-        except BlitzError as exc:  # model errors (ENG-15), failing handlers, compaction
+        except BlitzError as exc:  # model errors, failing handlers, compaction
             stop, error = "error", str(exc)
         except Exception as exc:  # a bug of ours: the turn still ends with a valid history
             stop, error = "error", f"internal error: {type(exc).__name__}: {exc}"
@@ -310,7 +310,7 @@ class TurnRunner:
             async for item in setup.choice.model.stream(request):
                 if isinstance(item, TextDelta):
                     await self._emit(TextEvent(text=item.text, delta=True, thought=item.thought))
-                elif isinstance(item, ModelSwitch):  # GR-01: every switch is visible
+                elif isinstance(item, ModelSwitch):  # every switch is visible
                     await self._emit(ModelSwitchEvent(failed=item.failed, reason=item.reason, answered_by=item.next))
                 else:
                     response = item
@@ -329,7 +329,7 @@ class TurnRunner:
         return response
 
     async def _attach_steering(self, ordered: list[ToolResultMessage]) -> None:
-        """ENG-40: queued steer messages ride on the batch's last result."""
+        """Queued steer messages ride on the batch's last result."""
         messages = self.control.take_messages()
         if not messages or not ordered:
             return
@@ -376,7 +376,7 @@ class TurnRunner:
         return subagent_answer(agent, result)
 
     def checkpoint(self) -> TurnRecorder | None:
-        """WS-03: where changing tools report; a sub-agent's changes are its caller's turn's."""
+        """Where changing tools report; a sub-agent's changes are its caller's turn's."""
         if self.parent is not None:
             return self.parent.checkpoint()
         return self.recorder

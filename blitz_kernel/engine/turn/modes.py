@@ -1,4 +1,4 @@
-"""Plan mode and read-only modes (ENG-30, ENG-31).
+"""Plan mode and read-only modes.
 
 In plan mode and in a named read-only mode only read-only and workflow tools run; everything
 that could change something is refused with a fixed text the model reads as the tool result.
@@ -18,7 +18,7 @@ from ...tools.registry import Tool, ToolKind
 
 class TurnMode(Enum):
     """What a turn may do: everything (subject to approval), plan only, or the read-only
-    mode of side questions. The value is the name the refusal texts use (ENG-31)."""
+    mode of side questions. The value is the name the refusal texts use."""
 
     NORMAL = "normal"
     PLAN = "plan"
@@ -26,7 +26,7 @@ class TurnMode(Enum):
 
     @property
     def read_only(self) -> bool:
-        """Only read-only and workflow tools run (ENG-30)."""
+        """Only read-only and workflow tools run."""
         return self is not TurnMode.NORMAL
 
 
@@ -80,7 +80,7 @@ class PlanReviewer(Protocol):
 
 
 def go_ahead_prompt(plan: str) -> str:
-    """The prompt of the carry-out turn that approving a plan starts (ENG-32)."""
+    """The prompt of the carry-out turn that approving a plan starts."""
     return f"The user approved your plan. Carry it out now, step by step:\n\n{plan}"
 
 

@@ -6,7 +6,7 @@ is who the turn talks to: the approver, the plan reviewer, the event handler, th
 Both are frozen so no layer patches a field after another layer read it; a follow-up turn
 (an approved plan's carry-out) is a `dataclasses.replace` of the options, not an edit.
 
-Numbers are checked here, where they enter the engine (GR-07): a NaN cost ceiling would compare
+Numbers are checked here, where they enter the engine: a NaN cost ceiling would compare
 false against every spend and silently lift the ceiling, and an infinite timeout overflows the
 timers the tools arm.
 """
@@ -33,7 +33,7 @@ EventHandler = Callable[["Event"], Awaitable[None] | None]
 
 @dataclass(frozen=True)
 class RunOptions:
-    """Per-run choices; None means "the configuration's value" (ENG-16)."""
+    """Per-run choices; None means "the configuration's value"."""
 
     agent: str | None = None
     model: str | Model | None = None
@@ -42,7 +42,7 @@ class RunOptions:
     max_cost_usd: float | None = None
     timeout_s: float | None = None
     tools: tuple[str, ...] | None = None
-    """ENG-17: only these tools may run."""
+    """Only these tools may run."""
     approve: Policy | None = None
     """The approval policy for mutating tools this turn (`--approve`)."""
 
@@ -60,7 +60,7 @@ class RunOptions:
 
 @dataclass(frozen=True)
 class FrontEnd:
-    """Who a turn talks to. Every part is optional: no approver is headless (ENG-25), no
+    """Who a turn talks to. Every part is optional: no approver is headless, no
     reviewer means nobody can review a plan (it is the answer), no handler discards events."""
 
     approver: Approver | None = None

@@ -2,7 +2,7 @@
 
 The workspace resolves every choice of a turn (agent, model, tools, limits, approval, mode)
 into one frozen `TurnSetup` before the turn starts; the loop only reads it. The mode a turn
-*runs* in may still change (`enter_plan_mode`, ENG-34): that is the runner's state, not the
+*runs* in may still change (`enter_plan_mode`): that is the runner's state, not the
 setup's.
 """
 
@@ -28,12 +28,12 @@ from .modes import PlanReviewer, TurnMode
 from .options import EventHandler
 
 TURN_SPAN = "blitz.turn"
-"""Span of a turn; linked to the session's previous turn (ENG-91)."""
+"""Span of a turn; linked to the session's previous turn."""
 ASIDE_SPAN = "blitz.aside"
 
 
 class TurnResult(BaseModel):
-    """What a turn returns (INTERFACE.md), and what `--out NAME` stores."""
+    """What a turn returns (docs/interface.md), and what `--out NAME` stores."""
 
     text: str
     stop_reason: StopReason
@@ -43,7 +43,7 @@ class TurnResult(BaseModel):
     leftovers: list[str] = Field(default_factory=list)
     """Steer messages no tool result carried; the front end sends them as the next prompt."""
     dropped: list[str] = Field(default_factory=list)
-    """Steer messages dropped because the turn did not end normally (ENG-41)."""
+    """Steer messages dropped because the turn did not end normally."""
     session: str
     turn_index: int
     plan: str | None = None
@@ -58,7 +58,7 @@ DEFAULT_CONTEXT_WINDOW = 128_000
 """The window assumed for a model nobody describes (local OpenAI-compatible servers): large
 enough for today's models, small enough that compaction still happens before most fail."""
 THRESHOLD_SHARE = 0.8
-"""Auto-compaction starts at this share of the window (ENG-60)."""
+"""Auto-compaction starts at this share of the window."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class ContextWindow:
     source: str
     """"models.<key>", "litellm" or "default": shown so a wrong guess can be corrected."""
     threshold: int
-    """Compact before a step whose prompt would pass this (ENG-60)."""
+    """Compact before a step whose prompt would pass this."""
 
     def fill(self, used: int) -> str:
         """'ctx 42 % of 128K': how full the window is after a prompt of `used` tokens."""

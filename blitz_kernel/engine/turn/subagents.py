@@ -1,9 +1,9 @@
-"""Sub-agents (ENG-70): `invoke_agent(agent, prompt)` runs another agent in a fresh, isolated
+"""Sub-agents: `invoke_agent(agent, prompt)` runs another agent in a fresh, isolated
 session and hands its final answer back as the tool's result.
 
 What the caller's turn imposes travels with the call, so a sub-agent is never a way around it:
-- the mode the caller is in now (a plan-mode turn's sub-agent is read-only too, ENG-30);
-- the allowed tools (ENG-17), the `--approve` override, the policies and the approver (its
+- the mode the caller is in now (a plan-mode turn's sub-agent is read-only too);
+- the allowed tools, the `--approve` override, the policies and the approver (its
   permission requests reach the same widget, saying which agent asks);
 - the spend: its usage is the caller's usage (the turn's `--max-cost`, the session's budget
   and `%blitz_usage` all see it);
@@ -12,7 +12,7 @@ What the caller's turn imposes travels with the call, so a sub-agent is never a 
 
 Its events reach the caller's front end wrapped in `SubagentEvent` (with the id of the call
 that started it), so a widget can nest them under that call's card. Steer messages stay with
-the caller's turn (ENG-40: "not a sub-agent's").
+the caller's turn (not the sub-agent's).
 """
 
 from __future__ import annotations

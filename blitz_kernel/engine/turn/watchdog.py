@@ -1,4 +1,4 @@
-"""The behavioural watchdog (GR-04): a looping agent is stopped after a handful of calls.
+"""The behavioural watchdog: a looping agent is stopped after a handful of calls.
 
 A model that calls the same tool with the same arguments again and again is stuck; `max_turns`
 would stop it only after 50 expensive steps. The watch counts identical consecutive calls

@@ -46,7 +46,7 @@ class SkippedItem(BaseModel):
 
 
 class UndoReport(BaseModel):
-    """What `Workspace.undo` did (INTERFACE.md); `text()` is the short block the magics print."""
+    """What `Workspace.undo` did (docs/interface.md); `text()` is the block the magics print."""
 
     session: str
     turns: list[int] = Field(default_factory=list)

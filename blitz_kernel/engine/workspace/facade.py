@@ -53,8 +53,6 @@ class Workspace:
         options["overrides"] = overrides
         return cls(Path(path), model=None if isinstance(model, str) else model, **options)
 
-    # -- configuration (Configuration) -----------------------------------------------------------
-
     config: Delegated[BlitzConfig] = Delegated("configuration", "config")
     model: Delegated[Model] = Delegated("configuration", "model", writable=True)
     """The session-wide model (`%blitz_model`); a turn may use another (`-m`, an agent pin)."""
@@ -95,8 +93,6 @@ class Workspace:
         """The MCP servers as the configuration says now, for a turn or `%blitz_mcp`."""
         return self.builder.mcp_servers()
 
-    # -- sessions (SessionService) -------------------------------------------------------------
-
     def session(self, name: str = "default") -> Session:
         return self.sessions.get(name)
 
@@ -127,8 +123,6 @@ class Workspace:
         """Undo the newest `turns` turns of `session` (or down to `through_turn`): files, cells and
         variables (`files`) and the history (`conversation`); see docs/undo.md."""
         return await self.history.undo(session, turns, files, conversation, force, through_turn)
-
-    # -- turns (Turns) ---------------------------------------------------------------------------
 
     async def run(
         self,

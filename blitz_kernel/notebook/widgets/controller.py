@@ -3,8 +3,8 @@ ask aside, stop.
 
 The controller owns one turn's TurnState, its TurnView and the coalescing sync. Front-end
 messages arrive in comm callbacks on the kernel's main thread while the cell awaits the turn
-(KERNEL.md); a callback only changes state, resolves a future or starts a task. It never prints
-or displays (that output would belong to the comm message, not to the cell).
+(docs/architecture.md); a callback only changes state, resolves a future or starts a task. It
+never prints or displays (that output would belong to the comm message, not to the cell).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class WidgetApprover:
     Interactive only while a view of the turn has rendered. The engine reads `interactive`
     once, right after the PermissionRequest event; the cell's event handler first waits
     (bounded) for a displayed widget to render (`TurnController.wait_until_seen`), so a request
-    nobody can see gets the engine's own headless verdict (ENG-25) — never left hanging, never
+    nobody can see gets the engine's own headless verdict — never left hanging, never
     silently allowed, and with no second copy of that rule here.
     """
 
@@ -92,7 +92,7 @@ class WidgetApprover:
 
 
 class WidgetPlanReviewer:
-    """The PlanReviewer (engine/modes.py) behind the widget's Approve plan / Reject (ENG-32).
+    """The PlanReviewer (engine/modes.py) behind the widget's Approve plan / Reject.
 
     A turn learns whether its widget is seen only while it runs: when the plan comes and the
     widget never rendered, the review answers None and the plan becomes the turn's answer,
@@ -105,7 +105,7 @@ class WidgetPlanReviewer:
     async def review(self, plan: str) -> PlanReview | None:
         controller = self._controller
         if not await controller.wait_rendered():
-            return None  # nobody sees the widget: the plan is the turn's answer (ENG-32)
+            return None  # nobody sees the widget: the plan is the turn's answer
         return await controller.review_plan(plan)
 
 
@@ -140,7 +140,7 @@ class TurnController:
         """The task a second Stop cancels: the cell's, as a kernel interrupt would."""
         self._requests: dict[str, OpenRequest] = {}
         """Open permission requests by id: the turn's own, or several at once when parallel
-        sub-agents ask (ENG-70; request ids are unique in the kernel)."""
+        sub-agents ask (request ids are unique in the kernel)."""
         self._review: OpenReview | None = None
         self._review_ids = 0
         self._offer: tuple[int, asyncio.Future[bool]] | None = None
@@ -243,7 +243,7 @@ class TurnController:
         offer[1].set_result(message.go)
 
     async def offer_continue(self) -> bool:
-        """Issue 12 §5: the turn stopped at its step limit; ask whether to go on. True when
+        """The turn stopped at its step limit; ask whether to go on. True when
         Continue was pressed; False for End turn, Stop, or no answer within the approval
         timeout (a widget nobody answers must not hold the cell for ever when one is set)."""
         self._review_ids += 1
@@ -262,7 +262,7 @@ class TurnController:
             self.changed(urgent=True)
 
     def _on_steer(self, text: str) -> None:
-        """ENG-40/42: queue it for the running turn, or keep it as the next prompt."""
+        """Queue it for the running turn, or keep it as the next prompt."""
         state = self.state
         if state.done_seen or state.phase != "running":
             self._steer_later(text)
@@ -283,7 +283,7 @@ class TurnController:
         self._asides[aside_id] = asyncio.ensure_future(self._answer_aside(aside_id, question))
 
     async def _answer_aside(self, aside_id: int, question: str) -> None:
-        """ENG-50: answered from a read-only copy of the session; nothing is recorded."""
+        """Answered from a read-only copy of the session; nothing is recorded."""
         state = self.state
         streamed: list[str] = []
 
@@ -433,13 +433,13 @@ class TurnController:
         self.changed(urgent=True)
 
     def follow_up(self, result: TurnResult) -> list[str]:
-        """Steer messages to send as the next prompt (ENG-41/42): leftovers of a turn that
+        """Steer messages to send as the next prompt: leftovers of a turn that
         ended normally and messages that came too late; none after any other end."""
         return self.state.follow_up(result, self.late_steers)
 
 
 def dropped_because(stop_reason: str) -> str:
-    """Why queued steer messages were dropped: every end but `end_turn` drops them (ENG-41)."""
+    """Why queued steer messages were dropped: every end but `end_turn` drops them."""
     if stop_reason == "cancelled":
         return "dropped: the turn was stopped"
     return f"dropped: the turn ended with {stop_reason}"

@@ -56,7 +56,7 @@ class ToolItem(TypedDict):
     agent: str
     """The agent that made the call: "" for the turn's own agent, else the sub-agent's name."""
     nested: list[Item]
-    """An `invoke_agent` card's sub-agent turn (ENG-70): its text, tool cards (nested again,
+    """An `invoke_agent` card's sub-agent turn: its text, tool cards (nested again,
     up to the depth cap) and errors, in order; empty for every other call."""
 
 

@@ -1,4 +1,4 @@
-"""Sub-agent turns inside an `invoke_agent` card (ENG-70).
+"""Sub-agent turns inside an `invoke_agent` card.
 
 A sub-agent's events reach the front end wrapped in `SubagentEvent`s, one wrapper per level:
 the outer wrapper names the root turn's `invoke_agent` call, the next one the sub-agent's own
@@ -125,7 +125,7 @@ class Scope:
             self.live["text"] += event.text
             return True
         if self.live is not None:
-            self.live["text"] = event.text  # ENG-13: the exact text replaces the pieces
+            self.live["text"] = event.text  # the exact text replaces the pieces
         elif event.text:
             self.items.append({"kind": "text", "text": event.text})
         self.live = None
@@ -189,7 +189,7 @@ class SubagentCards:
 
 
 def asked(event: Event) -> PermissionRequest | None:
-    """The permission request `event` opens: the turn's own, or a sub-agent's (ENG-70), which
+    """The permission request `event` opens: the turn's own, or a sub-agent's, which
     comes wrapped in SubagentEvents and is answered in the same widget."""
     while isinstance(event, SubagentEvent):
         event = event.event

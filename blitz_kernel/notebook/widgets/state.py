@@ -145,7 +145,7 @@ class TurnState:
     notices: list[str] = field(default_factory=list)
     """Warnings to show (untrusted workspace, unpriced model, session not saved, switches)."""
     switches: list[str] = field(default_factory=list)
-    """GR-01: each fallback switch, in words, for the footer and the usage line."""
+    """Each fallback switch, in words, for the footer and the usage line."""
     context_used: int | None = None
     context_window: int | None = None
     undoable: bool = False
@@ -173,7 +173,7 @@ class TurnState:
     stop_reason: str = ""
     error: str | None = None
     not_saved: str | None = None
-    """Why the session is not being saved (the store failed), from TurnDone (WS-02)."""
+    """Why the session is not being saved (the store failed), from TurnDone."""
     elapsed_s: float | None = None
     done_seen: bool = False
     dirty: set[str] = field(default_factory=lambda: set(SYNCED))
@@ -244,7 +244,7 @@ class TurnState:
 
     def _close_step(self, exact: str | None = None) -> None:
         """A step's text is complete: its thought and text become items (the exact text
-        when the engine repeated it, ENG-13)."""
+        when the engine repeated it)."""
         if self.live_thought:
             self._add({"kind": "thought", "text": self.live_thought})
         text = exact if exact is not None else self.live_text
@@ -265,7 +265,7 @@ class TurnState:
         self._add(item)
 
     def _on_subagent(self, event: SubagentEvent) -> None:
-        """A sub-agent's event (ENG-70): folded into the card of the `invoke_agent` call that
+        """A sub-agent's event: folded into the card of the `invoke_agent` call that
         started it (nested.py); its permission requests are answered in the turn's own card,
         saying which agent asks. The call that started it stays running meanwhile."""
         assert self._subagents is not None
@@ -443,7 +443,7 @@ class TurnState:
         self._mark_steers(len(self.steers), "dropped", reason, oldest=True)
 
     def follow_up(self, result: TurnResult, late_steers: Sequence[str] = ()) -> list[str]:
-        """Steer messages to send as the next prompt (ENG-41/42): the leftovers of a turn that
+        """Steer messages to send as the next prompt: the leftovers of a turn that
         ended normally and those that came too late; after any other end, none (and the ones
         shown as "sent as the next prompt" say they were dropped)."""
         if result.stop_reason == "end_turn":
@@ -480,7 +480,7 @@ class TurnState:
         self.dirty.add("stopping")
 
     def open_review(self, review_id: int, plan: str) -> None:
-        """ENG-32: a plan waits for the user; exit_plan_mode's card says so meanwhile."""
+        """A plan waits for the user; exit_plan_mode's card says so meanwhile."""
         self.review = {"review_id": review_id, "plan": plan}
         for tool in self._tools.values():
             if tool["name"] == "exit_plan_mode" and tool["status"] == "running":
@@ -498,7 +498,7 @@ class TurnState:
                 self.dirty.add("items")
 
     def set_offer(self, offer_id: int | None, steps: int = 0) -> None:
-        """Issue 12 §5: offer (or withdraw, with None) Continue for `steps` more steps."""
+        """Offer (or withdraw, with None) Continue for `steps` more steps."""
         self.offer = (
             {
                 "offer_id": offer_id,

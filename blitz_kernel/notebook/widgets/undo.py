@@ -12,7 +12,7 @@ changes made after it, so the button says to rewind them first instead of doing 
 
 The static rendering then says the turn was undone: its display is updated in the context of
 the cell that made it, because output made in a comm callback would be parented to the comm
-message (the front end would show it under whichever cell is running), not to that cell.
+message (docs/architecture.md), not to that cell.
 """
 
 from __future__ import annotations

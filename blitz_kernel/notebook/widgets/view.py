@@ -5,7 +5,7 @@ and stylesheet: no CDN, no build step). State flows kernel → browser as synced
 comm message per flush, see sync.py); user actions flow browser → kernel as anywidget custom
 messages, i.e. `comm_msg` with `data = {"method": "custom", "content": <one of the models
 below>}`. Every message names the turn it belongs to, so a click queued for an older turn is
-recognised and ignored (KERNEL.md).
+recognised and ignored (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class ReadyMessage(BaseModel):
 
 
 class DecideMessage(BaseModel):
-    """One call of a permission request answered (ENG-24)."""
+    """One call of a permission request answered."""
 
     kind: Literal["decide"]
     turn_id: str
@@ -54,7 +54,7 @@ class AsideMessage(BaseModel):
 
 
 class ReviewMessage(BaseModel):
-    """Approve plan / Reject pressed on a proposed plan (ENG-32); `review_id` names the plan,
+    """Approve plan / Reject pressed on a proposed plan; `review_id` names the plan,
     so a click on a plan the turn no longer waits for is recognised as stale."""
 
     kind: Literal["review"]
@@ -65,7 +65,7 @@ class ReviewMessage(BaseModel):
 
 
 class ContinueMessage(BaseModel):
-    """Continue (or End turn) pressed on a turn that stopped at its step limit (issue 12 §5);
+    """Continue (or End turn) pressed on a turn that stopped at its step limit;
     `offer_id` names the offer, so a click on one the cell no longer waits for is stale."""
 
     kind: Literal["continue"]
@@ -123,7 +123,7 @@ class TurnView(anywidget.AnyWidget):  # type: ignore[misc]
         self.on_msg(self._receive)
 
     def _receive(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        """Runs on the kernel's main thread while the cell awaits (KERNEL.md). Stale or
+        """Runs on the kernel's main thread while the cell awaits (docs/architecture.md). Stale or
         malformed messages are dropped here; nothing is printed (output from a comm callback
         would be parented to the comm message, not to the cell)."""
         message = parse_message(content)

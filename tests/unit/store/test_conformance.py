@@ -376,7 +376,7 @@ def test_many_appends_load_back_in_order(store_backend: Backend, tmp_path):
     assert store.open_session("s").history == [user_prompt(f"prompt {turn}") for turn in range(200)]
 
 
-# -- the search_session tool (ENG-96) ------------------------------------------------------------
+# -- the search_session tool ------------------------------------------------------------
 
 
 async def test_search_session_tool_finds_compacted_passages_in_plan_mode(store_backend: Backend, tmp_path):

@@ -89,7 +89,7 @@ MIGRATIONS: list[str] = [
         trace_flags INTEGER NOT NULL
     );
     """,
-    # 1 → 2: the audit trail (WS-07) and the session budget's state (GR-05), so a trip
+    # 1 → 2: the audit trail and the session budget's state, so a trip
     # survives a kernel restart.
     """
     CREATE TABLE audit (
@@ -103,7 +103,7 @@ MIGRATIONS: list[str] = [
     CREATE INDEX audit_by_session ON audit (session_id, id);
     ALTER TABLE sessions ADD COLUMN budget TEXT NOT NULL DEFAULT '{}';
     """,
-    # 2 → 3: per-turn checkpoints (WS-03): what each turn changed (files, cells, code runs) and
+    # 2 → 3: per-turn checkpoints: what each turn changed (files, cells, code runs) and
     # which turns were undone, appended as they happen. A conversation rewind is an `events`
     # row of kind 'rewind' (the log stays append-only; replay honours it).
     """

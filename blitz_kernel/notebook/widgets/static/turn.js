@@ -182,7 +182,7 @@ function toolImages(tool, cards) {
   return node;
 }
 
-// A sub-agent's turn inside its invoke_agent card (ENG-70): its text and tool cards, nested
+// A sub-agent's turn inside its invoke_agent card: its text and tool cards, nested
 // again for its own sub-agents. Call ids are unique only within one agent's turn, so cards are
 // keyed by their path ("c1/c2").
 function nestedTurn(tool, cards, key) {
@@ -256,7 +256,7 @@ function itemNode(item, cards, prefix = "") {
 }
 
 function reviewCard(review, send) {
-  // ENG-32: the plan waits for the user; the reason box is read by the model on Reject.
+  // The plan waits for the user; the reason box is read by the model on Reject.
   if (!review || !review.review_id) return null;
   const reason = h("input", {
     type: "text", class: "blitz-reason", placeholder: "what to change (optional, the model reads it)",
@@ -281,7 +281,7 @@ function reviewCard(review, send) {
     h("div", { class: "blitz-buttons" }, buttons, reason));
 }
 
-// What a call will change (issue 10): a unified diff with its added and removed lines marked,
+// What a call will change: a unified diff with its added and removed lines marked,
 // a cell's old and new source, or the code. Always text nodes, never HTML. Long ones fold, with
 // their line count in the summary.
 const FOLD_LINES = 30;
@@ -307,7 +307,7 @@ function previewNode(call) {
   return h("details", { class: "blitz-preview-fold" }, h("summary", { text: `${label} (folded)` }), pre);
 }
 
-// Issue 12 §5: the turn stopped at its step limit; Continue runs more steps in the same turn.
+// The turn stopped at its step limit; Continue runs more steps in the same turn.
 function offerCard(offer, send) {
   if (!offer || !offer.offer_id) return null;
   const buttons = [];

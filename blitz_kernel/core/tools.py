@@ -36,6 +36,8 @@ class ToolPresentation(BaseModel):
     plan_review: bool = False
     """The call waits for the user's review of a plan (`exit_plan_mode`): its card says it is
     waiting for review meanwhile and, once answered, the plan itself stands in for the card."""
+    code_arg: str | None = None
+    """The argument that is Python code: shown as code wherever the call is shown."""
     streams_subagent: bool = False
     """The call runs a sub-agent whose turn shows inside its card (`invoke_agent`): a running
     card opens once, so the sub-agent's work shows as it streams."""

@@ -107,7 +107,11 @@ class UsageTotals(BaseModel):
         self.priced = self.priced and other.priced
 
     def describe_cost(self) -> str:
-        """ "$0.0123", or "unpriced" (with the priced part) when any call had no price."""
+        """ "$0.0123", or "unpriced" (with the priced part) when any call had no price; "—"
+        before any call has ended, when nothing is known yet (an unpriced model's footer must
+        not show $0.0000 first and "unpriced" after its first call)."""
+        if not self.calls and not self.cost_usd:
+            return "—"
         if self.priced:
             return f"${self.cost_usd:.4f}"
         if self.cost_usd:

@@ -193,6 +193,15 @@ class NoticeEvent(BaseModel):
     message: str
 
 
+class ProgressEvent(BaseModel):
+    """Work before the turn's first model call that may take a while, such as starting MCP
+    servers (a first `npx` start can take 20 s): the cell says what it waits for instead of
+    staying silent. Shown while it lasts; the turn's own events follow, and nothing records it."""
+
+    type: Literal["progress"] = "progress"
+    message: str
+
+
 class TurnDone(BaseModel):
     type: Literal["turn_done"] = "turn_done"
     stop_reason: StopReason
@@ -240,6 +249,7 @@ Event = Annotated[
     | ModelSwitchEvent
     | ErrorEvent
     | NoticeEvent
+    | ProgressEvent
     | SubagentEvent
     | TurnDone,
     Field(discriminator="type"),

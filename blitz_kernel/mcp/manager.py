@@ -392,6 +392,18 @@ class McpManager:
             return untrusted_text(name, entry.source)
         return None
 
+    def to_start(self, names: list[str]) -> list[str]:
+        """The named servers `ensure` would launch now: not running, allowed to start, and not
+        waiting out a failed start's back-off (a first `npx` start can take many seconds)."""
+        now = time.monotonic()
+        return [
+            name
+            for name in names
+            if not self.connections[name].alive
+            and self.refusal(name) is None
+            and not (self.connections[name].status == "failed" and self.connections[name].retry_at > now)
+        ]
+
     async def ensure(self, names: list[str]) -> dict[str, str]:
         """Start every named server that is not running, concurrently; the problems of those
         that cannot be used, by name."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
@@ -66,13 +66,23 @@ def wanted_servers(requested: list[str] | None, enabled: list[str]) -> tuple[lis
     return servers, patterns, resources
 
 
-async def offer(manager: McpManager, requested: list[str] | None, *, vision: bool) -> Offer:
+async def offer(
+    manager: McpManager,
+    requested: list[str] | None,
+    *,
+    vision: bool,
+    starting: Callable[[list[str]], Awaitable[None]] | None = None,
+) -> Offer:
     """Start the servers a turn's tool list asks for and build their tools (the turn's
-    setup awaits this; each server is bounded by its own timeout)."""
+    setup awaits this; each server is bounded by its own timeout). `starting` hears the names
+    of the servers about to be launched first, so the cell can say so while they start."""
     servers, patterns, resources = wanted_servers(requested, manager.enabled())
     result = Offer()
     if not servers:
         return result
+    launching = manager.to_start(servers)
+    if launching and starting is not None:
+        await starting(launching)
     result.problems = await manager.ensure(servers)
     for server in servers:
         if server in result.problems:

@@ -20,7 +20,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..engine.events import Event, PermissionRequest, ToolCallEvent, TurnDone, TurnStarted
+from ..engine.events import Event, PermissionRequest, ProgressEvent, ToolCallEvent, TurnDone, TurnStarted
 from ..engine.turn.modes import TurnMode, go_ahead_prompt
 from ..engine.turn.options import FrontEnd, RunOptions
 from .probe import FrontEndProbe, cell_request, known_mode
@@ -194,8 +194,8 @@ class CellTurn:
     def on_event(self, event: Event) -> Awaitable[None] | None:
         """The engine's event handler. Returns an awaitable only when the turn must wait for
         the front end's answer (the engine awaits it); otherwise it is synchronous."""
-        if isinstance(event, TurnStarted) and self.probe is not None:
-            self.probe.start(self.state.turn_id)
+        if isinstance(event, TurnStarted | ProgressEvent) and self.probe is not None:
+            self.probe.start(self.state.turn_id)  # MCP servers starting: the widget says so meanwhile
         self.state.apply(event)
         if self.controller is not None:
             self.controller.observe(event)

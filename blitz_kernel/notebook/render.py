@@ -28,6 +28,7 @@ from ..engine.events import (
     PermissionDecision,
     PermissionRequest,
     PlanEvent,
+    ProgressEvent,
     SteerEvent,
     SubagentEvent,
     TextEvent,
@@ -140,6 +141,8 @@ class PlainPresenter:
                 self._show_result(event.id)
             case NoticeEvent():
                 self._output.line(f"⚠ {event.message}")
+            case ProgressEvent():
+                self._output.line(event.message)
             case ErrorEvent():
                 pass  # the turn's failure is said with turn_done
             case ModelSwitchEvent():

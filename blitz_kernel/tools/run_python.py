@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..core.tools import ToolPresentation
 from . import signals
 from .images import FigureCapture, display_of, keep_figures, png_part
 from .registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput, change_recorder, tool
@@ -283,7 +284,7 @@ def _one_at_a_time() -> asyncio.Lock:
     return _RUNNING[loop]
 
 
-@tool("run_python", ToolKind.MUTATING, RunPythonArgs)
+@tool("run_python", ToolKind.MUTATING, RunPythonArgs, ToolPresentation(code_arg="code"))
 async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str | ToolOutput:
     """Run Python code in the notebook kernel's namespace: variables you create stay there for
     the user and for later calls, and the user's variables are available. Returns sections

@@ -56,14 +56,13 @@ def test_a_subagents_request_is_answered_in_its_nested_card(
     permission.get_by_role("button", name="Allow once", exact=True).click()
     expect(turn).to_contain_text("The fixer wrote fixed.txt.")
     expect(turn.locator(".blitz-turn")).to_have_count(0)  # the static rendering
-    nested_lines = turn.locator("li li")  # nested under the invoke_agent call
-    expect(nested_lines).to_have_text(
-        [
-            "» fixer: Writing the *fix* now.",
-            re.compile(r'^⚙ write_file\(path="fixed.txt".*✓'),
-            "» fixer: wrote fixed.txt",
-        ]
-    )
+    # the static rendering keeps the cards: the sub-agent's call folded inside the invoke_agent one
+    outer = turn.locator("details:not(details details) > summary")
+    expect(outer).to_have_text([re.compile(r'^⚙ invoke_agent\(agent="fixer".*✓')])
+    inner = turn.locator("details details > summary")
+    expect(inner).to_have_text([re.compile(r'^⚙ write_file\(path="fixed.txt".*✓')])
+    expect(turn.locator("details details")).not_to_have_attribute("open", "")  # folded
+    expect(turn.locator("details").first).to_contain_text("» fixer: Writing the fix now.")
     page.wait_for_function(KERNEL_IDLE)
     assert (workspace / "fixed.txt").read_text() == "hi"
     page.screenshot(path=str(ARTIFACTS / "lab-subagent-static.png"))
@@ -127,5 +126,10 @@ def test_undo_this_turn_puts_back_a_cell_replaced_through_the_bridge(
     done = turn.get_by_role("button", name="Undone", exact=True)
     expect(done).to_be_disabled()
     expect(turn.get_by_role("status")).to_contain_text("undid turn 1")
+    # styled like the widget: its button, and the report as wrapped UI text, not a monospace block
+    expect(done).to_have_css("border-radius", "4px")
+    report = turn.locator(".blitz-undo-report")
+    expect(report).to_have_css("white-space", "pre-wrap")
+    assert report.evaluate("node => node.tagName") == "DIV"
     expect(turn).to_contain_text("This turn was undone (")  # the static rendering says so
     turn.screenshot(path=str(ARTIFACTS / "lab-undo-this-turn.png"))

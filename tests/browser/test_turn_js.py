@@ -182,6 +182,23 @@ def test_chips_notices_and_the_footer(page: Any):
     )
 
 
+def test_the_footer_says_what_the_turn_waits_for_and_no_cost_before_a_call(page: Any):
+    widget = render(
+        page,
+        footer={
+            "model": "m",
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cost": "—",
+            "elapsed_s": 2.0,
+            "stop_reason": "",
+            "progress": "starting MCP server docs…",
+        },
+        phase="running",
+    )
+    expect(widget.locator(".blitz-footer")).to_have_text("m · 0 in · 0 out · — · 2.0 s · starting MCP server docs…")
+
+
 def test_continue_is_offered_at_the_step_limit(page: Any):
     widget = render(page, offer={"offer_id": 3, "steps": 5, "line": "Stopped at the step limit."})
     group = widget.get_by_role("group", name="Step limit reached", exact=True)

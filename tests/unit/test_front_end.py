@@ -19,6 +19,7 @@ from blitz_kernel.engine.events import (
     PermissionDecision,
     PermissionRequest,
     PlanEvent,
+    ProgressEvent,
     TextEvent,
     ToolCallEvent,
     ToolResultEvent,
@@ -171,6 +172,41 @@ def test_plain_output_is_made_from_the_turn_state():
     shown = output.rendered()
     assert shown[:-1] == A_TURN_SHOWN
     assert shown[-1].startswith("— m · 3 in · 1 out · 1 call · unpriced · ") and shown[-1].endswith(" s · end_turn")
+
+
+STARTING = ProgressEvent(message="starting MCP server docs…")
+
+
+def test_a_server_starting_is_said_in_plain_output_and_on_the_widgets_footer():
+    """The wait before the turn (an MCP server's first start) is said where the user looks:
+    a line in plain output; in the widget, the footer's "running" until the turn starts.
+    The static rendering never keeps it."""
+    state, presenter, output = plain()
+    feed(state, presenter, STARTING)
+    assert output.rendered() == ["starting MCP server docs…"]
+    assert state.footer()["progress"] == "starting MCP server docs…" and "footer" in state.take_dirty()
+    feed(state, presenter, START, DONE)
+    assert state.footer()["progress"] == ""
+    from blitz_kernel.notebook.widgets.static import static_bundle
+
+    data, _ = static_bundle(state, "")
+    assert "starting MCP server" not in data["text/markdown"] + data["text/plain"]
+
+
+def test_a_server_starting_asks_for_the_widget_at_once(make_workspace: Any):
+    """The probe starts with the wait, not with the turn, so the widget can show the wait."""
+    opener, clock = CommOpener(), FakeClock()
+    workspace, _ = make_workspace([])
+
+    async def main() -> None:
+        probe = FrontEndProbe(open_comm=opener, call_later=clock.call_later, memory=FrontEndMemory())
+        turn = CellTurn(workspace, "s", "Do it.", probe=probe, plain_output=RecordingOutput(), widget_output=None)
+        assert turn.on_event(STARTING) is None  # nothing to wait for: the servers go on starting
+        assert [comm.data for comm in opener.opened] == [{"turn_id": turn.state.turn_id}]
+        turn.on_event(START)
+        assert len(opener.opened) == 1  # asked once
+
+    asyncio.run(main())
 
 
 def test_a_turn_shown_late_looks_as_if_shown_live():

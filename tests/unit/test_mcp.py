@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from blitz_kernel.config.loading import load_config
-from blitz_kernel.engine.events import NoticeEvent, ToolResultEvent
+from blitz_kernel.engine.events import Event, NoticeEvent, ProgressEvent, ToolResultEvent
 from blitz_kernel.engine.safety.approval import HEADLESS_REASON
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import ConfigError
@@ -542,3 +542,23 @@ def test_sanitised_tool_names_that_collide_get_a_suffix_and_empty_ones_are_left_
     connection.tools = [McpTool(name=long, input_schema={"type": "object"}), McpTool(name=long + "y", input_schema={})]
     names, _ = offered_names(connection)
     assert len(set(names.values())) == 2 and all(len(n) <= 64 for n in names.values())
+
+
+async def test_the_front_end_hears_which_servers_start_before_they_do(mcp_workspace: MakeMcp):
+    """A first `npx` start can take 20 s: the cell says "starting MCP server NAME…" while it
+    waits, before the turn's first event; a running server is not announced again, and what
+    is said is never recorded with the turn."""
+    ws, _ = mcp_workspace([{"text": "one"}, {"text": "two"}], servers={"t": stdio_server(), "u": stdio_server()})
+    heard: list[tuple[str, bool]] = []
+
+    def on_event(event: Event) -> None:
+        alive = [name for name in ("t", "u") if name in ws.mcp.connections and ws.mcp.connections[name].alive]
+        heard.append((getattr(event, "message", event.type), bool(alive)))
+
+    first = await ws.run("one", on_event=on_event)
+    assert heard[0] == ("starting MCP servers t, u…", False)  # said before either has started
+    assert heard[1][0] == "turn_started"
+    assert not any(isinstance(event, ProgressEvent) for event in first.events)
+    heard.clear()
+    await ws.run("two", on_event=on_event)
+    assert heard[0][0] == "turn_started"  # both still running: nothing to wait for

@@ -1,11 +1,13 @@
 """The widget's newer cards without a kernel: sub-agent turns nested in their invoke_agent card
-with their permission requests answered in the turn's card, attachment chips,
-the footer's fallback switch and context fill, notices, and the approval card's reason
-and preview. Sub-agent events come from real engine turns on a ScriptedModel."""
+with their permission requests answered in the turn's card, attachment chips, the footer's
+fallback switch and context fill, notices, the approval card's reason and preview, and the
+static rendering a saved notebook keeps (rendered here with mistune, a CommonMark renderer).
+Sub-agent events come from real engine turns on a ScriptedModel."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,14 @@ def _workspace(root: Path, steps: list[Any]) -> Workspace:
     return scripted_workspace(root, steps)[0]
 
 
+def rendered(markdown: str) -> str:
+    """The static rendering's Markdown as a CommonMark renderer makes it HTML (raw HTML kept,
+    as JupyterLab, nbviewer and GitHub keep `<details>`)."""
+    import mistune
+
+    return str(mistune.create_markdown(escape=False)(markdown))
+
+
 def folded(events: list[Event]) -> TurnState:
     state = TurnState(turn_id="t", prompt="", session="")
     for event in events:
@@ -103,7 +113,13 @@ async def test_ENG70_a_subagents_turn_nests_in_its_invoke_agent_card(tmp_path: P
     assert plain[at + 2].startswith('    ⚙ read_file(path="a.py")')
     assert plain[at + 3] == "    » checker: checked: fine"
     assert plain[at + 4] == "  » reviewer: The **review**: fine"
-    assert "\n  - `⚙ invoke_agent" in data["text/markdown"]
+    html = rendered(data["text/markdown"])
+    outer = html.find('<summary><code>⚙ invoke_agent(agent="reviewer"')
+    inner = html.find('<summary><code>⚙ invoke_agent(agent="checker"')
+    read = html.find('<summary><code>⚙ read_file(path="a.py")')
+    assert 0 <= outer < inner < read  # the sub-agents' cards inside their callers' cards
+    assert html.count("<details>") == html.count("</details>") == 3
+    assert html.rindex("</details>") > html.index("checker:</em> checked: fine")
     [record] = metadata["blitz"]["tool_calls"]
     assert record["subagent_calls"][0]["subagent_calls"][0]["name"] == "read_file"
 
@@ -535,3 +551,89 @@ def test_a_call_named_like_the_plan_tool_that_declares_no_review_is_an_ordinary_
     state = folded([START, ToolCallEvent(id="p1", name="x", args={}, presentation=PRESENTED["exit_plan_mode"])])
     state.open_review(1, "p")
     assert state.tool_items()[0]["status"] == "waiting"
+
+
+# -- 7. the static rendering keeps the widget's structure -------------------------------------
+
+EXCERPT = "2 import pandas as pd\n3\n4 def load(path):\n5     df = pd.read_csv(path)"
+CODE = "df = load('a.csv')\nprint(df.__len__())"
+
+
+def _static_turn() -> str:
+    state = folded(
+        [
+            START,
+            ToolCallEvent(id="c1", name="read_file", args={"path": "prep.py"}),
+            ToolResultEvent(id="c1", name="read_file", ok=True, preview=EXCERPT),
+            ToolCallEvent(id="c2", name="run_python", args={"code": CODE}, presentation=PRESENTED["run_python"]),
+            ToolResultEvent(id="c2", name="run_python", ok=False, status="error", error="NameError: x <b>"),
+            DONE,
+        ]
+    )
+    return static_bundle(state, "Loaded.")[0]["text/markdown"]
+
+
+def test_a_finished_turns_calls_are_folded_cards_with_a_summary_line():
+    """Each call is a `<details>` whose summary is one line (`⚙ name(args)` → its mark and the
+    result's first line); what it gave back is inside, folded, not a bullet of flattened text."""
+    html = rendered(_static_turn())
+    summaries = re.findall(r"<summary>(.*?)</summary>", html)
+    assert summaries == [
+        '<code>⚙ read_file(path="prep.py")</code> → ✓ 2 import pandas as pd …',
+        "<code>⚙ run_python(code=\"df = load('a.csv')\\nprint(df.__len__())\")</code> → ✗ NameError: x &lt;b&gt;",
+    ]
+    assert html.count("<details>") == html.count("</details>") == 2
+    assert "<li>" not in html and "2 3 4 def load" not in html
+
+
+def test_results_keep_their_lines_and_code_shows_as_code():
+    html = rendered(_static_turn())
+    assert f"<pre><code>{EXCERPT}\n</code></pre>" in html  # one line per line, spaces kept
+    assert f'<pre><code class="language-python">{CODE}\n</code></pre>' in html
+    assert "__len__" in html and "<strong>len</strong>" not in html  # code, not Markdown
+    assert "<em>error</em>" in html and "NameError: x &lt;b&gt;" in html and "<b>" not in html
+
+
+def test_a_written_file_shows_as_its_lines_and_short_arguments_only_in_the_summary():
+    state = folded(
+        [
+            START,
+            ToolCallEvent(id="c1", name="write_file", args={"path": "a.py", "content": "x = 1\n\ny = 2\n"}),
+            ToolResultEvent(id="c1", name="write_file", ok=True, preview="wrote a.py"),
+            ToolCallEvent(id="c2", name="glob", args={"pattern": "*.py"}),
+            ToolResultEvent(id="c2", name="glob", ok=True, preview="a.py"),
+            DONE,
+        ]
+    )
+    html = rendered(static_bundle(state, "")[0]["text/markdown"])
+    assert "<p><em>content</em></p>\n<pre><code>x = 1\n\ny = 2\n</code></pre>" in html
+    assert "language-json" not in html  # the path and the pattern are whole in their summaries
+    long_path = "d/" * 60 + "a.py"
+    state = folded([START, ToolCallEvent(id="c1", name="read_file", args={"path": long_path}), DONE])
+    html = rendered(static_bundle(state, "")[0]["text/markdown"])
+    assert f"&quot;path&quot;: &quot;{long_path}&quot;" in html  # cut in the summary: whole inside
+
+
+def test_a_fence_inside_a_result_cannot_close_its_block():
+    state = folded(
+        [
+            START,
+            ToolCallEvent(id="c1", name="read_file", args={"path": "README.md"}),
+            ToolResultEvent(id="c1", name="read_file", ok=True, preview="```\n<script>x</script>\n```"),
+            DONE,
+        ]
+    )
+    html = rendered(static_bundle(state, "")[0]["text/markdown"])
+    assert "<script>" not in html and "&lt;script&gt;x&lt;/script&gt;" in html
+    assert html.count("<pre>") == 1
+
+
+def test_an_unpriced_models_footer_says_no_cost_before_its_first_call():
+    """Before any call has ended there is no cost to show: "—", never a silent $0.0000 that
+    turns into "unpriced" once the first call of an unpriced model ends."""
+    state = folded([START])
+    assert state.footer()["cost"] == "—"
+    assert "0 calls · — ·" in usage_line(state)
+    state.apply(TurnDone(stop_reason="end_turn", usage=UsageTotals(input_tokens=3, calls=1, priced=False)))
+    assert state.footer()["cost"] == "unpriced"
+    assert UsageTotals(calls=1).describe_cost() == "$0.0000"  # a call priced at nothing is $0

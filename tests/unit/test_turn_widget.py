@@ -150,7 +150,7 @@ def test_static_rendering_and_record():
         TurnDone(stop_reason="end_turn", usage=UsageTotals(input_tokens=3, output_tokens=1, calls=1)),
     )
     data, metadata = static_bundle(state, "Wrote `a`.")
-    assert data["text/markdown"].startswith('- `⚙ write_file(path="a", content="xxx')
+    assert data["text/markdown"].startswith('<details><summary><code>⚙ write_file(path="a", content="xxx')
     assert "\n\nWrote `a`.\n\n<sub>— m · 3 in · 1 out · 1 call · $0.0000" in data["text/markdown"]
     assert data["text/plain"].splitlines()[1] == "Wrote `a`."
     record = metadata["blitz"]

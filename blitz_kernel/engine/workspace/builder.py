@@ -12,7 +12,7 @@ from ...mcp.manager import McpManager, server_entries
 from ...mcp.toolset import Offer, offer
 from ...models.base import Model, supports_vision
 from ...tools.registry import KernelContext, ToolContext
-from ..events import Event, NoticeEvent
+from ..events import Event, NoticeEvent, ProgressEvent
 from ..safety.approval import ApprovalGate, HeadlessApprover, PendingApprovals
 from ..store.session import Session
 from ..store.sessions import SessionBook
@@ -71,7 +71,7 @@ class TurnBuilder:
         settings = config.model_settings(model.name)  # per-model settings beat the global ones
         mode = options.mode
         aside = mode is TurnMode.BTW
-        mcp = await self._mcp_offer(definition, model)
+        mcp = await self._mcp_offer(definition, model, front_end if depth == 0 and not aside else None)
         state.redactor = self.configuration.redactor  # what enters the history is redacted
         choice = ModelChoice(
             model=model,
@@ -149,12 +149,21 @@ class TurnBuilder:
         skipped = skipped_memory(configuration.root, configuration.home)
         return self.notices.take(configuration.trust, configuration.agents, self.sessions.take_notices(), skipped)
 
-    async def _mcp_offer(self, definition: AgentDefinition, model: Model) -> Offer:
+    async def _mcp_offer(self, definition: AgentDefinition, model: Model, front_end: FrontEnd | None) -> Offer:
         """The MCP tools the agent's list names (every enabled server's for an agent without a
-        list), their servers started first; the servers that could not start are reported."""
+        list), their servers started first; the servers that could not start are reported.
+        The front end of a turn the user started hears which servers start, before they do."""
         if not self.configuration.config.mcp.servers and not self.mcp.connections:
             return Offer()
-        return await offer(self.mcp_servers(), definition.tools, vision=supports_vision(model))
+        on_event = front_end.on_event if front_end is not None else None
+
+        async def starting(names: list[str]) -> None:
+            if on_event is not None:
+                waiting = on_event(ProgressEvent(message=starting_line(names)))
+                if waiting is not None:
+                    await waiting
+
+        return await offer(self.mcp_servers(), definition.tools, vision=supports_vision(model), starting=starting)
 
     def mcp_servers(self) -> McpManager:
         """The MCP servers as the configuration says now (a changed server restarts on its
@@ -180,3 +189,8 @@ class TurnBuilder:
     def memory(self) -> list[MemoryFile]:
         """The project-memory files the next turn's instructions include."""
         return memory_files(self.configuration.root, self.configuration.home)
+
+
+def starting_line(names: list[str]) -> str:
+    """`starting MCP server docs…`, or `starting MCP servers docs, fetch…`."""
+    return f"starting MCP server{'s' if len(names) > 1 else ''} {', '.join(names)}…"

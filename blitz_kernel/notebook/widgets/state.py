@@ -25,6 +25,7 @@ from ...engine.events import (
     PermissionDecision,
     PermissionRequest,
     PlanEvent,
+    ProgressEvent,
     SteerEvent,
     SubagentEvent,
     TextEvent,
@@ -157,6 +158,9 @@ class TurnState:
     stopping: str = ""
     """"" | "graceful" | "force": what the Stop button asked for."""
     notice: str = ""
+    progress: str = ""
+    """What the turn waits for before it starts (MCP servers starting): the footer says it in
+    place of "running" until the turn's first event; never kept in the static rendering."""
     stop_reason: str = ""
     error: str | None = None
     not_saved: str | None = None
@@ -196,6 +200,7 @@ class TurnState:
             "plan": self._on_plan,
             "error": lambda event: None,  # the failure itself is shown from turn_done's error
             "notice": self._on_notice,
+            "progress": self._on_progress,
             "turn_done": self._on_done,
             "model_switch": self._on_model_switch,
             "subagent": self._on_subagent,
@@ -205,7 +210,12 @@ class TurnState:
         self.switches.append(switch_note(event))  # the footer says it
         self.dirty.add("footer")
 
+    def _on_progress(self, event: ProgressEvent) -> None:
+        self.progress = event.message
+        self.dirty.add("footer")
+
     def _on_started(self, event: TurnStarted) -> None:
+        self.progress = ""
         self.model, self.agent, self.turn_index = event.model, event.agent, event.turn_index
         self.session, self.prompt = event.session, event.prompt
         self.attachments = [
@@ -552,6 +562,7 @@ class TurnState:
             "priced": usage.priced,
             "elapsed_s": self.elapsed_s,
             "stop_reason": self.stop_reason,
+            "progress": self.progress,
             "switches": list(self.switches),
             "context": context_fill(self.context_used, self.context_window),
         }

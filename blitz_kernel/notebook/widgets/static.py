@@ -150,23 +150,90 @@ def code_span(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def nested_lines(tool: ToolItem, depth: int = 1) -> list[tuple[str, str]]:
-    """A sub-agent's turn under its `invoke_agent` call: (markdown, plain) lines,
-    each indented one level deeper than the call; its own calls nest again."""
-    lines: list[tuple[str, str]] = []
-    md_indent, plain_indent = "  " * depth, "  " * depth
+def nested_lines(tool: ToolItem, depth: int = 1) -> list[str]:
+    """A sub-agent's turn under its `invoke_agent` call, as plain lines, each indented one
+    level deeper than the call; its own calls nest again."""
+    lines: list[str] = []
+    indent = "  " * depth
     for item in tool["nested"]:
         if item["kind"] == "tool":
-            line = tool_line(item)
-            lines.append((f"{md_indent}- {code_span(line)}", f"{plain_indent}{line}"))
+            lines.append(f"{indent}{tool_line(item)}")
             lines.extend(nested_lines(item, depth + 1))
         elif item["kind"] == "text" and item["text"]:
-            line = f"» {tool['args'].get('agent', 'sub-agent')}: {one_line(item['text'], 300)}"
-            lines.append((f"{md_indent}- {code_span(line)}", f"{plain_indent}{line}"))
+            lines.append(f"{indent}» {tool['args'].get('agent', 'sub-agent')}: {one_line(item['text'], 300)}")
         elif item["kind"] == "error":
-            line = f"✗ {one_line(item['message'], 300)}"
-            lines.append((f"{md_indent}- {code_span(line)}", f"{plain_indent}{line}"))
+            lines.append(f"{indent}✗ {one_line(item['message'], 300)}")
     return lines
+
+
+def fenced(text: str, language: str = "") -> str:
+    """A fenced code block that no backtick run inside `text` can close: its lines kept as
+    they are (a file excerpt stays one line per line), never read as Markdown or HTML."""
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text.rstrip(chr(10))}\n{fence}"
+
+
+def _html(text: str) -> str:
+    """Text for raw HTML (a card's summary line): an HTML block is not read as Markdown, so
+    only HTML's own characters are escaped."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def tool_card(tool: ToolItem) -> str:
+    """One call as the live widget's card: a summary line (`⚙ name(args)` → mark, first
+    result line) and, folded under it, the code as code, the other arguments, a sub-agent's
+    turn and the whole result, each kept on its own lines. `<details>` is HTML that JupyterLab,
+    nbviewer and GitHub all fold; the blank lines around each part let Markdown render the
+    parts between the tags."""
+    result = tool["error"] or tool["preview"] or ""
+    mark = STATUS_MARK.get(tool["status"], tool["status"])
+    call = f"⚙ {tool['name']}({args_line(tool['args'])})"
+    lines = result.strip("\n").splitlines()
+    first = f" {one_line(lines[0], RESULT_CHARS)}{' …' if len(lines) > 1 else ''}" if lines else ""
+    summary = f"<code>{_html(call)}</code> → {_html(mark + images_note(tool) + first)}"
+    parts = [f"<details><summary>{summary}</summary>"]
+    args = dict(tool["args"])
+    # text of many lines (run_python's code, a file written, an edit's old and new text) is
+    # shown as it is, each in its own block; what is left, as JSON unless the summary has it all
+    for key, value in list(args.items()):
+        if isinstance(value, str) and "\n" in value:
+            del args[key]
+            language = "python" if tool["presentation"].get("code_arg") == key else ""
+            parts.append(f"*{escape_html(key)}*\n\n{fenced(shorten(value, ARG_CHARS), language)}")
+    if args and not _whole_on_one_line(args):
+        shown = json.dumps(_short_value(args), ensure_ascii=False, indent=2)
+        parts.append(f"*arguments*\n\n{fenced(shown, 'json')}")
+    if tool["nested"]:
+        parts.append(_nested_turn(tool))
+    if result:
+        label = "blocked" if tool["status"] == "blocked" else "error" if tool["error"] else "result"
+        parts.append(f"*{label}*\n\n{fenced(shorten(result, ARG_CHARS))}")
+    parts.append("</details>")
+    return "\n\n".join(parts)
+
+
+def _whole_on_one_line(args: dict[str, Any]) -> bool:
+    """Whether the summary's `name(args)` already shows every argument whole."""
+    whole = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items())
+    return "\\n" not in whole and args_line(args) == whole
+
+
+def _nested_turn(tool: ToolItem) -> str:
+    """A sub-agent's turn inside its `invoke_agent` card: its text and its own cards."""
+    agent = str(tool["args"].get("agent", "sub-agent"))
+    pieces: list[str] = []
+    for item in tool["nested"]:
+        if item["kind"] == "tool":
+            pieces.append(tool_card(item))
+        elif item["kind"] == "text" and item["text"]:
+            pieces.append(f"» *{escape_html(agent)}:* {escape_html(item['text'])}")
+        elif item["kind"] == "error":
+            pieces.append(f"**✗** {code_span(one_line(item['message'], 300))}")
+    return "\n\n".join(pieces)
 
 
 def attachments_line(state: TurnState) -> tuple[str, str] | None:
@@ -197,14 +264,7 @@ def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
         elif item["kind"] == "tool":
             if item["presentation"]["plan_review"] and item["status"] == "done":
                 continue  # the plan item below shows it, and what became of it
-            line = tool_line(item)
-            nested = nested_lines(item)
-            pieces.append(
-                (
-                    "\n".join([f"- {code_span(line)}", *(md for md, _ in nested)]),
-                    "\n".join([line, *(text for _, text in nested)]),
-                )
-            )
+            pieces.append((tool_card(item), "\n".join([tool_line(item), *nested_lines(item)])))
         elif item["kind"] == "plan":
             heading = plan_heading_with_reason(item["status"], item["reason"])
             pieces.append((f"**{escape_html(heading)}**\n\n{escape_html(item['plan'])}", f"{heading}\n{item['plan']}"))
@@ -221,12 +281,9 @@ def static_bundle(state: TurnState, final_text: str) -> tuple[dict[str, str], di
     """(data, metadata) of the output that replaces the widget when the turn ends."""
     markdown: list[str] = []
     plain: list[str] = []
-    previous_tool = False
     for md, text in _blocks(state, final_text):
-        is_tool = md.startswith(("- `", "- <code>"))
-        markdown.append(("\n" if is_tool and previous_tool else "\n\n") + md if markdown else md)
+        markdown.append(f"\n\n{md}" if markdown else md)
         plain.append(text)
-        previous_tool = is_tool
     for steer in state.steers:
         words = STEER_WORDS[steer["status"]]
         line = f"↪ steer {json.dumps(steer['text'], ensure_ascii=False)}: {words} {steer['detail']}".rstrip()

@@ -96,7 +96,7 @@ class UndoControl:
 
     async def _undo(self) -> None:
         state = self.state
-        undo = getattr(self.workspace, "undo", None)  # Workspace.undo where the engine has it
+        undo = getattr(self.workspace, "undo", None)  # Workspace.undo, where the engine has it
         if undo is None:
             self._show("failed", "undo is not available in this version of blitz_kernel")
             return

@@ -367,7 +367,8 @@ function footerText(footer, header, phase) {
   const elapsed = footer.elapsed_s !== null && footer.elapsed_s !== undefined
     ? footer.elapsed_s * 1000 : Date.now() - (header.started_ms || Date.now());
   parts.push(seconds(elapsed));
-  parts.push(footer.stop_reason || (phase === "finishing" ? "finishing side questions" : "running"));
+  parts.push(footer.stop_reason || footer.progress
+    || (phase === "finishing" ? "finishing side questions" : "running"));
   if (footer.context) parts.push(footer.context);
   for (const note of footer.switches || []) parts.push(note);
   return parts.join(" · ");

@@ -7,7 +7,9 @@ function render({ model, el }) {
   const button = document.createElement("button");
   button.type = "button";
   button.className = "blitz-undo-button";
-  const message = document.createElement("pre");
+  // the report is a short list of lines (files, cells, variables): UI text with its line
+  // breaks kept, wrapped to the cell, not a wide monospace block
+  const message = document.createElement("div");
   message.className = "blitz-undo-report";
   message.setAttribute("role", "status");
   const root = document.createElement("div");

@@ -191,7 +191,9 @@ def search(db: sqlite3.Connection, text: str, session: str | None, limit: int) -
     order = [rowid for (rowid,) in best]
     if not order:
         return []
-    marks = ",".join("?" * len(order))
+    # The chosen rows by their range of row ids, which FTS5 seeks to (a list of ids would be
+    # tested against every match); the other matches in that range are left out here.
+    wanted = set(order)
     found = {
         row[0]: row[1:]
         for row in db.execute(
@@ -200,9 +202,10 @@ def search(db: sqlite3.Connection, text: str, session: str | None, limit: int) -
             "s.first_live, s.live_summary, t.session_id, t.event_id "
             "FROM transcript_fts JOIN transcript t ON t.id = transcript_fts.rowid "
             "JOIN sessions s ON s.id = t.session_id "
-            f"WHERE transcript_fts MATCH ? AND transcript_fts.rowid IN ({marks})",  # noqa: S608 - placeholders only
-            (query, *order),
+            "WHERE transcript_fts MATCH ? AND transcript_fts.rowid >= ? AND transcript_fts.rowid <= ?",
+            (query, min(order), max(order)),
         ).fetchall()
+        if row[0] in wanted
     }
     rows = [found[rowid] for rowid in order if rowid in found]
     rewinds = _rewinds(db, {row[8] for row in rows})

@@ -192,20 +192,20 @@ def search(db: sqlite3.Connection, text: str, session: str | None, limit: int) -
     if not order:
         return []
     # The chosen rows by their range of row ids, which FTS5 seeks to (a list of ids would be
-    # tested against every match); the other matches in that range are left out here.
-    wanted = set(order)
+    # tested against every match); a snippet only for the chosen ones (CASE is lazy).
+    marks = ",".join("?" * len(order))
     found = {
         row[0]: row[1:]
         for row in db.execute(
-            "SELECT t.id, s.name, t.message, t.turn, t.role, t.time, "
-            f"snippet(transcript_fts, 0, '{HIGHLIGHT[0]}', '{HIGHLIGHT[1]}', '…', {SNIPPET_TOKENS}), "
+            f"SELECT t.id, s.name, t.message, t.turn, t.role, t.time, CASE WHEN t.id IN ({marks}) THEN "  # noqa: S608
+            f"snippet(transcript_fts, 0, '{HIGHLIGHT[0]}', '{HIGHLIGHT[1]}', '…', {SNIPPET_TOKENS}) END, "
             "s.first_live, s.live_summary, t.session_id, t.event_id "
             "FROM transcript_fts JOIN transcript t ON t.id = transcript_fts.rowid "
             "JOIN sessions s ON s.id = t.session_id "
             "WHERE transcript_fts MATCH ? AND transcript_fts.rowid >= ? AND transcript_fts.rowid <= ?",
-            (query, min(order), max(order)),
+            (*order, query, min(order), max(order)),
         ).fetchall()
-        if row[0] in wanted
+        if row[6] is not None
     }
     rows = [found[rowid] for rowid in order if rowid in found]
     rewinds = _rewinds(db, {row[8] for row in rows})

@@ -305,6 +305,7 @@ def test_a_very_common_word_is_ranked_among_the_newest_matches(tmp_path, monkeyp
         session.commit([user_prompt(f"a ferret in a long sentence about turn number {turn} of many")], turn)
     session.end_turn(8, "end_turn", None)
     store = book.link.store
+    assert store is not None
     hits = store.search("ferret", limit=3)
     assert len(hits) == 3 and all(hit.message >= 4 for hit in hits)
     monkeypatch.setattr(reads, "CANDIDATES", 100)

@@ -13,6 +13,10 @@ Three sources of secrets, one pass over each text:
 - well-known formats (`sk-…`, `ghp_…`, `AKIA…`, private key blocks): core/secret_patterns.py.
 Values under 8 characters are not learned (they would redact ordinary words); an assignment's
 value is still redacted where it stands.
+
+A text is often redacted more than once on its way out (a tool's output goes into the event,
+the history and the store), so the redactor remembers what it gave for its recent longer texts
+(`CACHE_ENTRIES`), and forgets all of it whenever it learns a new secret.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ _KEYWORD = (
     r"(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|secret|password|passwd|pwd|credentials?)"
 )
 KEYWORD = re.compile(_KEYWORD, re.IGNORECASE)
+KEYWORD_PIECES = ("key", "token", "secret", "pass", "pwd", "credential")
+"""Every KEYWORD match contains one of these: an ASCII text holding none has no assignment."""
 VALUE_AFTER_KEY = re.compile(
     r"""(?![A-Za-z0-9])["']?[ \t]*(?:=>|:=|=|:)[ \t]*(?!=)"""
     r"""(?P<value>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[^\s"'`,;#\[\](){}<>&]+(?=[ \t]*(?:[#,;}\]&]|\r?$)))""",
@@ -51,6 +57,11 @@ VALUE_AFTER_KEY = re.compile(
 KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 NOT_SECRETS = frozenset({"none", "null", "nil", "true", "false", "~", "undefined", "required", "optional"})
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*")
+CACHE_ENTRIES = 512
+CACHE_CHARS = 4_000_000
+"""At most this many entries and characters of text are remembered, then it starts afresh."""
+CACHED_CHARS = 64
+"""Texts this long or longer are remembered; a shorter one costs less to redact than to keep."""
 
 T = TypeVar("T")
 
@@ -83,6 +94,9 @@ class Redactor:
         self._anchors: list[tuple[str, tuple[str, ...]]] = []
         """Per secret: a piece every one of its forms contains, and its forms."""
         self._with_patterns = patterns
+        self._done: dict[str, str] = {}
+        """Text → its redaction, for recent texts of CACHED_CHARS or more (cleared on learning)."""
+        self._done_chars = 0
         self.learn(secrets)
 
     @classmethod
@@ -110,6 +124,7 @@ class Redactor:
                 self._known.add(value)
                 added = True
         if added:
+            self._done, self._done_chars = {}, 0
             forms = set().union(*(encoded_forms(value) for value in self._known))
             self._forms = sorted(forms, key=len, reverse=True)  # longest first: a form within a form
             self._anchors = [(_anchor(value), tuple(encoded_forms(value))) for value in self._known]
@@ -125,14 +140,24 @@ class Redactor:
     def redact(self, text: str) -> str:
         if not text or not isinstance(text, str):
             return text
-        if KEYWORD.search(text):
+        remembered = len(text) >= CACHED_CHARS
+        if remembered and (done := self._done.get(text)) is not None:
+            return done
+        original = text
+        folded = text.lower() if text.isascii() else None
+        if (folded is None or any(piece in folded for piece in KEYWORD_PIECES)) and KEYWORD.search(text):
             text = self._assignments(text)
+            folded = text.lower() if text.isascii() else None
         if self._forms:
             text = self._replace_known(text)
-        for pattern in secret_patterns() if self._with_patterns else ():
-            spans = pattern.spans(text)
-            for start, end in reversed(spans):
-                text = text[:start] + REDACTED + text[end:]
+            folded = text.lower() if text.isascii() else None
+        if self._with_patterns:
+            text = _redact_formats(text, folded)
+        if remembered and len(original) <= CACHE_CHARS:
+            if len(self._done) >= CACHE_ENTRIES or self._done_chars + len(original) > CACHE_CHARS:
+                self._done, self._done_chars = {}, 0
+            self._done[original] = text
+            self._done_chars += len(original)
         return text
 
     def _replace_known(self, text: str) -> str:
@@ -231,6 +256,25 @@ class StreamRedactor:
         if block >= 0 and text.find("-----END", block) < 0:
             cut = min(cut, block)
         return min(cut, self._redactor.held_tail(text))
+
+
+def _redact_formats(text: str, folded: str | None) -> str:
+    """The well-known formats, each pattern tried only where its literal occurs; `folded`:
+    the text lower-cased when it is ASCII, else None."""
+    for pattern in secret_patterns():
+        needle = pattern.needle  # inlined: this loop runs for every text that leaves
+        if needle:
+            if pattern.case_blind:
+                if folded is not None and needle not in folded:
+                    continue
+            elif needle not in text:
+                continue
+        spans = pattern.spans(text)
+        if spans:
+            for start, end in reversed(spans):
+                text = text[:start] + REDACTED + text[end:]
+            folded = text.lower() if text.isascii() else None
+    return text
 
 
 _UNESCAPED = re.compile(r"[A-Za-z0-9_.~-]+")

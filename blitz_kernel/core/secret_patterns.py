@@ -10,6 +10,10 @@ every text (lookbehinds at every position). The private-key detector only knows 
 key block's header, so its headers become whole `BEGIN … END` blocks. One pattern is added: the
 `sk-…` keys of providers that `detect-secrets` does not know (its OpenAI rule needs the legacy
 marker inside the key).
+
+Every text that leaves is checked against all of them, so each pattern carries the longest
+literal every match of it contains (`needle`, read from the regex's parse): a text without it
+cannot match, and `str.find` rules that out far faster than a regex scanning every position.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import pkgutil
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 SKIPPED_DETECTORS = frozenset({"IPPublicDetector", "PrivateKeyDetector"})
 ASSIGNMENT_RULE = "(?:(?<=\\W)|(?<=^))"
@@ -36,6 +41,14 @@ class SecretPattern:
 
     detector: str
     regex: re.Pattern[str]
+    needle: str = ""
+    """A literal every match contains ('' when none is known), lower-cased for a case-blind
+    regex, whose needle is trusted on ASCII text only (Unicode case folding has exceptions)."""
+    case_blind: bool = False
+
+    @classmethod
+    def of(cls, detector: str, regex: re.Pattern[str]) -> SecretPattern:
+        return cls(detector, regex, required_literal(regex), bool(regex.flags & re.IGNORECASE))
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """The secret's span in each match: the longest captured group when the detector
@@ -73,11 +86,42 @@ def secret_patterns() -> tuple[SecretPattern, ...]:
             if issubclass(detector, RegexBasedDetector) and not inspect.isabstract(detector):
                 rules: Iterable[re.Pattern[str]] = detector.denylist  # type: ignore[assignment]  # a class attribute
                 found.extend(
-                    SecretPattern(name, regex) for regex in rules if not regex.pattern.startswith(ASSIGNMENT_RULE)
+                    SecretPattern.of(name, regex) for regex in rules if not regex.pattern.startswith(ASSIGNMENT_RULE)
                 )
     headers: Iterable[re.Pattern[str]] = PrivateKeyDetector.denylist  # type: ignore[assignment]
     for header in headers:
         block = rf"-----{header.pattern}-----[\s\S]*?(?:-----END[^\n]*?-----|\Z)"
-        found.append(SecretPattern("PrivateKeyDetector", re.compile(block)))
-    found.extend(SecretPattern("provider sk- key", regex) for regex in EXTRA_PATTERNS)
+        found.append(SecretPattern.of("PrivateKeyDetector", re.compile(block)))
+    found.extend(SecretPattern.of("provider sk- key", regex) for regex in EXTRA_PATTERNS)
     return tuple(found)
+
+
+def required_literal(regex: re.Pattern[str]) -> str:
+    """The longest run of literal characters on the regex's top-level path (groups entered,
+    everything else breaking the run): every match contains it. '' when the parse is not
+    understood (the pattern is then always run)."""
+    try:
+        parsed = importlib.import_module("re._parser").parse(regex.pattern, regex.flags)
+    except Exception:  # noqa: BLE001 - a private module: any surprise means "no needle"
+        return ""
+    runs: list[str] = []
+    _literal_runs(parsed, runs, [])
+    best = max(runs, key=len, default="")
+    return best.lower() if regex.flags & re.IGNORECASE else best
+
+
+def _literal_runs(parsed: Any, runs: list[str], current: list[str]) -> None:
+    for op, argument in parsed:
+        name = str(op)
+        if name == "LITERAL":
+            current.append(chr(argument))
+            continue
+        if name == "SUBPATTERN" and not argument[1] and not argument[2]:  # a group, flags unchanged
+            _literal_runs(argument[3], runs, current)
+            continue
+        if current:
+            runs.append("".join(current))
+            current.clear()
+    if current:
+        runs.append("".join(current))
+        current.clear()

@@ -249,7 +249,8 @@ def test_a_fresh_session_is_one_small_transaction_and_reads_no_rows(tmp_path):
 
 def test_search_runs_no_correlated_subquery_and_finds_rewinds_by_index(tmp_path):
     """Regression: an EXISTS over the session's events ran for every match, and a snippet was
-    made for every match before the LIMIT."""
+    made for every match before the LIMIT (then for a list of row ids FTS5 tested every match
+    against)."""
     book = SQLITE.book(tmp_path)
     session = book.get("s")
     for turn in range(30):
@@ -262,7 +263,8 @@ def test_search_runs_no_correlated_subquery_and_finds_rewinds_by_index(tmp_path)
     assert len(hits) == 20
     store._db.set_trace_callback(None)
     snippets = [sql for sql in seen if "snippet(" in sql]
-    assert len(snippets) == 1 and snippets[0].count(",") > 20  # one query, for the 20 rows returned
+    # one query, sought by the range of the 20 rows returned (the 20 newest of 30 here)
+    assert len(snippets) == 1 and snippets[0].endswith("rowid >= 11 AND transcript_fts.rowid <= 30")
     assert [h.rewound for h in book.search("number 29")] == [True]
     assert [h.rewound for h in book.search("number 28")] == [False]
     plans = {
@@ -272,3 +274,60 @@ def test_search_runs_no_correlated_subquery_and_finds_rewinds_by_index(tmp_path)
     assert plans and not [plan for plan in plans.values() if "CORRELATED" in plan]
     rewind_plans = [plan for sql, plan in plans.items() if "kind = 'rewind'" in sql]
     assert rewind_plans and all("events_by_kind" in plan for plan in rewind_plans)
+
+
+def fts_check(root: Path) -> None:
+    """FTS5's own check that the index matches the transcript rows it was given."""
+    rows(root, "INSERT INTO transcript_fts (transcript_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_units_join_the_search_index_at_the_turns_end_or_before_a_search(tmp_path):
+    """Regression: every unit's transaction wrote to the FTS5 index (a segment each, most of
+    a unit's write cost); now the rows go in at the turn's end, and a search first adds the
+    rows of a turn still running."""
+    book = SQLITE.book(tmp_path)
+    session = book.get("s")
+    session.commit([user_prompt("the quokka smiles")], 0)
+    assert rows(tmp_path, "SELECT count(*) FROM transcript") == [(1,)]
+    assert rows(tmp_path, "SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH 'quokka'") == [(0,)]
+    assert [hit.index for hit in book.search("quokka")] == [0]  # a turn still running
+    session.commit([user_prompt("and the wombat digs")], 0)
+    session.end_turn(0, "end_turn", None)
+    assert rows(tmp_path, "SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH 'wombat'") == [(1,)]
+    fts_check(tmp_path)
+
+
+def test_deleting_unindexed_rows_keeps_the_index_whole_and_new_rows_findable(tmp_path):
+    """A session deleted before its rows were indexed, and the newest rows deleted (their ids
+    are then given again): the index stays consistent and later rows are found."""
+    book = SQLITE.book(tmp_path)
+    book.get("kept").commit([user_prompt("an early platypus")], 0)
+    book.get("kept").end_turn(0, "end_turn", None)
+    book.get("gone").commit([user_prompt("a platypus never indexed")], 0)
+    book.delete("gone")
+    fts_check(tmp_path)
+    later = book.get("later")
+    later.commit([user_prompt("a later platypus")], 0)
+    later.end_turn(0, "end_turn", None)
+    assert sorted(hit.session for hit in book.search("platypus")) == ["kept", "later"]
+    fts_check(tmp_path)
+
+
+def test_a_very_common_word_is_ranked_among_the_newest_matches(tmp_path, monkeypatch):
+    """Search ranks the newest CANDIDATES matching messages only (a word in every message
+    would cost bm25 for each): an older, better match outside them is not shown."""
+    from blitz_kernel.engine.store.sqlite import reads
+
+    monkeypatch.setattr(reads, "CANDIDATES", 5)
+    book = SQLITE.book(tmp_path)
+    session = book.get("s")
+    session.commit([user_prompt("ferret ferret ferret")], 0)  # the best match, but the oldest
+    for turn in range(1, 9):
+        session.commit([user_prompt(f"a ferret in a long sentence about turn number {turn} of many")], turn)
+    session.end_turn(8, "end_turn", None)
+    store = book.link.store
+    assert store is not None
+    hits = store.search("ferret", limit=3)
+    assert len(hits) == 3 and all(hit.message >= 4 for hit in hits)
+    monkeypatch.setattr(reads, "CANDIDATES", 100)
+    assert store.search("ferret", limit=3)[0].message == 0  # with every match ranked, it wins

@@ -23,6 +23,10 @@ from ..records import SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutco
 from .edge import damaged_row
 
 SNIPPET_TOKENS = 24
+CANDIDATES = 300
+"""Search ranks the newest this many matching messages (docs/store.md): a word in nearly every
+message would otherwise have bm25 computed for every one of them; a rarer word has fewer
+matches than this, so all of them are ranked. Ties go to the newer message."""
 _TODOS = TypeAdapter(list[TodoItem])
 
 
@@ -163,39 +167,46 @@ def outcome(db: sqlite3.Connection, session_id: int, turn: int) -> TurnOutcome:
 
 
 def search(db: sqlite3.Connection, text: str, session: str | None, limit: int) -> list[StoredHit]:
-    """Ranked passages (FTS5 bm25), in two steps so that the work per match stays small: the
-    best `limit` row ids first (rank only), then the passages, snippets and rewind ranges of
-    those rows alone (the rewind rows read once per session, by the (session_id, kind) index).
-    Snapshots are never indexed, so every indexed row is a session's."""
+    """Ranked passages (FTS5 bm25) among the newest CANDIDATES matches, in two steps so that
+    the work per match stays small: the best `limit` row ids first (rank only), then the
+    passages, snippets and rewind ranges of those rows alone (the rewind rows read once per
+    session, by the (session_id, kind) index). Snapshots are never indexed, so every indexed
+    row is a session's."""
     query = fts_query(text)
     if query is None:
         return []
     if session is None:
         best = db.execute(
-            "SELECT rowid FROM transcript_fts WHERE transcript_fts MATCH ? ORDER BY rank LIMIT ?", (query, limit)
+            "SELECT rowid FROM (SELECT rowid, rank FROM transcript_fts WHERE transcript_fts MATCH ? "
+            "ORDER BY rowid DESC LIMIT ?) ORDER BY rank, rowid DESC LIMIT ?",
+            (query, CANDIDATES, limit),
         ).fetchall()
     else:
         best = db.execute(
-            "SELECT f.rowid FROM transcript_fts f JOIN transcript t ON t.id = f.rowid "
-            "WHERE transcript_fts MATCH ? AND t.session_id = "
-            "(SELECT id FROM sessions WHERE kind = 'session' AND name = ?) ORDER BY f.rank LIMIT ?",
-            (query, session, limit),
+            "SELECT rowid FROM (SELECT f.rowid AS rowid, f.rank AS rank FROM transcript_fts f "
+            "JOIN transcript t ON t.id = f.rowid WHERE transcript_fts MATCH ? AND t.session_id = "
+            "(SELECT id FROM sessions WHERE kind = 'session' AND name = ?) ORDER BY f.rowid DESC LIMIT ?) "
+            "ORDER BY rank, rowid DESC LIMIT ?",
+            (query, session, CANDIDATES, limit),
         ).fetchall()
     order = [rowid for (rowid,) in best]
     if not order:
         return []
+    # The chosen rows by their range of row ids, which FTS5 seeks to (a list of ids would be
+    # tested against every match); a snippet only for the chosen ones (CASE is lazy).
     marks = ",".join("?" * len(order))
     found = {
         row[0]: row[1:]
         for row in db.execute(
-            "SELECT t.id, s.name, t.message, t.turn, t.role, t.time, "
-            f"snippet(transcript_fts, 0, '{HIGHLIGHT[0]}', '{HIGHLIGHT[1]}', '…', {SNIPPET_TOKENS}), "
+            f"SELECT t.id, s.name, t.message, t.turn, t.role, t.time, CASE WHEN t.id IN ({marks}) THEN "  # noqa: S608
+            f"snippet(transcript_fts, 0, '{HIGHLIGHT[0]}', '{HIGHLIGHT[1]}', '…', {SNIPPET_TOKENS}) END, "
             "s.first_live, s.live_summary, t.session_id, t.event_id "
             "FROM transcript_fts JOIN transcript t ON t.id = transcript_fts.rowid "
             "JOIN sessions s ON s.id = t.session_id "
-            f"WHERE transcript_fts MATCH ? AND transcript_fts.rowid IN ({marks})",  # noqa: S608 - placeholders only
-            (query, *order),
+            "WHERE transcript_fts MATCH ? AND transcript_fts.rowid >= ? AND transcript_fts.rowid <= ?",
+            (*order, query, min(order), max(order)),
         ).fetchall()
+        if row[6] is not None
     }
     rows = [found[rowid] for rowid in order if rowid in found]
     rewinds = _rewinds(db, {row[8] for row in rows})

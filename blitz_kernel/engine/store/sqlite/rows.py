@@ -82,11 +82,7 @@ def copy_rows(db: sqlite3.Connection, source_id: int, target: str, target_kind: 
         "SELECT ?, event_id + ?, message, turn, time, role, text FROM transcript WHERE session_id = ? ORDER BY id",
         (target_id, offset, source_id),
     )
-    if target_kind == "session":  # snapshots are not searched: no index for them
-        db.execute(
-            "INSERT INTO transcript_fts (rowid, text) SELECT id, text FROM transcript WHERE session_id = ?",
-            (target_id,),
-        )
+    # A session's copied rows are indexed by the next index_transcript; a snapshot's never are.
     for table, columns in (
         ("turns", "turn, started, ended, stop_reason, error"),
         ("usage", "model, totals"),
@@ -109,12 +105,36 @@ def transcribe(
 ) -> None:
     for offset, message in enumerate(messages):
         role, text = role_and_text(message)
-        row_id = insert(
-            db,
+        db.execute(
             "INSERT INTO transcript (session_id, event_id, message, turn, time, role, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (session_id, event_id, first + offset, turn, now, role, text),
         )
-        db.execute("INSERT INTO transcript_fts (rowid, text) VALUES (?, ?)", (row_id, text))
+
+
+def index_transcript(db: sqlite3.Connection) -> None:
+    """Add the sessions' transcript rows written since the last call to the search index, in
+    one statement (inside the caller's write transaction). FTS5 writes a segment per
+    transaction that touches it, so doing this once a turn instead of once a unit is most of
+    what a unit's write costs. Snapshots' rows are skipped (never searched); `fts_indexed`
+    moves past them all the same."""
+    mark = db.execute("SELECT value FROM meta WHERE key = 'fts_indexed'").fetchone()
+    top = db.execute("SELECT coalesce(max(id), 0) FROM transcript").fetchone()[0]
+    done = int(mark[0]) if mark else 0
+    if top != done:
+        if top > done:
+            db.execute(
+                "INSERT INTO transcript_fts (rowid, text) SELECT t.id, t.text FROM transcript t "
+                "JOIN sessions s ON s.id = t.session_id AND s.kind = 'session' WHERE t.id > ? ORDER BY t.id",
+                (done,),
+            )
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('fts_indexed', ?)", (str(top),))
+
+
+def index_is_current(db: sqlite3.Connection) -> bool:
+    """True when index_transcript has nothing to do (a read, no write lock)."""
+    mark = db.execute("SELECT value FROM meta WHERE key = 'fts_indexed'").fetchone()
+    top = db.execute("SELECT coalesce(max(id), 0) FROM transcript").fetchone()[0]
+    return (int(mark[0]) if mark else 0) == top
 
 
 def save_usage(db: sqlite3.Connection, session_id: int, ledger: UsageLedger, live: reads.Live) -> None:
@@ -132,7 +152,9 @@ def save_usage(db: sqlite3.Connection, session_id: int, ledger: UsageLedger, liv
 
 
 def delete_rows(db: sqlite3.Connection, session_id: int, kind: str) -> None:
-    """Every row of the session, its search index entries first."""
+    """Every row of the session, its search index entries first (the index brought up to date
+    before, so every row of it is there to remove; the mark set to what is left after)."""
+    index_transcript(db)
     if kind == "session":
         db.execute(
             "INSERT INTO transcript_fts (transcript_fts, rowid, text) "
@@ -142,3 +164,4 @@ def delete_rows(db: sqlite3.Connection, session_id: int, kind: str) -> None:
     for table in ("transcript", "events", "turns", "usage", "trace_links", "checkpoints"):
         db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))  # noqa: S608 - fixed names
     db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+    index_transcript(db)  # the top rows may have gone: new ones must not hide below the mark

@@ -127,6 +127,13 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX events_by_kind ON events (session_id, kind);
     """,
+    # 4 → 5: the search index is brought up to date once a turn (and before every search,
+    # delete and copy), not in every unit's transaction: `fts_indexed` is the transcript row id
+    # up to which every session's row is indexed (rows.index_transcript); all of them so far.
+    """
+    INSERT OR REPLACE INTO meta (key, value)
+        VALUES ('fts_indexed', (SELECT coalesce(max(id), 0) FROM transcript));
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -9,7 +9,8 @@ Each session is stored twice:
   summary row naming the rows it covers; no row is ever deleted or rewritten. Loading replays
   the rows (reads.py).
 - the **transcript**, what search reads: every message's text in full, compacted parts
-  included, indexed with FTS5.
+  included, indexed with FTS5. A unit's transcript rows are written with it; they join the
+  index at the turn's end (one FTS5 segment a turn, not one a unit) or before a search.
 
 Also per session: turn outcomes (with a "turn open" marker, so a turn that was running when its
 process died is reported `interrupted`), the usage ledger per model, and the previous turn's span
@@ -255,6 +256,7 @@ class Store:
             if span is not None:
                 writes.insert_span(db, session_id, span)
             writes.save_usage(db, session_id, ledger, live)
+            writes.index_transcript(db)
 
     @edge("write to")
     def save_usage(self, session_id: int, ledger: UsageLedger) -> None:
@@ -354,6 +356,9 @@ class Store:
         """Ranked passages (FTS5 bm25) of the sessions' transcripts, compacted parts included.
         Every word of `text` must occur (as a word or a word's beginning)."""
         with self._lock:
+            if not writes.index_is_current(self._db):  # rows of a turn still running, or cut short
+                with self._write() as db:
+                    writes.index_transcript(db)
             return reads.search(self._db, text, session, limit)
 
     # -- identity (opening.py) ----------------------------------------------------------------

@@ -1,0 +1,82 @@
+"""The redactor's fast paths give what the full scan gives: a pattern is skipped only when its
+literal is missing, and a remembered text is forgotten once a new secret is learned."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from blitz_kernel.core.redact import CACHED_CHARS, REDACTED, Redactor
+from blitz_kernel.core.secret_patterns import SecretPattern, required_literal, secret_patterns
+
+GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+SLACK_HOOK = "https://hooks.slack.com/services/T0000AAAA/B0000BBBB/abcdefghijklmnop"
+
+
+def full_scan(text: str) -> str:
+    """The well-known formats applied without any needle (what the redactor did before)."""
+    for pattern in secret_patterns():
+        for start, end in reversed(pattern.spans(text)):
+            text = text[:start] + REDACTED + text[end:]
+    return text
+
+
+def test_required_literal_is_on_every_path_of_the_regex():
+    assert required_literal(re.compile(r"(?:\s|=|:|^)AKC[a-zA-Z0-9]{10,}")) == "AKC"
+    assert (
+        required_literal(re.compile(r"(?:http|https)://api\.x\.com/(?:v3|v4)")) == "://api.x.com/v"
+    )  # the parser factors out the branches' common "v"
+    assert required_literal(re.compile(r"a|b")) == ""
+    assert required_literal(re.compile(r"Token-[0-9]+", re.IGNORECASE)) == "token-"
+
+
+def test_every_pattern_with_a_needle_finds_it_in_its_matches():
+    samples = [GITHUB_TOKEN, SLACK_HOOK, "AKIA" + "ABCDEFGHIJKLMNOP", "xoxb-1234-abcdef", "sk-" + "x" * 40]
+    for pattern in secret_patterns():
+        for sample in samples:
+            for match in pattern.regex.finditer(sample):
+                folded = match.group(0).lower() if pattern.case_blind else match.group(0)
+                assert pattern.needle in folded, (pattern.detector, pattern.needle)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"token is {GITHUB_TOKEN} here",
+        f"hook: {SLACK_HOOK.upper()}",  # a case-blind pattern on upper-case text
+        f"hook ünïcode {SLACK_HOOK.replace('https', 'HTTPS')}",  # not ASCII: every pattern runs
+        "plain words with nothing secret in them at all, long enough to be remembered",
+        "x" * 200,
+    ],
+)
+def test_formats_redact_as_the_full_scan_does(text):
+    assert Redactor(patterns=True).redact(text) == full_scan(text)
+
+
+def test_a_remembered_text_is_redacted_again_after_learning_a_secret():
+    redactor = Redactor()
+    text = "the warehouse answered with hunter2-correct-horse, as the log of this run shows"
+    assert len(text) >= CACHED_CHARS
+    assert redactor.redact(text) == text
+    redactor.learn(["hunter2-correct-horse"])
+    assert "hunter2-correct-horse" not in redactor.redact(text)
+
+
+def test_an_assignment_learned_while_redacting_reaches_remembered_texts():
+    redactor = Redactor()
+    later = "and then the value s3cr3t-value-42 was printed alone, far into a long output line"
+    assert redactor.redact(later) == later
+    redactor.redact("WAREHOUSE_TOKEN=s3cr3t-value-42")
+    assert "s3cr3t-value-42" not in redactor.redact(later)
+
+
+def test_keyword_prefilter_keeps_non_ascii_keys():
+    # The Kelvin sign folds to "k": only the regex knows, so non-ASCII text always runs it.
+    text = "API_\u212aEY=abcdefgh12345"
+    assert "abcdefgh12345" not in Redactor(patterns=False).redact(text)
+
+
+def test_secret_pattern_default_has_no_needle():
+    pattern = SecretPattern("x", re.compile("abc"))
+    assert pattern.needle == "" and not pattern.case_blind

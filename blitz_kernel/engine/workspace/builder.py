@@ -13,6 +13,7 @@ from ...mcp.toolset import Offer, offer
 from ...models.base import Model, supports_vision
 from ...tools.registry import KernelContext, ToolContext
 from ...tools.session_search import SEARCHER
+from ...tools.skills import SKILL_HOME, SkillBook, find_skills
 from ..events import Event, NoticeEvent
 from ..safety.approval import ApprovalGate, HeadlessApprover, PendingApprovals
 from ..store.session import Session
@@ -90,7 +91,7 @@ class TurnBuilder:
                 kernel=front_end.kernel or self.kernel,
                 session=state.name,
                 variable_values=config.privacy.variables == "full",
-                extras={SEARCHER: self.sessions},  # search_session reads the transcript
+                extras={SEARCHER: self.sessions, SKILL_HOME: self.configuration.home},  # the transcript, the skills
             ),
             gate=ApprovalGate(
                 front_end.approver or HeadlessApprover(),
@@ -142,7 +143,7 @@ class TurnBuilder:
         if depth > 0 or mode is TurnMode.BTW:
             return ()
         configuration = self.configuration
-        skipped = skipped_memory(configuration.root, configuration.home)
+        skipped = [*skipped_memory(configuration.root, configuration.home), *self.skills().skipped]
         return self.notices.take(configuration.trust, configuration.agents, self.sessions.take_notices(), skipped)
 
     async def _mcp_offer(self, definition: AgentDefinition, model: Model) -> Offer:
@@ -169,9 +170,15 @@ class TurnBuilder:
             self.memory(),
             language=self.configuration.config.language,
             vision=supports_vision(model),
+            skills=self.skills().listing(),
         )
         return base + MODE_INSTRUCTIONS.get(mode, "")
 
     def memory(self) -> list[MemoryFile]:
         """The project-memory files the next turn's instructions include."""
         return memory_files(self.configuration.root, self.configuration.home)
+
+    def skills(self) -> SkillBook:
+        """The skills the next turn's instructions list (read afresh: an edit counts from the
+        next turn), and the SKILL.md files skipped."""
+        return find_skills(self.configuration.root, self.configuration.home)

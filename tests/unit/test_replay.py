@@ -9,12 +9,13 @@ import pytest
 
 from blitz_kernel.engine.turn.replay import normalise, short_diff
 from blitz_kernel.errors import BlitzError
+from blitz_kernel.models.scripted import Step
 from tests.helpers.workspaces import scripted_workspace
 
 from .conftest import call, tool_step
 
 
-def reads(tmp_path: Path) -> list[dict]:
+def reads(tmp_path: Path) -> list[Step]:
     return [
         tool_step(call("read_file", path="same.txt"), call("read_file", path="data.csv")),
         tool_step(call("read_file", path="gone.txt"), call("todo", items=[])),
@@ -52,7 +53,10 @@ async def test_replay_reports_same_changed_and_failed_without_calling_the_model(
 
 
 async def test_a_mutating_call_is_refused_headless_and_runs_only_when_allowed(tmp_path: Path) -> None:
-    steps = [tool_step(call("write_file", path="out.txt", content="written by the agent\n")), {"text": "ok"}]
+    steps: list[Step] = [
+        tool_step(call("write_file", path="out.txt", content="written by the agent\n")),
+        {"text": "ok"},
+    ]
     workspace, _ = scripted_workspace(tmp_path, steps)
     await workspace.run("write it", approve="allow")
     (tmp_path / "out.txt").write_text("the user's own edit\n")
@@ -72,7 +76,7 @@ async def test_a_mutating_call_is_refused_headless_and_runs_only_when_allowed(tm
 
 async def test_replay_picks_a_turn_by_number_and_refuses_unknown_ones(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a\n")
-    steps = [tool_step(call("read_file", path="a.txt")), {"text": "one"}, {"text": "two, no tools"}]
+    steps: list[Step] = [tool_step(call("read_file", path="a.txt")), {"text": "one"}, {"text": "two, no tools"}]
     workspace, _ = scripted_workspace(tmp_path, steps)
     await workspace.run("first")
     await workspace.run("second")

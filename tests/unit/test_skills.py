@@ -8,6 +8,7 @@ from pathlib import Path
 
 from blitz_kernel.core.history import ToolResultMessage
 from blitz_kernel.engine.events import NoticeEvent
+from blitz_kernel.models.scripted import Step
 from blitz_kernel.tools.registry import ToolContext
 from blitz_kernel.tools.skills import SKILL_HOME, LoadSkillArgs, find_skills, load_skill
 from tests.helpers.workspaces import scripted_workspace
@@ -133,7 +134,10 @@ async def test_load_skill_refuses_unknown_names_and_files_outside_its_folder(tmp
 async def test_the_instructions_list_skills_in_one_line_and_load_skill_reads_one(tmp_path: Path) -> None:
     write_skill(tmp_path / "skills/forecast", FORECAST)
     write_skill(tmp_path / "skills/broken", "no front matter")
-    steps = [tool_step({"name": "load_skill", "arguments": {"name": "sales-forecasting"}}), {"text": "done"}]
+    steps: list[Step] = [
+        tool_step({"name": "load_skill", "arguments": {"name": "sales-forecasting"}}),
+        {"text": "done"},
+    ]
     workspace, model = scripted_workspace(tmp_path, steps)
     result = await workspace.run("forecast sales")
     system = model.requests[0].system

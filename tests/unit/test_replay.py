@@ -3,10 +3,13 @@ today's approvals, each result compared with the recorded one; nothing reaches t
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from blitz_kernel.core.history import ToolResultMessage
 from blitz_kernel.engine.turn.replay import normalise, short_diff
 from blitz_kernel.errors import BlitzError
 from blitz_kernel.models.scripted import Step
@@ -96,3 +99,26 @@ def test_normalise_ignores_addresses_and_tiny_float_noise() -> None:
     assert normalise("1.5") != normalise("1.6")
     diff = short_diff("\n".join(f"l{i}" for i in range(30)), "\n".join(f"m{i}" for i in range(30)))
     assert diff.splitlines()[-1] == "… 48 more changed lines"
+
+
+@dataclass
+class NamespaceKernel:
+    user_ns: dict[str, Any] = field(default_factory=dict)
+    hidden_names: dict[str, Any] = field(default_factory=dict)
+
+
+async def test_run_python_replays_in_the_namespace_with_the_same_namespace_note(tmp_path: Path) -> None:
+    kernel = NamespaceKernel({"values": [1, 2, 3]})
+    steps: list[Step] = [tool_step(call("run_python", code="total = sum(values)\nprint(total)")), {"text": "6"}]
+    workspace, _ = scripted_workspace(tmp_path, steps, kernel=kernel)
+    await workspace.run("add them up", approve="allow")
+    [recorded] = [m for m in workspace.session().history if isinstance(m, ToolResultMessage)]
+    assert "namespace: created total" in (recorded.output or "")
+
+    del kernel.user_ns["total"]
+    kernel.user_ns["values"] = [1, 2, 4]
+    report = await workspace.replay(approve="allow")
+    [only] = report.calls
+    assert only.status == "changed" and kernel.user_ns["total"] == 7
+    assert "namespace" not in only.detail  # the note is made as a turn makes it: only the output differs
+    assert "-6" in only.detail and "+7" in only.detail

@@ -12,20 +12,26 @@ the todo list) are not replayed and are reported as skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import inspect
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from ...core.history import AssistantMessage, Message, SummaryMessage, ToolCall, ToolResultMessage
 from ...core.text import shorten
 from ...errors import BlitzError
-from ...tools.registry import ToolKind
+from ...tools.registry import ToolError, ToolKind
 from ..events import Event
 from ..steering import TurnControl
+from ..store.session import Session
+from ..undo.recorder import TurnRecorder
 from .batch import Emit, ToolBatch
 from .modes import TurnMode
 from .setup import TurnSetup
@@ -135,9 +141,12 @@ async def replay_steps(setup: TurnSetup, steps: list[RecordedStep], session: str
     emit = _emitter(setup)
     replayed: list[ReplayedCall] = []
     watch = RepeatWatch(10**9, 10**9)  # the recorded turn already passed the watchdog
+    context = dataclasses.replace(
+        setup.runtime.context, turn=ReplayAccess(setup.session, setup.runtime.context.workspace)
+    )
     for step in steps:
         runnable = [call for call in step.calls if _not_replayed(setup, call) is None]
-        batch = ToolBatch(setup, setup.runtime.context, TurnControl(), emit, runnable, watch)
+        batch = ToolBatch(setup, context, TurnControl(), emit, runnable, watch)
         results = {result.call_id: result for result in await batch.run(TurnMode.NORMAL)} if runnable else {}
         for call in step.calls:
             recorded = step.results.get(call.id)
@@ -147,6 +156,56 @@ async def replay_steps(setup: TurnSetup, steps: list[RecordedStep], session: str
             else:
                 replayed.append(compare(call, recorded, results[call.id]))
     return ReplayReport(session=session, turn=turn + 1, calls=replayed)
+
+
+class ReplayRecorder:
+    """What changing tools report to during a replay: `run_python`'s namespace note is made as
+    a turn makes it (so its result compares like for like); file and cell changes are not
+    kept, since a replay is not an undoable turn."""
+
+    def __init__(self, session: Session, root: Path) -> None:
+        self._namespace = TurnRecorder(session, session.turns, root, keep_turns=1)
+
+    def before_file_change(self, path: Path, fd: int | None, folder: int | None = None) -> None:
+        return None
+
+    def after_file_change(self, path: Path, content: bytes, written: os.stat_result | None = None) -> None:
+        return None
+
+    def cell_changed(self, change: Mapping[str, Any]) -> None:
+        return None
+
+    def namespace_before(self, namespace: dict[str, Any]) -> object:
+        return self._namespace.namespace_before(namespace)
+
+    def namespace_after(self, before: object, call_id: str | None, code: str) -> str:
+        return self._namespace.namespace_after(before, call_id, code)
+
+
+class ReplayAccess:
+    """The tools' view of "the running turn" during a replay: the recorder above, and nothing
+    that acts on a turn (those calls are skipped before they run)."""
+
+    def __init__(self, session: Session, root: Path) -> None:
+        self._recorder = ReplayRecorder(session, root)
+
+    def checkpoint(self) -> ReplayRecorder:
+        return self._recorder
+
+    def enter_plan_mode(self) -> None:
+        raise ToolError("not during a replay")
+
+    async def submit_plan(self, plan: str) -> str:
+        raise ToolError("not during a replay")
+
+    def set_todos(self, items: list[dict[str, str]]) -> None:
+        raise ToolError("not during a replay")
+
+    def list_agents(self) -> list[tuple[str, str]]:
+        raise ToolError("not during a replay")
+
+    async def invoke_agent(self, agent: str, prompt: str, call_id: str) -> str:
+        raise ToolError("not during a replay")
 
 
 def _not_replayed(setup: TurnSetup, call: ToolCall) -> str | None:

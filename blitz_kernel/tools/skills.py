@@ -28,6 +28,7 @@ WORKSPACE_FOLDERS = (".blitz/skills", "skills")
 """Skill folders of a workspace, in the order they are searched."""
 USER_FOLDER = "~/.blitz/skills"
 SKILL_FILE = "SKILL.md"
+SKILL_TOOL = "load_skill"
 MAX_SKILL_BYTES = 100_000
 """A SKILL.md larger than this is skipped: its body goes to the model whole when loaded."""
 MAX_DESCRIPTION_CHARS = 300
@@ -210,7 +211,7 @@ class LoadSkillArgs(BaseModel):
     )
 
 
-@tool("load_skill", ToolKind.READ_ONLY, LoadSkillArgs)
+@tool(SKILL_TOOL, ToolKind.READ_ONLY, LoadSkillArgs)
 async def load_skill(args: LoadSkillArgs, ctx: ToolContext) -> str:
     """Read a skill listed in the instructions: its SKILL.md and the files of its folder. Pass
     `file` to read one of those files."""

@@ -147,3 +147,13 @@ async def test_the_instructions_list_skills_in_one_line_and_load_skill_reads_one
     assert loaded.ok and "seasonal naive" in (loaded.output or "")
     notices = [e.message for e in result.events if isinstance(e, NoticeEvent)]
     assert notices == ["skipped skill skills/broken/SKILL.md: no front matter (a --- block with name and description)"]
+
+
+async def test_skills_are_listed_only_when_the_turn_may_call_load_skill(tmp_path: Path) -> None:
+    write_skill(tmp_path / "skills/forecast", FORECAST)
+    workspace, model = scripted_workspace(tmp_path, [{"text": "a"}, {"text": "b"}])
+    await workspace.run("only reading", tools=["read_file"])
+    await workspace.run("with skills", tools=["read_file", "load_skill"])
+    without, with_skills = (request.system for request in model.requests)
+    assert "sales-forecasting" not in without
+    assert "- sales-forecasting: How this team forecasts" in with_skills

@@ -13,7 +13,7 @@ from ...mcp.toolset import Offer, offer
 from ...models.base import Model, supports_vision
 from ...tools.registry import KernelContext, ToolContext
 from ...tools.session_search import SEARCHER
-from ...tools.skills import SKILL_HOME, SkillBook, find_skills
+from ...tools.skills import SKILL_HOME, SKILL_TOOL, SkillBook, find_skills
 from ..events import Event, NoticeEvent
 from ..safety.approval import ApprovalGate, HeadlessApprover, PendingApprovals
 from ..store.session import Session
@@ -74,7 +74,7 @@ class TurnBuilder:
         choice = ModelChoice(
             model=model,
             agent=definition.name,
-            system=self.instructions(definition, model, depth, mode) + mcp.system_note(),
+            system=self.instructions(definition, model, depth, mode, options.tools) + mcp.system_note(),
             prices=PriceBook(dict(config.prices), model.price),
             # The model's context window may need its provider library loaded (litellm: seconds
             # on first use): looked up off the event loop so a widget stays responsive.
@@ -160,9 +160,17 @@ class TurnBuilder:
         self.mcp.configure(server_entries(configuration.config.mcp, configuration.root, configuration.home))
         return self.mcp
 
-    def instructions(self, definition: AgentDefinition, model: Model, depth: int, mode: TurnMode) -> str:
-        """The root agent's prompt with project memory, language and image note, then the
-        mode's text; a sub-agent's own prompt and, when read-only, a note saying so."""
+    def instructions(
+        self,
+        definition: AgentDefinition,
+        model: Model,
+        depth: int,
+        mode: TurnMode,
+        allowed: tuple[str, ...] | None = None,
+    ) -> str:
+        """The root agent's prompt with project memory, the skills (when the turn may call
+        `load_skill`), language and image note, then the mode's text; a sub-agent's own prompt
+        and, when read-only, a note saying so."""
         if depth > 0:
             return definition.instructions + (SUBAGENT_READ_ONLY if mode.read_only else "")
         base = root_instructions(
@@ -170,7 +178,7 @@ class TurnBuilder:
             self.memory(),
             language=self.configuration.config.language,
             vision=supports_vision(model),
-            skills=self.skills().listing(),
+            skills=self.skills().listing() if _offers(SKILL_TOOL, definition, allowed) else "",
         )
         return base + MODE_INSTRUCTIONS.get(mode, "")
 
@@ -182,3 +190,8 @@ class TurnBuilder:
         """The skills the next turn's instructions list (read afresh: an edit counts from the
         next turn), and the SKILL.md files skipped."""
         return find_skills(self.configuration.root, self.configuration.home)
+
+
+def _offers(name: str, definition: AgentDefinition, allowed: tuple[str, ...] | None) -> bool:
+    """Whether a turn of this agent, with these allowed tools, can call tool `name`."""
+    return (definition.tools is None or name in definition.tools) and (allowed is None or name in allowed)

@@ -72,9 +72,12 @@ async def test_a_mutating_call_is_refused_headless_and_runs_only_when_allowed(tm
     allowed = await workspace.replay(approve="allow")
     assert allowed.calls[0].status == "changed" and "+overwrote out.txt" in allowed.calls[0].detail
     assert (tmp_path / "out.txt").read_text() == "written by the agent\n"
-    assert (
-        workspace.audit()[-1].tool == "write_file" and len(workspace.audit()) == 1
-    )  # the session's trail is untouched
+    trail = [(r.call_id.startswith("replay:"), r.turn, r.decision, r.decided_by) for r in workspace.audit()]
+    assert trail == [  # the session's trail has the replayed calls too, marked
+        (False, 0, "allowed", "policy"),
+        (True, 0, "denied", "headless default"),
+        (True, 0, "allowed", "policy"),
+    ]
 
 
 async def test_replay_picks_a_turn_by_number_and_refuses_unknown_ones(tmp_path: Path) -> None:

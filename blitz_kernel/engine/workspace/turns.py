@@ -120,9 +120,9 @@ class Turns:
         index, steps = recorded_turn(session, [*source.archive, *source.history], source.turn_starts, turn)
         claim(source)
         source.running = TurnControl()
+        throwaway = Session(name=f"{session} (replay)", turns=source.turns)
+        throwaway.always_allowed = set(source.always_allowed)  # the session's "Always allow" answers hold
         try:
-            throwaway = Session(name=f"{session} (replay)", turns=source.turns)
-            throwaway.always_allowed = set(source.always_allowed)  # the session's "Always allow" answers hold
             # built as an aside so the one-time notices stay for the next real turn; the calls
             # themselves run in the normal mode (replay_steps), mutating ones through the gate
             setup = await self.builder.build(throwaway, RunOptions(mode=TurnMode.BTW, approve=approve), front_end)
@@ -131,7 +131,12 @@ class Turns:
             setup = dataclasses.replace(setup, runtime=dataclasses.replace(setup.runtime, tools=tools))
             return await replay_steps(setup, steps, session, index)
         finally:
-            source.running = None
+            source.running = None  # first: outside a turn, the audit records are saved at once
+            for record in throwaway.audit:
+                # the session's trail has every call made for it, a replayed one marked as such
+                source.record_audit(
+                    record.model_copy(update={"session": session, "turn": index, "call_id": f"replay:{record.call_id}"})
+                )
 
     async def compact(self, session: str, focus: str | None, keep_turns: int) -> CompactionResult:
         """Summarise everything before the keep_turns-th most recent user turn with the current

@@ -18,7 +18,9 @@ _state: dict[str, Any] = {}
 def load(ipython: Any) -> None:
     from .magics import BlitzMagics
     from .mcp_magic import McpMagics
+    from .replay_magic import ReplayMagics
     from .safety_magics import SafetyMagics
+    from .skills_magic import SkillsMagics
     from .undo_magics import UndoMagics
 
     if await_blitz_cells not in ipython.input_transformers_post:
@@ -27,7 +29,14 @@ def load(ipython: Any) -> None:
         ipython.input_transformers_cleanup.append(keep_btw_questions)
     magics = BlitzMagics(ipython)
     # the other magic families share the main one's workspace (created on first use)
-    registered = [magics, McpMagics(ipython), SafetyMagics(ipython, magics), UndoMagics(ipython, magics)]
+    registered = [
+        magics,
+        McpMagics(ipython),
+        SafetyMagics(ipython, magics),
+        UndoMagics(ipython, magics),
+        SkillsMagics(ipython, magics),
+        ReplayMagics(ipython, magics),
+    ]
     for family in registered:
         ipython.register_magics(family)
     _state["magics"], _state["registered"] = magics, registered

@@ -64,6 +64,9 @@ blitz_kernel — an agent in your kernel. Magics:
                              undo the last turn: files, cells, variables and its conversation
   %blitz_rewind N [same options]   undo the last N turns, newest first
   %blitz_truncate N [-s NAME]      drop the last N turns from the conversation only
+  %blitz_skills              the skills the agent can load, where each comes from
+  %blitz_replay [CELL | --turn N] [-s NAME] [-o NAME] [--approve allow]
+                             re-run a turn's tool calls with no model call, compare results
   %blitz_help                this text
 
 Set a model with BLITZ_MODEL (and BLITZ_API_BASE for an OpenAI-compatible server), with
@@ -172,6 +175,8 @@ class BlitzMagics(Magics):
         self._workspace: Workspace | None = None
         self._session_in_use: str | None = None
         """Set by `%blitz_session use/new/load`; else the notebook's own session."""
+        self.cell_turns: dict[int, tuple[str, int]] = {}
+        """Execution count of a `%%blitz` cell → (session, turn index), for `%blitz_replay CELL`."""
 
     def _current_session(self) -> str:
         return self._session_in_use or default_session_name(self._user_ns)
@@ -243,6 +248,11 @@ class BlitzMagics(Magics):
         session = args.session or self._current_session()
         return self._run_turn(workspace, prompt, session, options, args.out, plain=args.plain)
 
+    def _remember_cell(self, result: TurnResult) -> None:
+        count = getattr(self.shell, "execution_count", None)  # the running cell is In[count - 1]
+        if isinstance(count, int):
+            self.cell_turns[count - 1] = (result.session, result.turn_index)
+
     async def _run_turn(
         self, workspace: Workspace, prompt: str, session: str, options: RunOptions, out: str | None, *, plain: bool
     ) -> None:
@@ -268,6 +278,7 @@ class BlitzMagics(Magics):
                 shell=self.shell,
                 attachments=attachments,
             )
+        self._remember_cell(result)
         if out:
             self._user_ns[out] = result
         elif result.stop_reason in FAILING_STOPS:

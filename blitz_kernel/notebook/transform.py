@@ -10,7 +10,16 @@ from __future__ import annotations
 
 import re
 
-ASYNC_MAGICS = ("blitz", "blitz_btw", "blitz_compact", "blitz_mcp", "blitz_undo", "blitz_rewind", "blitz_truncate")
+ASYNC_MAGICS = (
+    "blitz",
+    "blitz_btw",
+    "blitz_compact",
+    "blitz_mcp",
+    "blitz_undo",
+    "blitz_rewind",
+    "blitz_truncate",
+    "blitz_replay",
+)
 _MAGIC_CALL = re.compile(r"^(?P<indent>\s*)get_ipython\(\)\.run_(?:cell|line)_magic\('(?P<name>[A-Za-z_]+)',")
 
 

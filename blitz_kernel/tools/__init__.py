@@ -15,6 +15,7 @@ def builtin_tools() -> list[Tool]:
     from .run_python import RUN_PYTHON_TOOLS
     from .search import glob_files, grep
     from .session_search import SESSION_TOOLS
+    from .skills import SKILL_TOOLS
     from .variables import VARIABLE_TOOLS
     from .workflow import WORKFLOW_TOOLS
 
@@ -27,6 +28,7 @@ def builtin_tools() -> list[Tool]:
             *IMAGE_TOOLS,
             *NOTEBOOK_TOOLS,
             *SESSION_TOOLS,
+            *SKILL_TOOLS,
             *AGENT_TOOLS,
             *WORKFLOW_TOOLS,
         ]

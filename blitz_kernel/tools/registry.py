@@ -165,6 +165,8 @@ class ToolContext:
     variable_values: bool = True
     """False (`privacy.variables = "schema"`): variable tools send names, types, shapes,
     column names and dtypes, but no values (no head, describe or reprs)."""
+    home: Path | None = None
+    """The user's home folder whose `.blitz/` counts (skills); None: the real one. Tests isolate it."""
     transcript: TranscriptSearch | None = None
     """The session book `search_session` searches; None where there is no session store (a
     reference's variable look-up, unit tests)."""

@@ -112,17 +112,17 @@ SHELL_CASES: list[ShellCase] = [
     ShellCase(
         "tools-nosuch",
         "%%blitz --tools nosuch\nhi",
-        "unknown tool(s) nosuch in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
+        "unknown tool(s) nosuch in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
     ),
     ShellCase(
         "tools-read_file,nosuch",
         "%%blitz --tools read_file,nosuch\nhi",
-        "unknown tool(s) nosuch in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
+        "unknown tool(s) nosuch in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
     ),
     ShellCase(
         "tools-' '",
         "%%blitz --tools ' '\nhi",
-        "unknown tool(s) ' ' in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
+        "unknown tool(s) ' ' in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
     ),
     ShellCase("out-1bad", "%%blitz --out 1bad\nhi", "--out needs a Python variable name, got '1bad'"),
     ShellCase("out-'a b'", "%%blitz --out 'a b'\nhi", "--out needs a Python variable name, got 'a b'"),
@@ -881,6 +881,19 @@ SHELL_CASES: list[ShellCase] = [
         "%blitz_config api_key_env=1BAD",
         "bad configuration 'api_key_env' in %blitz_config: must be the name of an environment variable (e.g. OPENAI_API_KEY), not the key itself",
     ),
+    ShellCase("replay-turn-x", "%blitz_replay --turn x", "--turn N must be a whole number, 1 or more; got 'x'"),
+    ShellCase("replay-turn-0", "%blitz_replay --turn 0", "--turn N must be a whole number, 1 or more; got '0'"),
+    ShellCase("replay-cell-and-turn", "%blitz_replay 3 --turn 1", "give a CELL or --turn N, not both"),
+    ShellCase("replay-cell-unknown", "%blitz_replay 99", "cell 99 ran no %%blitz turn in this kernel; use --turn N"),
+    ShellCase("replay-cell-words", "%blitz_replay four", "CELL must be a whole number, 1 or more; got 'four'"),
+    ShellCase("replay-out-bad", "%blitz_replay -o 1x", "--out needs a Python variable name, got '1x'"),
+    ShellCase("replay-no-turns", "%blitz_replay -s empty", "session 'empty' has no recorded turns to replay"),
+    ShellCase(
+        "replay-approve-bad",
+        "%blitz_replay --approve maybe",
+        "argument --approve: invalid choice: 'maybe' (choose from 'ask', 'allow', 'deny')",
+    ),
+    ShellCase("skills-extra-argument", "%blitz_skills extra", "unrecognized arguments: extra"),
 ]
 
 CLI_CASES: list[CliCase] = [
@@ -1104,6 +1117,8 @@ TOOL_CASES: list[ToolCase] = [
         "/etc/passwd is outside the workspace ({root}); use a path relative to the workspace",
     ),
     ToolCase("read_file-missing", "read_file", '{"path": "nosuch.txt"}', "no such file: nosuch.txt"),
+    ToolCase("load_skill-unknown", "load_skill", '{"name": "nope"}', "no skill named 'nope'; available: none"),
+    ToolCase("load_skill-no-name", "load_skill", "{}", "invalid arguments for load_skill: name: Field required"),
     ToolCase(
         "read_file-not-json",
         "read_file",
@@ -1191,7 +1206,7 @@ TOOL_CASES: list[ToolCase] = [
         "unknown-tool",
         "format_disk",
         "{}",
-        "unknown tool 'format_disk'; available: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
+        "unknown tool 'format_disk'; available: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
     ),
     ToolCase(
         "grep-pattern-too-long",

@@ -75,11 +75,16 @@ def load_memory(workspace: Path, home: Path | None) -> tuple[list[MemoryFile], l
     return found, skipped
 
 
-def root_instructions(agent_prompt: str, memory: list[MemoryFile], *, language: str | None, vision: bool) -> str:
-    """The agent's prompt + project memory + reply language + the image note."""
+def root_instructions(
+    agent_prompt: str, memory: list[MemoryFile], *, language: str | None, vision: bool, skills: str = ""
+) -> str:
+    """The agent's prompt + project memory + the skills (one line each: name and description;
+    a body is sent only when `load_skill` reads it) + reply language + the image note."""
     parts = [agent_prompt.rstrip()]
     for item in memory:
         parts.append(f"## Project memory (from {item.label})\n{item.text}")
+    if skills:
+        parts.append(skills)
     if language:
         parts.append(f"## Language\nReply in {language}, whatever language the data or the code is in.")
     if vision:

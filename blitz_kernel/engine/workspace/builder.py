@@ -12,6 +12,7 @@ from ...mcp.manager import McpManager, server_entries
 from ...mcp.toolset import Offer, offer
 from ...models.base import Model, supports_vision
 from ...tools.registry import KernelContext, ToolContext
+from ...tools.skills import SKILL_TOOL, SkillBook, find_skills
 from ..events import Event, NoticeEvent, ProgressEvent
 from ..safety.approval import ApprovalGate, HeadlessApprover, PendingApprovals
 from ..store.session import Session
@@ -76,7 +77,7 @@ class TurnBuilder:
         choice = ModelChoice(
             model=model,
             agent=definition.name,
-            system=self.instructions(definition, model, depth, mode) + mcp.system_note(),
+            system=self.instructions(definition, model, depth, mode, options.tools) + mcp.system_note(),
             prices=PriceBook(dict(config.prices), model.price),
             # The model's context window may need its provider library loaded (litellm: seconds
             # on first use): looked up off the event loop so a widget stays responsive.
@@ -94,6 +95,7 @@ class TurnBuilder:
                 session=state.name,
                 variable_values=config.privacy.variables == "full",
                 transcript=self.sessions,  # search_session reads the transcript
+                home=self.configuration.home,  # load_skill reads ~/.blitz/skills there
             ),
             gate=ApprovalGate(
                 front_end.approver or HeadlessApprover(),
@@ -146,7 +148,7 @@ class TurnBuilder:
         if depth > 0 or mode is TurnMode.BTW:
             return ()
         configuration = self.configuration
-        skipped = skipped_memory(configuration.root, configuration.home)
+        skipped = [*skipped_memory(configuration.root, configuration.home), *self.skills().skipped]
         return self.notices.take(configuration.trust, configuration.agents, self.sessions.take_notices(), skipped)
 
     async def _mcp_offer(self, definition: AgentDefinition, model: Model, front_end: FrontEnd | None) -> Offer:
@@ -172,19 +174,33 @@ class TurnBuilder:
         self.mcp.configure(server_entries(configuration.config.mcp, configuration.root, configuration.home))
         return self.mcp
 
-    def instructions(self, definition: AgentDefinition, model: Model, depth: int, mode: TurnMode) -> str:
-        """The agent's prompt with project memory, language and image note — a sub-agent's
-        too: it works on the same project and answers the same user — then the mode's text
-        (a sub-agent's: only a note when it is read-only)."""
+    def instructions(
+        self,
+        definition: AgentDefinition,
+        model: Model,
+        depth: int,
+        mode: TurnMode,
+        allowed: tuple[str, ...] | None = None,
+    ) -> str:
+        """The agent's prompt with project memory, the skills (when the turn may call
+        `load_skill`), language and image note — a sub-agent's too: it works on the same
+        project and answers the same user — then the mode's text (a sub-agent's: only a note
+        when it is read-only)."""
         base = root_instructions(
             definition.instructions,
             self.memory(),
             language=self.configuration.config.language,
             vision=supports_vision(model),
+            skills=self.skills().listing() if _offers(SKILL_TOOL, definition, allowed) else "",
         )
         if depth > 0:
             return base + (SUBAGENT_READ_ONLY if mode.read_only else "")
         return base + MODE_INSTRUCTIONS.get(mode, "")
+
+    def skills(self) -> SkillBook:
+        """The skills the next turn's instructions list (read afresh: an edit counts from the
+        next turn), and the SKILL.md files skipped."""
+        return find_skills(self.configuration.root, self.configuration.home)
 
     def memory(self) -> list[MemoryFile]:
         """The project-memory files the next turn's instructions include."""
@@ -194,3 +210,8 @@ class TurnBuilder:
 def starting_line(names: list[str]) -> str:
     """`starting MCP server docs…`, or `starting MCP servers docs, fetch…`."""
     return f"starting MCP server{'s' if len(names) > 1 else ''} {', '.join(names)}…"
+
+
+def _offers(name: str, definition: AgentDefinition, allowed: tuple[str, ...] | None) -> bool:
+    """Whether a turn of this agent, with these allowed tools, can call tool `name`."""
+    return (definition.tools is None or name in definition.tools) and (allowed is None or name in allowed)

@@ -16,6 +16,7 @@ from ...core.usage import UsageLedger
 from ...mcp.manager import McpManager
 from ...models.base import Model
 from ...tools.registry import KernelContext
+from ...tools.skills import SkillBook
 from ..safety.approval import Approver
 from ..safety.audit import AuditRecord
 from ..safety.hooks import HookRunner
@@ -26,6 +27,7 @@ from ..turn.compaction import CompactionResult
 from ..turn.instructions import MemoryFile
 from ..turn.modes import PlanReviewer, TurnMode
 from ..turn.options import EventHandler, FrontEnd, RunOptions
+from ..turn.replay import ReplayReport
 from ..turn.setup import TurnResult
 from ..undo.undo import UndoReport
 from .composition import Options, compose
@@ -88,6 +90,27 @@ class Workspace:
     def memory(self) -> list[MemoryFile]:
         """The project-memory files the next turn's instructions include."""
         return self.builder.memory()
+
+    def skills(self) -> SkillBook:
+        """The skills the next turn lists, and the SKILL.md files skipped (docs/skills.md)."""
+        return self.builder.skills()
+
+    async def replay(
+        self,
+        session: str = "default",
+        turn: int | None = None,
+        *,
+        approve: Policy | None = None,
+        approver: Approver | None = None,
+        on_event: EventHandler | None = None,
+        kernel: KernelContext | None = None,
+    ) -> ReplayReport:
+        """Run a recorded turn's tool calls again with no model call (`turn` counted from 1;
+        None: the last) and compare the results (docs/replay.md)."""
+        if turn is not None and turn < 1:
+            raise ValueError(f"turn is counted from 1, got {turn}")
+        front_end = FrontEnd(approver=approver, on_event=on_event, kernel=kernel)
+        return await self.turns.replay(session, None if turn is None else turn - 1, front_end, approve)
 
     def mcp_servers(self) -> McpManager:
         """The MCP servers as the configuration says now, for a turn or `%blitz_mcp`."""

@@ -11,7 +11,7 @@ import time
 import weakref
 
 from ...core.attachments import Attachment
-from ...core.terms import StopReason
+from ...core.terms import Policy, StopReason
 from ...core.usage import PriceBook
 from ...errors import BlitzError, SessionBusyError, SteerTooLateError, TooManyTurnsError
 from ...tools.registry import KernelContext
@@ -22,6 +22,7 @@ from ..turn.compaction import CompactionResult, Compactor, manual_window
 from ..turn.loop import TurnRunner
 from ..turn.modes import TurnMode
 from ..turn.options import EventHandler, FrontEnd, RunOptions
+from ..turn.replay import ReplayReport, recorded_turn, replay_steps
 from ..turn.setup import TurnResult, refused_before_start
 from .builder import TurnBuilder
 from .configuration import Configuration
@@ -117,6 +118,36 @@ class Turns:
         if source.running is not None:  # its tokens count toward the running turn's --max-cost
             source.running.charged_usd += throwaway.ledger.total.cost_usd
         return result
+
+    async def replay(
+        self, session: str, turn: int | None, front_end: FrontEnd, approve: Policy | None = None
+    ) -> ReplayReport:
+        """Run turn `turn`'s recorded tool calls again (0-based; None: the newest), with no
+        model call, through today's approvals; nothing reaches the session's history. The
+        session is claimed meanwhile: its calls run in the same namespace as its turns."""
+        if session not in self.sessions.names():  # asking must not create it
+            raise BlitzError(f"session {session!r} has no recorded turns to replay")
+        source = self.sessions.get(session)
+        index, steps = recorded_turn(session, [*source.archive, *source.history], source.turn_starts, turn)
+        claim(source)
+        source.running = TurnControl()
+        throwaway = Session(name=f"{session} (replay)", turns=source.turns)
+        throwaway.always_allowed = set(source.always_allowed)  # the session's "Always allow" answers hold
+        try:
+            # built as an aside so the one-time notices stay for the next real turn; the calls
+            # themselves run in the normal mode (replay_steps), mutating ones through the gate
+            setup = await self.builder.build(throwaway, RunOptions(mode=TurnMode.BTW, approve=approve), front_end)
+            every_tool = {name: self.configuration.tools.get(name) for name in self.configuration.tools.names()}
+            tools = {**{n: t for n, t in every_tool.items() if t is not None}, **setup.runtime.tools}
+            setup = dataclasses.replace(setup, runtime=dataclasses.replace(setup.runtime, tools=tools))
+            return await replay_steps(setup, steps, session, index)
+        finally:
+            source.running = None  # first: outside a turn, the audit records are saved at once
+            for record in throwaway.audit:
+                # the session's trail has every call made for it, a replayed one marked as such
+                source.record_audit(
+                    record.model_copy(update={"session": session, "turn": index, "call_id": f"replay:{record.call_id}"})
+                )
 
     async def compact(self, session: str, focus: str | None, keep_turns: int) -> CompactionResult:
         """Summarise everything before the keep_turns-th most recent user turn with the current

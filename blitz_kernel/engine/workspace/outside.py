@@ -24,6 +24,7 @@ from ...core.terms import ToolOutcome
 from ...core.usage import Price, UsageTotals
 from ...models.base import ModelRequest, ModelResponse, StreamItem
 from ...tools.registry import ToolError, ToolKind, tool_set
+from ..events import ToolResultEvent
 from ..turn.options import FrontEnd, RunOptions
 from ..turn.setup import TurnResult
 from .turns import Turns
@@ -124,8 +125,8 @@ def outcome(result: TurnResult, history: list[Any], call_id: str) -> OutsideResu
     found = next((m for m in reversed(history) if isinstance(m, ToolResultMessage) and m.call_id == call_id), None)
     if found is None:
         return OutsideResult(status="error", text=result.error or "the call did not run", turn_index=None)
-    status = next(
-        (e.status for e in result.events if getattr(e, "type", None) == "tool_result" and e.id == call_id), "error"
+    status: ToolOutcome = next(
+        (e.status for e in result.events if isinstance(e, ToolResultEvent) and e.id == call_id), "error"
     )
     text = found.output if found.ok else found.error
     return OutsideResult(

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from blitz_kernel.cli.kernel_link import KernelLinkError
 from blitz_kernel.cli.mcp_server import client_name, loopback_address
 from blitz_kernel.engine.events import PermissionDecision, PermissionRequest
+from blitz_kernel.core.history import Message
 from blitz_kernel.models.base import ModelRequest
 from tests.helpers.workspaces import scripted_workspace
 
+ALLOW_WRITES: dict[str, Any] = {"approval.tools.write_file": "allow"}
 SECRET = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
 
@@ -49,7 +52,7 @@ def test_a_mutating_call_is_denied_headless_and_the_audit_names_the_client(tmp_p
 
 
 def test_an_allowed_call_runs_and_undo_takes_it_back(tmp_path: Path) -> None:
-    workspace, _ = scripted_workspace(tmp_path, [], **{"approval.tools.write_file": "allow"})
+    workspace, _ = scripted_workspace(tmp_path, [], **ALLOW_WRITES)
     result = asyncio.run(
         workspace.call_tool("default", "write_file", {"path": "a.txt", "content": "hello"}, "mcp:codex")
     )
@@ -61,13 +64,13 @@ def test_an_allowed_call_runs_and_undo_takes_it_back(tmp_path: Path) -> None:
 
 
 def test_the_next_turn_sees_the_outside_call_in_its_history(tmp_path: Path) -> None:
-    seen: list[list[object]] = []
+    seen: list[list[Message]] = []
 
     def answer(request: ModelRequest) -> dict[str, str]:
         seen.append(list(request.messages))
         return {"text": "noted"}
 
-    workspace, _ = scripted_workspace(tmp_path, [answer], **{"approval.tools.write_file": "allow"})
+    workspace, _ = scripted_workspace(tmp_path, [answer], **ALLOW_WRITES)
     asyncio.run(workspace.call_tool("default", "write_file", {"path": "c.txt", "content": "z"}, "mcp:codex"))
     asyncio.run(workspace.run("what changed?"))
     kinds = [(m.kind, getattr(m, "name", None)) for m in seen[0]]

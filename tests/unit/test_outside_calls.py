@@ -11,8 +11,8 @@ import pytest
 
 from blitz_kernel.cli.kernel_link import KernelLinkError
 from blitz_kernel.cli.mcp_server import client_name, loopback_address
-from blitz_kernel.engine.events import PermissionDecision, PermissionRequest
 from blitz_kernel.core.history import Message
+from blitz_kernel.engine.events import PermissionDecision, PermissionRequest
 from blitz_kernel.models.base import ModelRequest
 from tests.helpers.workspaces import scripted_workspace
 

@@ -68,6 +68,7 @@ class KernelLink:
 
     def ask(self, request: OutsideRequest) -> OutsideReply:
         """Send `request`, wait for its reply; KernelLinkError when the kernel cannot answer."""
+        request = request.model_copy(update={"expires_at": time.time() + self.call_timeout_s})
         with self._lock:
             msg_id = self.client.execute(request_code(request), silent=True, store_history=False, allow_stdin=False)
             return self._reply(msg_id)
@@ -102,7 +103,7 @@ class KernelLink:
         except queue.Empty:
             raise KernelLinkError(
                 f"kernel busy: no answer within {self.call_timeout_s:g} s (a cell or a %%blitz turn is running; "
-                "the request runs when it ends)"
+                "it will not run later)"
             ) from None
 
     def close(self) -> None:

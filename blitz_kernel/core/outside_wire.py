@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 REPLY_MIME = "application/vnd.blitz.outside-reply+json"
+EXPIRED = "not run: the client stopped waiting while the kernel was busy"
 NOT_LOADED = "blitz_kernel is not loaded in this kernel: run %load_ext blitz_kernel in the notebook first"
 OutsideStatus = Literal["ok", "error", "denied"]
 
@@ -42,6 +43,9 @@ class OutsideRequest(BaseModel):
     tool: str | None = None
     arguments: dict[str, Any] = Field(default_factory=dict)
     prompt: str | None = None
+    expires_at: float | None = None
+    """Unix time after which the client has stopped waiting: a request still queued behind a
+    long cell then runs nothing (the client already reported "kernel busy")."""
 
 
 class OutsideReply(BaseModel):

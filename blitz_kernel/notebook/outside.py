@@ -14,11 +14,12 @@ client, a checkpoint `%blitz_undo` undoes).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from pydantic import ValidationError
 
-from ..core.outside_wire import NOT_LOADED, REPLY_MIME, OutsideReply, OutsideRequest
+from ..core.outside_wire import EXPIRED, NOT_LOADED, REPLY_MIME, OutsideReply, OutsideRequest
 from ..engine.workspace.outside import OutsideResult, usage_line
 
 
@@ -37,6 +38,8 @@ async def answer(raw: str) -> OutsideReply:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "request"
         return OutsideReply(status="error", text=f"malformed request: {where}: {first['msg']}")
+    if request.expires_at is not None and time.time() > request.expires_at:
+        return OutsideReply(status="error", text=EXPIRED)
     from .extension import loaded_magics
 
     magics = loaded_magics()

@@ -5,8 +5,12 @@ by `%blitz_undo` (docs/mcp-server.md)."""
 
 from __future__ import annotations
 
+import json
+import os
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,15 +20,17 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tests.fakeserver import FakeOpenAIServer
+
 from .driver import KernelDriver, kernel_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def server_parameters(connection_file: str) -> StdioServerParameters:
+def server_parameters(connection_file: str, call_timeout: float = 60) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "blitz_kernel", "mcp", "--connection-file", connection_file, "--call-timeout", "60"],
+        args=["-m", "blitz_kernel", "mcp", "--connection-file", connection_file, "--call-timeout", str(call_timeout)],
         env={"PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
     )
 
@@ -105,6 +111,40 @@ def test_a_file_written_through_mcp_is_undone_by_blitz_undo(kernel: KernelDriver
     assert not target.exists()
 
 
+def test_blitz_turn_runs_a_whole_turn_with_the_notebooks_model(kernel: KernelDriver, server: FakeOpenAIServer) -> None:
+    server.enqueue({"text": "The table has 2 regions.", "usage": {"prompt_tokens": 50, "completion_tokens": 7}})
+    _, (answer,) = over_mcp(kernel, ("blitz_turn", {"prompt": "how many regions?"}))
+    assert not answer.is_error, text_of(answer)
+    assert text_of(answer).startswith("The table has 2 regions.")
+    assert "stop: end_turn; usage: 50 in, 7 out" in text_of(answer)
+    assert "how many regions?" in json.dumps(server.requests[-1].to_json())
+
+
+def test_a_busy_kernel_is_a_clear_error_and_the_call_never_runs_later(
+    kernel: KernelDriver, workspace_dir: Path
+) -> None:
+    target = workspace_dir / "late.txt"
+    ok(kernel.run('%blitz_config approval.tools.write_file="allow"'))
+
+    async def session() -> Any:
+        parameters = server_parameters(kernel.manager.connection_file, call_timeout=2)
+        async with Client(parameters, read_timeout_seconds=60) as client:
+            await client.list_tools()
+            busy = kernel.submit("import time\ntime.sleep(6)")  # the user's long cell
+            try:
+                return await client.call_tool("write_file", {"path": "late.txt", "content": "late"})
+            finally:
+                kernel.collect(busy, timeout=30)
+
+    try:
+        late = anyio.run(session)
+        ok(kernel.run("1"))  # the queued request ran (and refused) before this cell
+    finally:
+        ok(kernel.run('%blitz_config approval.tools.write_file="ask"'))
+    assert late.is_error and text_of(late).startswith("kernel busy: no answer within 2 s"), text_of(late)
+    assert not target.exists()
+
+
 def test_a_refused_call_is_a_clear_error_and_records_nothing(kernel: KernelDriver) -> None:
     before = ok(kernel.run("%blitz_audit")).stdout
     _, (unknown, invalid) = over_mcp(kernel, ("no_such_tool", {}), ("describe_variable", {"nmae": "sales"}))
@@ -145,3 +185,57 @@ def test_a_missing_connection_file_is_one_clear_line(tmp_path: Path) -> None:
     done = run_server(str(tmp_path / "kernel-gone.json"))
     assert done.returncode == 1
     assert done.stderr.strip() == f"blitz mcp: connection file {tmp_path / 'kernel-gone.json'} does not exist"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_listening(port: int, process: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1]
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)  # polling a port that is not open yet: the state is waited for, with a deadline
+    raise TimeoutError(f"blitz mcp did not listen on {port}")
+
+
+def test_over_http_with_the_bearer_token(kernel: KernelDriver) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    ok(kernel.run("reached_over_http = 7"))
+    port, token = free_port(), "test-token-1234"
+    parameters = server_parameters(kernel.manager.connection_file)
+    process = subprocess.Popen(
+        [parameters.command, *parameters.args, "--http", f"127.0.0.1:{port}"],
+        env={**os.environ, **(parameters.env or {}), "BLITZ_MCP_TOKEN": token},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_listening(port, process)
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert httpx2.post(url, json={}).status_code == 401  # no token, no kernel
+
+        async def session() -> tuple[list[str], str]:
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=90) as http,
+                Client(streamable_http_client(url, http_client=http), read_timeout_seconds=90) as client,
+            ):
+                names = [tool.name for tool in (await client.list_tools()).tools]
+                listed = await client.call_tool("list_variables", {})
+                return names, text_of(listed)
+
+        names, listed = anyio.run(session)
+        assert "run_python" in names and "blitz_turn" in names
+        assert "reached_over_http" in listed
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)

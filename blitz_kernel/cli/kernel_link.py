@@ -39,6 +39,37 @@ def find_connection_file(kernel_id: str) -> Path:
     return path
 
 
+def check_server_kernel(server_url: str, kernel_id: str) -> None:
+    """Ask the Jupyter server at `server_url` whether it runs `kernel_id` (the token from the
+    URL's `?token=` or JUPYTER_TOKEN): a wrong server or id is one line, before anything else."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(server_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise KernelLinkError(f"--server-url needs an http(s) URL, got {server_url!r}")
+    token = urllib.parse.parse_qs(parts.query).get("token", [os.environ.get("JUPYTER_TOKEN", "")])[0]
+    base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+    request = urllib.request.Request(f"{base}/api/kernels/{urllib.parse.quote(kernel_id)}")
+    if token:
+        request.add_header("Authorization", f"token {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=READY_TIMEOUT_S):  # noqa: S310 - the user's own server
+            return
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            raise KernelLinkError(f"the server at {base} runs no kernel {kernel_id!r}") from None
+        if error.code in (401, 403):
+            raise KernelLinkError(
+                f"the server at {base} refused the request (give its token: ?token=… or JUPYTER_TOKEN)"
+            ) from None
+        raise KernelLinkError(f"the server at {base} answered {error.code} for kernel {kernel_id!r}") from None
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        raise KernelLinkError(f"cannot reach the Jupyter server at {base}: {reason}") from None
+
+
 class KernelLink:
     """A blocking client of one kernel; `ask` is safe to call from several threads."""
 

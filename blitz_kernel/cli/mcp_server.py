@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.outside_wire import OutsideReply, OutsideRequest, OutsideTool
-from .kernel_link import KernelLink, KernelLinkError, find_connection_file
+from .kernel_link import KernelLink, KernelLinkError, check_server_kernel, find_connection_file
 
 TURN_TOOL = "blitz_turn"
 TURN_DESCRIPTION = (
@@ -40,7 +40,9 @@ def parser(prog: str) -> argparse.ArgumentParser:
     )
     command.add_argument("--connection-file", metavar="F", help="the kernel's connection file (kernel-*.json)")
     command.add_argument("--kernel-id", metavar="ID", help="a kernel of a Jupyter server on this machine")
-    command.add_argument("--server-url", metavar="URL", help="that server's URL (with --kernel-id)")
+    command.add_argument(
+        "--server-url", metavar="URL", help="that server's URL, checked to run the kernel (with --kernel-id)"
+    )
     command.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP on a loopback address instead of stdio")
     command.add_argument(
         "--call-timeout",
@@ -92,6 +94,8 @@ def connection_file(args: argparse.Namespace) -> Path:
     if args.connection_file:
         return Path(args.connection_file).expanduser()
     if args.kernel_id:
+        if args.server_url:
+            check_server_kernel(args.server_url, args.kernel_id)
         return find_connection_file(args.kernel_id)
     raise KernelLinkError(
         "no kernel given: pass --connection-file F (in a notebook: `%connect_info` names it) or --kernel-id ID"

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from blitz_kernel.cli.kernel_link import KernelLinkError
-from blitz_kernel.cli.mcp_server import client_name, loopback_address
+from blitz_kernel.cli.kernel_link import KernelLinkError, find_connection_file
+from blitz_kernel.cli.mcp_server import client_name, loopback_address, main
 from blitz_kernel.core.history import Message
 from blitz_kernel.engine.events import PermissionDecision, PermissionRequest
 from blitz_kernel.models.base import ModelRequest
@@ -154,3 +154,49 @@ def test_the_client_name_is_cleaned_for_the_audit_trail() -> None:
 
     assert client_name(Context()) == "claudecoderm-rf"
     assert client_name(object()) == "client"
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            [],
+            "blitz mcp: no kernel given: pass --connection-file F (in a notebook: `%connect_info` names it) or --kernel-id ID",
+        ),
+        (["--server-url", "http://127.0.0.1:1"], "blitz mcp: --server-url goes with --kernel-id"),
+        (
+            ["--connection-file", "a.json", "--kernel-id", "x"],
+            "blitz mcp: give --connection-file or --kernel-id, not both",
+        ),
+        (
+            ["--kernel-id", "x", "--server-url", "ftp://host"],
+            "blitz mcp: --server-url needs an http(s) URL, got 'ftp://host'",
+        ),
+        (
+            ["--kernel-id", "x", "--server-url", "http://127.0.0.1:1"],
+            "blitz mcp: cannot reach the Jupyter server at http://127.0.0.1:1: [Errno 111] Connection refused",
+        ),
+    ],
+)
+def test_bad_command_lines_are_one_clear_line(argv: list[str], line: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 1
+    assert capsys.readouterr().err.strip() == line
+
+
+def test_a_kernel_id_is_found_in_the_runtime_dir_or_named_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path))
+    (tmp_path / "kernel-abc.json").write_text("{}")
+    assert find_connection_file("abc") == tmp_path / "kernel-abc.json"
+    with pytest.raises(KernelLinkError, match="no kernel 'gone' on this machine"):
+        find_connection_file("gone")
+
+
+def test_a_file_that_is_not_a_connection_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "other.json").write_text('{"hello": 1}')
+    assert main(["--connection-file", str(tmp_path / "other.json")]) == 1
+    assert (
+        capsys.readouterr().err.strip()
+        == f"blitz mcp: {tmp_path / 'other.json'} is not a Jupyter connection file (no shell_port or key)"
+    )

@@ -78,6 +78,20 @@ def test_the_next_turn_sees_the_outside_call_in_its_history(tmp_path: Path) -> N
     assert "mcp:codex called write_file" in seen[0][0].model_dump_json()
 
 
+def test_a_whole_turn_for_an_outside_client_names_it_in_the_audit(tmp_path: Path) -> None:
+    from blitz_kernel.engine.turn.options import FrontEnd, RunOptions
+
+    (tmp_path / "notes.txt").write_text("three regions")
+    steps: list[Any] = [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+        {"text": "There are three regions."},
+    ]
+    workspace, _ = scripted_workspace(tmp_path, steps)
+    result = asyncio.run(workspace.run_turn("how many?", "default", RunOptions(), FrontEnd(caller="mcp:codex")))
+    assert result.text == "There are three regions."
+    assert [(row.tool, row.caller) for row in workspace.audit("default")] == [("read_file", "mcp:codex")]
+
+
 def test_a_person_at_the_front_end_is_asked_before_the_headless_policy(tmp_path: Path) -> None:
     from blitz_kernel.engine.turn.options import FrontEnd
 

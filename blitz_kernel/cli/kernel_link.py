@@ -73,7 +73,7 @@ def check_server_kernel(server_url: str, kernel_id: str) -> None:
 class KernelLink:
     """A blocking client of one kernel; `ask` is safe to call from several threads."""
 
-    def __init__(self, connection_file: Path, call_timeout_s: float) -> None:
+    def __init__(self, connection_file: Path, call_timeout_s: float, ready_timeout_s: float = READY_TIMEOUT_S) -> None:
         from jupyter_client.blocking.client import BlockingKernelClient
 
         self.call_timeout_s = call_timeout_s
@@ -89,11 +89,11 @@ class KernelLink:
         self.client.load_connection_file()
         self.client.start_channels()
         try:
-            self.client.wait_for_ready(timeout=READY_TIMEOUT_S)
+            self.client.wait_for_ready(timeout=ready_timeout_s)
         except RuntimeError:
             self.client.stop_channels()
             raise KernelLinkError(
-                f"the kernel of {connection_file} is not running (no answer within {READY_TIMEOUT_S:g} s)"
+                f"the kernel of {connection_file} is not running (no answer within {ready_timeout_s:g} s)"
             ) from None
         self._lock = threading.Lock()
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from blitz_kernel.cli.kernel_link import KernelLinkError, find_connection_file
+from blitz_kernel.cli.kernel_link import KernelLink, KernelLinkError, find_connection_file
 from blitz_kernel.cli.mcp_server import client_name, loopback_address, main
 from blitz_kernel.core.history import Message
 from blitz_kernel.engine.events import PermissionDecision, PermissionRequest
@@ -214,3 +214,12 @@ def test_a_file_that_is_not_a_connection_file_is_named(tmp_path: Path, capsys: p
         capsys.readouterr().err.strip()
         == f"blitz mcp: {tmp_path / 'other.json'} is not a Jupyter connection file (no shell_port or key)"
     )
+
+
+def test_a_connection_file_of_a_dead_kernel_is_named(tmp_path: Path) -> None:
+    from jupyter_client.connect import write_connection_file
+
+    path, _info = write_connection_file(str(tmp_path / "kernel-dead.json"), ip="127.0.0.1")
+    with pytest.raises(KernelLinkError) as raised:
+        KernelLink(Path(path), call_timeout_s=5, ready_timeout_s=1)
+    assert str(raised.value) == f"the kernel of {path} is not running (no answer within 1 s)"

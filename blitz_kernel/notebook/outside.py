@@ -45,11 +45,16 @@ async def answer(raw: str) -> OutsideReply:
     magics = loaded_magics()
     if magics is None:
         return OutsideReply(status="error", text=NOT_LOADED)
+    from IPython.core.error import UsageError
+
     from ..errors import BlitzError
 
     try:
         workspace = magics.workspace()
-        session = magics.current_session()
+    except UsageError as error:  # the workspace's configuration cannot be read
+        return OutsideReply(status="error", text=str(error))
+    session = magics.current_session()
+    try:
         if request.kind == "tools":
             return OutsideReply(status="ok", tools=workspace.outside_tools(), session=session)
         if request.kind == "call":
@@ -60,8 +65,8 @@ async def answer(raw: str) -> OutsideReply:
         if not request.prompt or not request.prompt.strip():
             return OutsideReply(status="error", text="malformed request: a turn needs a non-empty `prompt`")
         return await _turn(workspace, session, request.prompt, request.client)
-    except BlitzError as error:  # a session busy with a turn, a bad configuration
-        return OutsideReply(status="error", text=str(error), session=session if "session" in locals() else None)
+    except BlitzError as error:  # a session busy with a turn or a compaction
+        return OutsideReply(status="error", text=str(error), session=session)
 
 
 def _from_result(result: OutsideResult, session: str) -> OutsideReply:

@@ -223,3 +223,16 @@ def test_a_connection_file_of_a_dead_kernel_is_named(tmp_path: Path) -> None:
     with pytest.raises(KernelLinkError) as raised:
         KernelLink(Path(path), call_timeout_s=5, ready_timeout_s=1)
     assert str(raised.value) == f"the kernel of {path} is not running (no answer within 1 s)"
+
+
+def test_the_kernel_endpoint_answers_bad_requests_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from blitz_kernel.core.outside_wire import EXPIRED, NOT_LOADED, OutsideRequest
+    from blitz_kernel.notebook.outside import answer
+
+    malformed = asyncio.run(answer('{"kind": "explode", "client": "mcp:x"}'))
+    assert malformed.status == "error" and malformed.text.startswith("malformed request: kind: Input should be")
+    expired = OutsideRequest(kind="tools", client="mcp:x", expires_at=1.0).model_dump_json()
+    assert asyncio.run(answer(expired)).text == EXPIRED
+    monkeypatch.setattr("blitz_kernel.notebook.extension.loaded_magics", lambda: None)  # no %load_ext
+    fresh = OutsideRequest(kind="tools", client="mcp:x").model_dump_json()
+    assert asyncio.run(answer(fresh)).text == NOT_LOADED

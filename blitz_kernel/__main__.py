@@ -1,5 +1,6 @@
-"""`python -m blitz_kernel install [--user | --sys-prefix | --prefix DIR]` and
-`python -m blitz_kernel run NOTEBOOK.ipynb ...` (also the `blitz` console script)."""
+"""`python -m blitz_kernel install [--user | --sys-prefix | --prefix DIR]`,
+`python -m blitz_kernel run NOTEBOOK.ipynb ...` and `python -m blitz_kernel mcp ...` (also the
+`blitz` console script)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,14 @@ def main(argv: list[str] | None = None) -> int:
         return run_main(arguments[1:])
     # the name it was called by: `blitz` (the console script) or `python -m blitz_kernel`
     prog = "blitz" if Path(sys.argv[0]).name == "blitz" else "python -m blitz_kernel"
+    if arguments[:1] == ["mcp"]:  # its own parser too (cli/mcp_server.py)
+        from .cli.mcp_server import main as mcp_main
+
+        return mcp_main(arguments[1:], prog)
     parser = argparse.ArgumentParser(prog=prog, description="blitz_kernel commands")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("run", help=f"run a notebook with %%%%blitz cells unattended (see `{prog} run --help`)")
+    commands.add_parser("mcp", help=f"serve the live kernel's tools over MCP (see `{prog} mcp --help`)")
     install = commands.add_parser(
         "install",
         help='install the "Blitz (Python 3)" kernel (IPython with blitz_kernel loaded)',

@@ -56,6 +56,12 @@ def kernel_workspace() -> Any:
     return magics.workspace()
 
 
+def loaded_magics() -> Any | None:
+    """The kernel's `BlitzMagics` (its workspace and current session), None when the extension
+    is not loaded: the outside endpoint (outside.py) says so in one line."""
+    return _state.get("magics")
+
+
 def unload(ipython: Any) -> None:
     bridge.uninstall(ipython)
     cell_log.uninstall(ipython)

@@ -181,6 +181,10 @@ class BlitzMagics(Magics):
     def _current_session(self) -> str:
         return self._session_in_use or default_session_name(self._user_ns)
 
+    def current_session(self) -> str:
+        """The session `%%blitz` uses now (outside calls land in it, so `%blitz_undo` finds them)."""
+        return self._current_session()
+
     @property
     def _user_ns(self) -> dict[str, Any]:
         assert self.shell is not None, "the magics are registered on a shell"

@@ -107,7 +107,7 @@ def audit_table(rows: list[AuditRecord]) -> str:
             row.tool,
             _shorten(row.arguments, ARGUMENT_COLUMN),
             row.decision,
-            row.decided_by,
+            row.decided_by + (f" ({row.caller})" if row.caller else ""),
             row.status,
         )
         for row in rows

@@ -34,4 +34,7 @@ class AuditRecord(BaseModel):
     decided_by: DecidedBy
     reason: str | None = None
     status: ToolOutcome
+    caller: str | None = None
+    """The client outside the notebook that made the call ("mcp:claude-code"); None for the
+    notebook's own turns."""
     time: datetime = Field(default_factory=lambda: datetime.now(UTC))

@@ -365,6 +365,7 @@ class ToolBatch:
                 decided_by=decision.decided_by,
                 reason=decision.reason,
                 status=status,
+                caller=self.setup.runtime.caller,
             )
         )
 

@@ -69,3 +69,6 @@ class FrontEnd:
     plan_reviewer: PlanReviewer | None = None
     on_event: EventHandler | None = None
     kernel: KernelContext | None = None
+    caller: str | None = None
+    """The client outside the notebook the turn runs for ("mcp:claude-code"): its audit rows
+    name it. None for the notebook's own turns."""

@@ -140,6 +140,8 @@ class ToolRuntime:
     """prompt_submit / pre_tool / post_tool hooks."""
     max_parallel: int = 8
     keep_turns: int = 5
+    caller: str | None = None
+    """The outside client the calls run for (`FrontEnd.caller`), named in the audit trail."""
     """Turns whose replaced variables stay referenced for undo (`checkpoints.keep_turns`)."""
 
 

@@ -68,7 +68,9 @@ class Subagents:
             approve=runtime.approve_override,
             inherited_model=caller.model_override,
         )
-        front_end = FrontEnd(approver=runtime.gate.approver, on_event=on_event, kernel=runtime.context.kernel)
+        front_end = FrontEnd(
+            approver=runtime.gate.approver, on_event=on_event, kernel=runtime.context.kernel, caller=runtime.caller
+        )
         return await self._build_setup(session, options, front_end, depth)
 
 

@@ -111,6 +111,7 @@ class TurnBuilder:
             hooks=self.configuration.hooks,
             max_parallel=config.tools.max_parallel,
             keep_turns=config.checkpoints.keep_turns,
+            caller=front_end.caller,
         )
         observers = Observers(
             on_event=front_end.on_event,

@@ -22,6 +22,7 @@ from .builder import TurnBuilder
 from .configuration import Configuration
 from .history import SessionService
 from .notices import NoticeBoard
+from .outside import OutsideCalls
 from .resolution import Resolver
 from .turns import Turns
 
@@ -44,6 +45,8 @@ class Services:
     subagents: Subagents
     turns: Turns
     history: SessionService
+    outside: OutsideCalls
+    """Calls and turns from clients outside the notebook (docs/mcp-server.md)."""
 
 
 class Options(TypedDict, total=False):
@@ -86,6 +89,19 @@ def compose(root: Path, model: Model | None, **options: Unpack[Options]) -> Serv
     builder.subagents = subagents  # the sub-agents' turns are built by the same builder
     turns = Turns(configuration, resolver, builder, sessions)
     history = SessionService(root, sessions, contexts, configuration, builder)
+    outside = OutsideCalls(turns)
     return Services(
-        tools, configuration, resolver, notices, sessions, contexts, waiting, mcp, builder, subagents, turns, history
+        tools,
+        configuration,
+        resolver,
+        notices,
+        sessions,
+        contexts,
+        waiting,
+        mcp,
+        builder,
+        subagents,
+        turns,
+        history,
+        outside,
     )

@@ -5,6 +5,7 @@ because of the model: a placeholder model explains what is wrong on every call.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -32,6 +33,7 @@ from ..turn.setup import TurnResult
 from ..undo.undo import UndoReport
 from .composition import Options, compose
 from .delegated import Delegated
+from .outside import OutsideResult, OutsideTool
 
 
 class Workspace:
@@ -45,6 +47,7 @@ class Workspace:
         self.notices, self.sessions, self.contexts = services.notices, services.sessions, services.contexts
         self.waiting_approvals, self.mcp, self.builder = services.waiting_approvals, services.mcp, services.builder
         self.subagents, self.turns, self.history = services.subagents, services.turns, services.history
+        self.outside = services.outside
 
     @classmethod
     def open(cls, path: str | Path = ".", *, model: str | Model | None = None, **options: Unpack[Options]) -> Workspace:
@@ -197,6 +200,19 @@ class Workspace:
     ) -> TurnResult:
         """`run` for callers that hold typed options already (the notebook front end)."""
         return await self.turns.run(prompt, session, options, front_end or FrontEnd(), attachments)
+
+    def outside_tools(self) -> list[OutsideTool]:
+        """The tools an outside client may call, with their schemas (docs/mcp-server.md)."""
+        return self.outside.tools()
+
+    async def call_tool(
+        self, session: str, name: str, arguments: dict[str, Any], caller: str, front_end: FrontEnd | None = None
+    ) -> OutsideResult:
+        """One tool call from outside the notebook (`caller`, e.g. "mcp:claude-code"), run as a
+        one-call turn of `session`: the same screening, approvals, hooks, redaction, audit and
+        checkpoint as a call of the model; `undo` undoes it."""
+        front = dataclasses.replace(front_end or FrontEnd(), caller=caller)
+        return await self.outside.call_tool(session, name, arguments, caller, front)
 
     async def continue_turn(
         self, session: str, options: RunOptions | None = None, front_end: FrontEnd | None = None

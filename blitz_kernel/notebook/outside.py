@@ -1,0 +1,86 @@
+"""The kernel side of `blitz mcp` (docs/mcp-server.md): requests from clients outside the
+notebook, run in the kernel through the engine, never beside it.
+
+The MCP server sends each request over the kernel's own Jupyter connection (HMAC-signed
+messages, the connection file's key) as a silent execute of `serve(...)`; the kernel runs it
+on its loop between the user's cells, so an outside call never mutates the namespace while a
+cell runs. The reply goes back as one display of `REPLY_MIME` in that execute's output, which a
+notebook front end ignores (the request is not one of its cells).
+
+A tool call runs as `Workspace.call_tool` in the notebook's current session: the same tool
+batch as a `%%blitz` turn (policies, the headless policy, hooks, redaction, audit naming the
+client, a checkpoint `%blitz_undo` undoes).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..core.outside_wire import EXPIRED, NOT_LOADED, REPLY_MIME, OutsideReply, OutsideRequest
+from ..engine.workspace.outside import OutsideResult, usage_line
+
+
+async def serve(raw: str) -> None:
+    """Answer one request (JSON of an OutsideRequest) with a display of its reply."""
+    reply = await answer(raw)
+    from IPython.display import publish_display_data
+
+    publish_display_data({REPLY_MIME: reply.model_dump(mode="json"), "text/plain": reply.status})
+
+
+async def answer(raw: str) -> OutsideReply:
+    try:
+        request = OutsideRequest.model_validate_json(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "request"
+        return OutsideReply(status="error", text=f"malformed request: {where}: {first['msg']}")
+    if request.expires_at is not None and time.time() > request.expires_at:
+        return OutsideReply(status="error", text=EXPIRED)
+    from .extension import loaded_magics
+
+    magics = loaded_magics()
+    if magics is None:
+        return OutsideReply(status="error", text=NOT_LOADED)
+    from IPython.core.error import UsageError
+
+    from ..errors import BlitzError
+
+    try:
+        workspace = magics.workspace()
+    except UsageError as error:  # the workspace's configuration cannot be read
+        return OutsideReply(status="error", text=str(error))
+    session = magics.current_session()
+    try:
+        if request.kind == "tools":
+            return OutsideReply(status="ok", tools=workspace.outside_tools(), session=session)
+        if request.kind == "call":
+            if not request.tool:
+                return OutsideReply(status="error", text="malformed request: a call needs `tool`")
+            result = await workspace.call_tool(session, request.tool, request.arguments, request.client)
+            return _from_result(result, session)
+        if not request.prompt or not request.prompt.strip():
+            return OutsideReply(status="error", text="malformed request: a turn needs a non-empty `prompt`")
+        return await _turn(workspace, session, request.prompt, request.client)
+    except BlitzError as error:  # a session busy with a turn or a compaction
+        return OutsideReply(status="error", text=str(error), session=session)
+
+
+def _from_result(result: OutsideResult, session: str) -> OutsideReply:
+    return OutsideReply(status=result.status, text=result.text, images=result.images, session=session)
+
+
+async def _turn(workspace: Any, session: str, prompt: str, client: str) -> OutsideReply:
+    """A whole blitz turn for `client`, headless: its text, stop reason and usage."""
+    from ..engine.turn.options import FrontEnd, RunOptions
+
+    result = await workspace.run_turn(prompt, session, RunOptions(), FrontEnd(caller=client))
+    lines = [result.text] if result.text else []
+    if result.error:
+        lines.append(f"error: {result.error}")
+    lines.append(f"stop: {result.stop_reason}; {usage_line(result.usage)}")
+    status = "ok" if result.stop_reason == "end_turn" else "error"
+    return OutsideReply(status=status, text="\n\n".join(lines), session=session)

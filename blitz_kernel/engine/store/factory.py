@@ -4,8 +4,10 @@
   identity rule applies (identity.py), since a repository can ship that file;
 - `sqlite:///PATH` or `store.path = PATH`: SQLite at PATH (relative to the workspace, `~`
   expanded), locks in `locks/` beside it; the user named it, so it is adopted as theirs;
-- `postgresql://…`: not supported yet, and any other scheme is unknown: both are a one-line
-  error naming the key (the settings model checks it when the configuration loads).
+- `postgresql://…`: the PostgreSQL backend (postgres/): this user's sessions of this workspace
+  in a shared database, locked per session with advisory locks; nothing is written to
+  `.blitz/blitz.db`. Any other scheme is a one-line error naming the key (the settings model
+  checks it when the configuration loads).
 
 A workspace's own `blitz.toml` cannot set either key until it is trusted (config/trust.py).
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.store_url import StoreUrlError, sqlite_path
+from ...core.store_url import StoreUrlError, is_postgres, sqlite_path
 from .identity import StoreIdentities
 from .link import StoreLink
 from .locks import SessionLocks
@@ -27,6 +29,9 @@ from .sqlite.store import DB_NAME
 def open_store(url: str | None, *, workspace: Path, home: Path | None = None) -> StoreLink:
     """The store `url` names (None: the workspace's default) with its locks, or a link that
     says in one line why there is none; sessions then live in memory."""
+    if is_postgres(url):
+        assert url is not None
+        return _open_postgres(url, workspace)
     identities = StoreIdentities(home)
     folder: PrivateDir | None = None
     try:
@@ -50,6 +55,18 @@ def open_store(url: str | None, *, workspace: Path, home: Path | None = None) ->
         if folder is not None:
             folder.close()  # the store keeps its own file open; the folder is not needed
     return StoreLink(store, locks=SessionLocks(locks), notices=[notice] if notice else [])
+
+
+def _open_postgres(url: str, workspace: Path) -> StoreLink:
+    try:
+        from .postgres import open_postgres
+    except ImportError as exc:  # psycopg is a dependency; a broken install says so
+        return StoreLink.without_store(StoreError(f"store.url: postgresql:// needs psycopg 3 ({exc})"))
+    try:
+        store, locks = open_postgres(url, workspace)
+    except StoreError as exc:
+        return StoreLink.without_store(exc)
+    return StoreLink(store, locks=locks)
 
 
 def _make_parent(path: Path) -> None:

@@ -1,0 +1,39 @@
+"""The PostgreSQL backend of the session store: the only package that names `psycopg`."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+
+from ....core.store_url import shown_url
+from .locks import PostgresLocks
+from .schema import SCHEMA_VERSION
+from .store import PostgresStore
+
+__all__ = ["SCHEMA_VERSION", "PostgresLocks", "PostgresStore", "open_postgres", "owner", "workspace_identity"]
+
+
+def owner(environ: dict[str, str] | None = None) -> str:
+    """Whose sessions these are: the Hub's user, else the OS user."""
+    names = os.environ if environ is None else environ
+    return names.get("JUPYTERHUB_USER") or getpass.getuser()
+
+
+def workspace_identity(workspace: Path) -> str:
+    """The workspace's identity in a shared store: its absolute path (on a Hub the same on
+    every host the user's pod lands on)."""
+    return str(workspace.resolve())
+
+
+def open_postgres(url: str, workspace: Path) -> tuple[PostgresStore, PostgresLocks]:
+    """The store and its locks for this user's sessions of `workspace`; StoreError if the
+    server cannot be reached or its schema is newer."""
+    who, where = owner(), workspace_identity(workspace)
+    store = PostgresStore(url, owner=who, workspace=where)
+    try:
+        locks = PostgresLocks(url, location=shown_url(url), owner=who, workspace=where)
+    except BaseException:
+        store.close()
+        raise
+    return store, locks

@@ -71,7 +71,11 @@ class PostgresServer:
         return {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
 
     def start(self) -> PostgresServer:
-        bin_dir = binaries()
+        try:
+            bin_dir = binaries()
+        except PostgresMissing:
+            self.stop()
+            raise
         data = self.folder / "data"
         log = self.folder / "server.log"
         self.folder.chmod(0o755)

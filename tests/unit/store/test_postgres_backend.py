@@ -146,3 +146,20 @@ def test_sessions_of_another_workspace_are_apart(tmp_path: Path, postgres_url):
     assert other.names() == [] and one.names() == ["s"]
     one.close()
     other.close()
+
+
+def test_the_owner_is_the_hub_user_else_the_os_user():
+    import getpass
+
+    from blitz_kernel.engine.store.postgres import owner
+
+    assert owner({"JUPYTERHUB_USER": "alice"}) == "alice"
+    assert owner({}) == getpass.getuser()
+
+
+def test_without_postgresql_installed_the_server_helper_fails_with_what_to_do(monkeypatch):
+    import tests.helpers.postgres as helper
+
+    monkeypatch.setattr(helper.glob, "glob", lambda pattern: [])
+    with pytest.raises(helper.PostgresMissing, match=r"PostgreSQL is not installed .* run scripts/postgres.sh"):
+        helper.PostgresServer().start()

@@ -15,9 +15,16 @@ __all__ = ["SCHEMA_VERSION", "PostgresLocks", "PostgresStore", "open_postgres", 
 
 
 def owner(environ: dict[str, str] | None = None) -> str:
-    """Whose sessions these are: the Hub's user, else the OS user."""
+    """Whose sessions these are: the Hub's user, else the OS user (its uid when the system
+    has no name for it, as in some containers)."""
     names = os.environ if environ is None else environ
-    return names.get("JUPYTERHUB_USER") or getpass.getuser()
+    hub_user = names.get("JUPYTERHUB_USER")
+    if hub_user:
+        return hub_user
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return f"uid-{os.getuid()}"
 
 
 def workspace_identity(workspace: Path) -> str:

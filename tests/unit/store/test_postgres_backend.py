@@ -163,3 +163,17 @@ def test_without_postgresql_installed_the_server_helper_fails_with_what_to_do(mo
     monkeypatch.setattr(helper.glob, "glob", lambda pattern: [])
     with pytest.raises(helper.PostgresMissing, match=r"PostgreSQL is not installed .* run scripts/postgres.sh"):
         helper.PostgresServer().start()
+
+
+def test_a_statement_timeout_is_a_busy_store_error_naming_the_server(postgres_url):
+    from blitz_kernel.engine.store.postgres.edge import translate
+    from blitz_kernel.engine.store.protocol import StoreBusyError
+
+    with (
+        psycopg.connect(postgres_url, autocommit=True, options="-c statement_timeout=10") as db,
+        pytest.raises(psycopg.Error) as raised,
+    ):
+        db.execute("SELECT pg_sleep(5)")
+    error = translate(raised.value, shown_url(postgres_url), "write to")
+    assert isinstance(error, StoreBusyError)
+    assert str(error).startswith(f"cannot write to the session store {postgres_url}: canceling statement")

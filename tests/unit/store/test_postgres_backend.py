@@ -177,3 +177,23 @@ def test_a_statement_timeout_is_a_busy_store_error_naming_the_server(postgres_ur
     error = translate(raised.value, shown_url(postgres_url), "write to")
     assert isinstance(error, StoreBusyError)
     assert str(error).startswith(f"cannot write to the session store {postgres_url}: canceling statement")
+
+
+def test_a_lost_connection_fails_the_store_and_frees_the_lock_together(tmp_path, postgres_url):
+    first = SessionBook.for_workspace(tmp_path, url=postgres_url, home=tmp_path / "home")
+    session = first.get("s")
+    session.commit([user_prompt("saved before")], 0)
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        [(killed,)] = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE application_name = 'blitz_kernel' AND pid <> pg_backend_pid() AND EXISTS "
+            "(SELECT 1 FROM pg_locks l WHERE l.pid = pg_stat_activity.pid AND l.locktype = 'advisory')"
+        ).fetchall()
+    assert killed == 1
+    session.commit([user_prompt("after the drop")], 1)
+    assert first.store_problem is not None and first.store_problem.startswith("cannot write to the session store ")
+    assert not session.saved  # said on every usage line from now on
+    second = SessionBook.for_workspace(tmp_path, url=postgres_url, home=tmp_path / "home")
+    assert [m.text for m in second.get("s").history] == ["saved before"]  # free, with what was saved
+    second.close()
+    first.close()

@@ -6,7 +6,6 @@ import getpass
 import os
 from pathlib import Path
 
-from ....core.store_url import shown_url
 from .locks import PostgresLocks
 from .schema import SCHEMA_VERSION
 from .store import PostgresStore
@@ -36,11 +35,5 @@ def workspace_identity(workspace: Path) -> str:
 def open_postgres(url: str, workspace: Path) -> tuple[PostgresStore, PostgresLocks]:
     """The store and its locks for this user's sessions of `workspace`; StoreError if the
     server cannot be reached or its schema is newer."""
-    who, where = owner(), workspace_identity(workspace)
-    store = PostgresStore(url, owner=who, workspace=where)
-    try:
-        locks = PostgresLocks(url, location=shown_url(url), owner=who, workspace=where)
-    except BaseException:
-        store.close()
-        raise
-    return store, locks
+    store = PostgresStore(url, owner=owner(), workspace=workspace_identity(workspace))
+    return store, PostgresLocks(store)

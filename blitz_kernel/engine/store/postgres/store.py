@@ -9,7 +9,9 @@ limited to both: a user sees only their own sessions of this workspace. Checkpoi
 (old file bodies) stays on the workspace's local disk; only the records are here.
 
 One connection per store, autocommit, each write one explicit transaction; a thread lock
-serialises its use. psycopg's errors become the store's typed errors at the edge (edge.py).
+serialises its use. The session locks are held on the same connection (locks.py), so when it
+is lost the store fails and the locks go with it: a kernel never writes to a session it no
+longer holds. psycopg's errors become the store's typed errors at the edge (edge.py).
 """
 
 from __future__ import annotations
@@ -72,6 +74,16 @@ class PostgresStore:
             raise translate(exc, self.location, "set up") from exc
         self._lock = threading.RLock()
         self._live: dict[int, reads.Live] = {}
+
+    @property
+    def connection(self) -> psycopg.Connection:
+        """The kernel's connection, shared with its session locks (locks.py)."""
+        return self._db
+
+    @property
+    def guard(self) -> threading.RLock:
+        """The thread lock that serialises every use of `connection`."""
+        return self._lock
 
     def close(self) -> None:
         with self._lock, contextlib.suppress(psycopg.Error):

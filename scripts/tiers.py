@@ -62,6 +62,7 @@ STEPS: tuple[Step, ...] = (
     ),
     Step("mypy", commands=(("mypy",),)),
     Step("js", commands=(("bash", "scripts/js_test.sh"),)),
+    Step("postgres", commands=(("bash", "scripts/postgres.sh"),)),
     Step("unit", tests=("tests/unit",)),
     Step("wire", tests=("tests/wire",)),
     Step("robustness", tests=("tests/robustness",)),

@@ -213,7 +213,7 @@ class StoreConfig(_Section):
 
     url: str | None = None
     """`sqlite:///PATH` (relative to the workspace; `~` expanded); unset: `.blitz/blitz.db`.
-    `postgresql://…` is not supported yet."""
+    `postgresql://USER@HOST/DATABASE`: a shared PostgreSQL store for a team."""
     path: str | None = Field(default=None, min_length=1)
     """The SQLite file's path: the same as `url = "sqlite:///PATH"`."""
 

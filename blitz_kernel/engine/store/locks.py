@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import socket
 import time
 from datetime import datetime
 from pathlib import Path
@@ -43,19 +44,28 @@ class Holder(BaseModel):
     notebook: str | None = None
     since: float
     """Unix time the session was opened."""
+    host: str | None = None
+    """The machine the kernel runs on (a shared store is reached from many)."""
 
     @classmethod
     def current(cls) -> Holder:
         """This process. Jupyter server sets JPY_SESSION_NAME to the notebook's path."""
         notebook = os.environ.get("JPY_SESSION_NAME") or None
-        return cls(pid=os.getpid(), notebook=Path(notebook).name if notebook else None, since=time.time())
+        return cls(
+            pid=os.getpid(),
+            notebook=Path(notebook).name if notebook else None,
+            since=time.time(),
+            host=socket.gethostname() or None,
+        )
 
     def describe(self) -> str:
-        """ "pid 4242, notebook analysis.ipynb, since 10:42" (the date too when not today)."""
+        """ "pid 4242, notebook analysis.ipynb, since 10:42, host hub-node-3" (the date too
+        when not today)."""
         opened = datetime.fromtimestamp(self.since)
         when = opened.strftime("%H:%M" if opened.date() == datetime.now().date() else "%Y-%m-%d %H:%M")
         notebook = f", notebook {self.notebook}" if self.notebook else ""
-        return f"pid {self.pid}{notebook}, since {when}"
+        host = f", host {self.host}" if self.host else ""
+        return f"pid {self.pid}{notebook}, since {when}{host}"
 
 
 def check_session_name(name: str) -> str:

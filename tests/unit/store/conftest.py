@@ -1,10 +1,15 @@
 """The store conformance suite's backends: every test that takes `store_backend` runs once per
-backend. A new backend is proven by adding one `Backend` to BACKENDS (docs/store.md)."""
+backend. A new backend is proven by adding one `Backend` to BACKENDS (docs/store.md).
+
+The Postgres backend runs against a real server that this test session starts itself
+(tests/helpers/postgres.py), once for all its tests; each test's workspace is its own
+`tmp_path`, and the store keeps every workspace's sessions apart, so the tests share the
+database without seeing each other's rows. Without PostgreSQL installed they fail, never skip."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +51,46 @@ def _sqlite_bare(root: Path) -> SessionStore:
     return Store.for_workspace(root)
 
 
-BACKENDS = [Backend("sqlite", url=lambda root: None, bare=_sqlite_bare)]
+def _unbound(root: Path) -> Any:
+    raise AssertionError("the postgres backend is bound to its server by the store_backend fixture")
+
+
+BACKENDS = [
+    Backend("sqlite", url=lambda root: None, bare=_sqlite_bare),
+    Backend("postgres", url=_unbound, bare=_unbound),
+]
+
+
+def postgres_backend(url: str) -> Backend:
+    """The Postgres backend on the server at `url`."""
+
+    def bare(root: Path) -> SessionStore:
+        from blitz_kernel.engine.store.postgres import PostgresStore, owner, workspace_identity
+
+        return PostgresStore(url, owner=owner(), workspace=workspace_identity(root))
+
+    return replace(BACKENDS[1], url=lambda root: url, bare=bare)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server for the whole test session; its URL. Fails (never skips)
+    when PostgreSQL is not installed."""
+    from tests.helpers.postgres import PostgresMissing, PostgresServer
+
+    try:
+        server = PostgresServer().start()
+    except PostgresMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 @pytest.fixture(params=BACKENDS, ids=lambda backend: backend.name)
 def store_backend(request: pytest.FixtureRequest) -> Backend:
-    return request.param
+    backend: Backend = request.param
+    if backend.name == "postgres":
+        return postgres_backend(request.getfixturevalue("postgres_url"))
+    return backend

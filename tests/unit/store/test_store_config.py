@@ -1,6 +1,6 @@
-"""Choosing the store: `store.url` / `BLITZ_STORE_URL` and `store.path` (docs/store.md). Only
-SQLite exists; any other scheme is a one-line error naming the key, and a workspace's own file
-cannot move the store until it is trusted."""
+"""Choosing the store: `store.url` / `BLITZ_STORE_URL` and `store.path` (docs/store.md). SQLite
+and PostgreSQL exist; any other scheme is a one-line error naming the key, and a workspace's own
+file cannot move the store until it is trusted."""
 
 from __future__ import annotations
 
@@ -26,8 +26,7 @@ def config_error(root: Path, **kwargs) -> str:
 @pytest.mark.parametrize(
     ("url", "says"),
     [
-        ("postgresql://db.example/blitz", "postgresql:// stores are not supported yet"),
-        ("postgres://db.example/blitz", "not supported yet"),
+        ("postgresql+psycopg://db.example/blitz", "names a driver; write postgresql://"),
         ("mysql://db.example/blitz", "unknown store scheme 'mysql'"),
         ("blitz.db", "unknown store 'blitz.db'"),
         ("sqlite:///", "needs a file path"),

@@ -31,23 +31,24 @@ COMPANIONS = ("-wal", "-shm", "-journal")
 
 
 def open_sqlite(
-    folder: PrivateDir, name: str, *, location: str, identities: StoreIdentities, adopt: bool
+    folder: PrivateDir, name: str, *, location: str, identities: StoreIdentities, adopt: bool, wal: bool = True
 ) -> tuple[Store, str | None]:
     """The store `folder/name`, and a one-line notice when a foreign one was moved aside.
-    `adopt`: the user named this file, so it is theirs whatever its id (it is recorded)."""
+    `adopt`: the user named this file, so it is theirs whatever its id (it is recorded).
+    `wal`: False on a network file system (the rollback journal, mounts.py)."""
     fd = folder.fd()
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
     except OSError as exc:
         raise StoreUnavailableError(f"cannot lock the folder {folder.shown}: {exc.strerror}") from None
     try:
-        return _open_locked(folder, name, location=location, identities=identities, adopt=adopt)
+        return _open_locked(folder, name, location=location, identities=identities, adopt=adopt, wal=wal)
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _open_locked(
-    folder: PrivateDir, name: str, *, location: str, identities: StoreIdentities, adopt: bool
+    folder: PrivateDir, name: str, *, location: str, identities: StoreIdentities, adopt: bool, wal: bool
 ) -> tuple[Store, str | None]:
     for suffix in COMPANIONS:
         folder.file_state(name + suffix)
@@ -65,7 +66,7 @@ def _open_locked(
             info = None
     created = info is None
     checked = folder.create_exclusive(name) if info is None else info
-    store = _connect(folder, name, location, checked)
+    store = _connect(folder, name, location, checked, wal=wal)
     try:
         if created or adopt:
             store_id = (None if created else store.store_id()) or new_store_id()
@@ -82,10 +83,10 @@ def _open_locked(
     return store, notice
 
 
-def _connect(folder: PrivateDir, name: str, location: str, checked: os.stat_result) -> Store:
+def _connect(folder: PrivateDir, name: str, location: str, checked: os.stat_result, *, wal: bool) -> Store:
     path = folder.path / name
     try:
-        connection = connect(path)
+        connection = connect(path, wal=wal)
     except StoreError:
         raise
     except (sqlite3.Error, OSError) as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -30,6 +30,14 @@ matches than this, so all of them are ranked. Ties go to the newer message."""
 _TODOS = TypeAdapter(list[TodoItem])
 
 
+class Query(Protocol):
+    """What the readers below need of a connection: `execute(sql, parameters)` with `?`
+    placeholders, returning rows by `fetchone` / `fetchall` (sqlite3's, or the Postgres
+    backend's adapter, which shares the replay and its row checks)."""
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Any: ...
+
+
 @dataclass
 class Live:
     """Per-session bookkeeping for appends: the next message number and the event rows whose
@@ -40,7 +48,7 @@ class Live:
     usage_json: str = ""
 
 
-def load_session(db: sqlite3.Connection, location: str, session_id: int, name: str) -> tuple[StoredSession, Live]:
+def load_session(db: Query, location: str, session_id: int, name: str) -> tuple[StoredSession, Live]:
     """The session as its rows describe it, and the bookkeeping its next appends need."""
     bad = _Namer(location, name)
     logged = db.execute(
@@ -159,7 +167,7 @@ def _short(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def outcome(db: sqlite3.Connection, session_id: int, turn: int) -> TurnOutcome:
+def outcome(db: Query, session_id: int, turn: int) -> TurnOutcome:
     started, ended, stop, error = db.execute(
         "SELECT started, ended, stop_reason, error FROM turns WHERE session_id = ? AND turn = ?", (session_id, turn)
     ).fetchone()

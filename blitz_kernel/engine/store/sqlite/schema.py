@@ -138,19 +138,25 @@ MIGRATIONS: list[str] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path, *, wal: bool = True) -> sqlite3.Connection:
     """Open (or create) the database at `path` and bring it to SCHEMA_VERSION.
 
     Autocommit mode: every write is an explicit `BEGIN IMMEDIATE … COMMIT`, taking the write
-    lock up front so two writers queue on the busy timeout instead of deadlocking."""
+    lock up front so two writers queue on the busy timeout instead of deadlocking. `wal`:
+    False on a network file system, where WAL's shared memory does not work across hosts: the
+    rollback journal with full syncs instead (mounts.py)."""
     connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
     try:
         version = connection.execute("PRAGMA user_version").fetchone()[0]  # reads only
         refuse_newer(path, version)
-        _switch_to_wal(connection)
-        # WAL with synchronous=NORMAL survives a killed process (the WAL is in the OS cache);
-        # only power loss can drop the last commits, never corrupt the database.
-        connection.execute("PRAGMA synchronous=NORMAL")
+        if wal:
+            _switch_journal(connection, "WAL")
+            # WAL with synchronous=NORMAL survives a killed process (the WAL is in the OS cache);
+            # only power loss can drop the last commits, never corrupt the database.
+            connection.execute("PRAGMA synchronous=NORMAL")
+        else:
+            _switch_journal(connection, "DELETE")
+            connection.execute("PRAGMA synchronous=FULL")
         migrate(connection, path)
     except BaseException:
         connection.close()
@@ -158,15 +164,15 @@ def connect(path: Path) -> sqlite3.Connection:
     return connection
 
 
-def _switch_to_wal(connection: sqlite3.Connection) -> None:
-    """`PRAGMA journal_mode=WAL` needs a moment alone with the file, and SQLite answers
+def _switch_journal(connection: sqlite3.Connection, mode: str) -> None:
+    """`PRAGMA journal_mode=…` needs a moment alone with the file, and SQLite answers
     "database is locked" at once rather than through the busy handler when another
     connection is converting or writing just then (two kernels opening a new database
     together): retry within the busy timeout."""
     deadline = time.monotonic() + BUSY_TIMEOUT_S
     while True:
         try:
-            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute(f"PRAGMA journal_mode={mode}")
             return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or time.monotonic() > deadline:

@@ -1,0 +1,121 @@
+"""One kernel per session across hosts: a PostgreSQL advisory lock per session (docs/store.md).
+
+`pg_advisory_lock` is held by a server connection, not by a file: the locks are taken on the
+kernel's own store connection (so a lost connection fails the store and frees the locks
+together: the kernel never goes on writing a session it no longer holds), and the server
+releases every lock of a connection that goes away — a kernel killed on any host, its pod rescheduled, its network gone —
+so a crash never leaves a session locked. The key is a hash of (owner, workspace, session
+name). Who holds a session (host, pid, notebook, since) is written to the `holders` table when
+the lock is taken, so a refused kernel can say where the session is open, with the same
+SessionBusyError message as the file locks give.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import time
+from typing import Any, LiteralString
+
+import psycopg
+from pydantic import ValidationError
+
+from ....errors import SessionBusyError
+from ..locks import ACQUIRE_TRIES, RETRY_PAUSE_S, Holder, busy_message, check_session_name
+from .edge import translate
+from .store import PostgresStore
+
+
+def lock_key(owner: str, workspace: str, name: str) -> int:
+    """The session's advisory lock key: a signed 64-bit hash, the same on every host."""
+    digest = hashlib.sha256(f"{owner}\0{workspace}\0{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+class PostgresLocks:
+    """The session locks this process holds in one database (protocol.SessionLockManager)."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.location = store.location
+        self.owner = store.owner
+        self.workspace = store.workspace
+        self._db = store.connection
+        self._guard = store.guard
+        self._held: set[str] = set()
+
+    def _one(self, sql: LiteralString, parameters: tuple[object, ...]) -> tuple[Any, ...] | None:
+        """One statement on the shared connection, under the store's thread lock."""
+        with self._guard:
+            return self._db.execute(sql, parameters).fetchone()
+
+    def _key(self, name: str) -> int:
+        return lock_key(self.owner, self.workspace, check_session_name(name))
+
+    def _try(self, key: int, tries: int) -> bool:
+        for attempt in range(tries):
+            row = self._one("SELECT pg_try_advisory_lock(%s)", (key,))
+            if row is not None and row[0]:
+                return True
+            if attempt + 1 < tries:
+                time.sleep(RETRY_PAUSE_S)
+        return False
+
+    def holds(self, name: str) -> bool:
+        return name in self._held
+
+    def acquire(self, name: str) -> None:
+        """Take the session's lock, or raise SessionBusyError naming the holder."""
+        key = self._key(name)
+        if name in self._held:
+            return
+        try:
+            if not self._try(key, ACQUIRE_TRIES):
+                raise SessionBusyError(busy_message(name, self._read_holder(key)))
+            self._one(
+                "INSERT INTO holders (lock_key, owner, workspace, name, record) VALUES (%s, %s, %s, %s, %s) "
+                "ON CONFLICT (lock_key) DO UPDATE SET record = excluded.record RETURNING lock_key",
+                (key, self.owner, self.workspace, name, Holder.current().model_dump_json()),
+            )
+        except psycopg.Error as exc:
+            raise translate(exc, self.location, "lock a session in") from exc
+        self._held.add(name)
+
+    def release(self, name: str) -> None:
+        if name not in self._held:
+            return
+        self._held.discard(name)
+        key = self._key(name)
+        with contextlib.suppress(psycopg.Error):
+            self._one("UPDATE holders SET record = NULL WHERE lock_key = %s RETURNING lock_key", (key,))
+            self._one("SELECT pg_advisory_unlock(%s)", (key,))
+
+    def release_all(self) -> None:
+        for name in list(self._held):
+            self.release(name)
+
+    def holder(self, name: str) -> Holder | None:
+        """Who holds the session, if another kernel does (a quick, non-blocking probe)."""
+        if name in self._held:
+            return None
+        key = self._key(name)
+        try:
+            if self._try(key, tries=1):
+                self._one("SELECT pg_advisory_unlock(%s)", (key,))
+                return None
+            return self._read_holder(key) or Holder(pid=0, since=0)
+        except psycopg.Error:
+            return None
+
+    def check_free(self, name: str) -> None:
+        holder = self.holder(name)
+        if holder is not None:
+            raise SessionBusyError(busy_message(name, holder if holder.pid else None))
+
+    def _read_holder(self, key: int) -> Holder | None:
+        row = self._one("SELECT record FROM holders WHERE lock_key = %s", (key,))
+        if row is None or row[0] is None:
+            return None
+        try:
+            return Holder.model_validate_json(row[0])
+        except ValidationError:
+            return None

@@ -1,0 +1,370 @@
+"""The PostgreSQL backend of the session store (protocol.SessionStore), for teams: one database
+that every kernel of a Hub reaches, whichever host it runs on (docs/store.md).
+
+The rows mean what the SQLite store's mean (the event log, the transcript, outcomes, usage,
+audit, checkpoint records, trace links, snapshots); loading replays them with the same code
+(sqlite/reads.py through a `?`-placeholder adapter), so both backends give back the same
+session. Every session row carries its owner and its workspace's identity, and every query is
+limited to both: a user sees only their own sessions of this workspace. Checkpoint *content*
+(old file bodies) stays on the workspace's local disk; only the records are here.
+
+One connection per store, autocommit, each write one explicit transaction; a thread lock
+serialises its use. The session locks are held on the same connection (locks.py), so when it
+is lost the store fails and the locks go with it: a kernel never writes to a session it no
+longer holds. psycopg's errors become the store's typed errors at the edge (edge.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+
+import psycopg
+
+from ....core.history import HISTORY_ADAPTER, Message, SummaryMessage
+from ....core.store_url import shown_url
+from ....core.usage import UsageLedger, UsageTotals
+from ...safety.audit import AuditRecord
+from ..protocol import SEARCH_LIMIT, StoreError
+from ..records import SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail
+from ..sqlite import reads
+from . import rows as writes
+from .edge import edge, translate
+from .schema import migrate
+
+CONNECT_TIMEOUT_S = 10
+STATEMENT_TIMEOUT_MS = 30_000
+"""A statement that runs longer (a server in trouble) fails as StoreBusyError."""
+_EMPTY_USAGE = UsageLedger().model_dump_json()
+
+
+def connect(url: str, location: str) -> psycopg.Connection:
+    """An autocommit connection with the statement timeout, or StoreError saying why not."""
+    try:
+        connection = psycopg.connect(
+            url,
+            autocommit=True,
+            connect_timeout=CONNECT_TIMEOUT_S,
+            options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
+            application_name="blitz_kernel",
+        )
+    except psycopg.Error as exc:
+        raise translate(exc, location, "reach") from None
+    return connection
+
+
+class PostgresStore:
+    """One owner's sessions of one workspace in a PostgreSQL database."""
+
+    def __init__(self, url: str, *, owner: str, workspace: str) -> None:
+        self.location = shown_url(url)
+        self.owner = owner
+        self.workspace = workspace
+        self._db = connect(url, self.location)
+        try:
+            migrate(self._db, self.location)
+        except StoreError:
+            self._db.close()
+            raise
+        except psycopg.Error as exc:
+            self._db.close()
+            raise translate(exc, self.location, "set up") from exc
+        self._lock = threading.RLock()
+        self._live: dict[int, reads.Live] = {}
+
+    @property
+    def connection(self) -> psycopg.Connection:
+        """The kernel's connection, shared with its session locks (locks.py)."""
+        return self._db
+
+    @property
+    def guard(self) -> threading.RLock:
+        """The thread lock that serialises every use of `connection`."""
+        return self._lock
+
+    def close(self) -> None:
+        with self._lock, contextlib.suppress(psycopg.Error):
+            self._db.close()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[psycopg.Connection]:
+        """One transaction: all of it is committed, or none of it."""
+        with self._lock, self._db.transaction():
+            yield self._db
+
+    def _id(self, name: str, kind: str = "session") -> int | None:
+        row = self._db.execute(
+            "SELECT id FROM sessions WHERE owner = %s AND workspace = %s AND kind = %s AND name = %s",
+            (self.owner, self.workspace, kind, name),
+        ).fetchone()
+        return int(row[0]) if row else None
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    @edge("open a session in")
+    def open_session(self, name: str, holder: str | None = None) -> StoredSession:
+        now = time.time()
+        with self._write() as db:
+            row = db.execute(
+                "SELECT id, open_turn, turns FROM sessions WHERE owner = %s AND workspace = %s "
+                "AND kind = 'session' AND name = %s FOR UPDATE",
+                (self.owner, self.workspace, name),
+            ).fetchone()
+            if row is None:
+                fresh = writes.insert(
+                    db,
+                    "INSERT INTO sessions (owner, workspace, name, kind, created, last_used, holder) "
+                    "VALUES (%s, %s, %s, 'session', %s, %s, %s)",
+                    (self.owner, self.workspace, name, now, now, holder),
+                )
+                self._live[fresh] = reads.Live(next_message=0, usage_json=_EMPTY_USAGE)
+                return reads.empty_session(fresh, name)
+            session_id, open_turn, turns = int(row[0]), row[1], int(row[2])
+            if open_turn is not None:
+                writes.close_interrupted(db, session_id, open_turn, turns, now)
+            db.execute("UPDATE sessions SET holder = %s WHERE id = %s", (holder, session_id))
+        with self._lock:
+            sql = writes.Sql(self._db)
+            loaded, self._live[session_id] = reads.load_session(sql, self.location, session_id, name)
+            if open_turn is not None:
+                loaded.interrupted = reads.outcome(sql, session_id, open_turn)
+        return loaded
+
+    @edge("read")
+    def sessions(self) -> list[SessionInfo]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT s.name, s.created, s.last_used, s.turns, u.totals FROM sessions s "
+                "LEFT JOIN usage u ON u.session_id = s.id AND u.model = '' "
+                "WHERE s.owner = %s AND s.workspace = %s AND s.kind = 'session' ORDER BY s.name",
+                (self.owner, self.workspace),
+            ).fetchall()
+        return [
+            SessionInfo(
+                name=name,
+                created=created,
+                last_used=last_used,
+                turns=turns,
+                usage=UsageTotals.model_validate_json(totals) if totals else UsageTotals(),
+            )
+            for name, created, last_used, turns, totals in rows
+        ]
+
+    @edge("read")
+    def exists(self, name: str, kind: str = "session") -> bool:
+        with self._lock:
+            return self._id(name, kind) is not None
+
+    @edge("write to")
+    def delete(self, name: str, kind: str = "session") -> bool:
+        """Remove the session and all its rows (the foreign keys cascade)."""
+        with self._write() as db:
+            session_id = self._id(name, kind)
+            if session_id is None:
+                return False
+            db.execute("DELETE FROM sessions WHERE id = %s", (session_id,))
+        self._live.pop(session_id, None)
+        return True
+
+    @edge("write to")
+    def release(self, session_id: int) -> None:
+        with self._write() as db:
+            db.execute("UPDATE sessions SET holder = NULL WHERE id = %s", (session_id,))
+        self._live.pop(session_id, None)
+
+    # -- appends ----------------------------------------------------------------------------
+
+    @edge("write to")
+    def append(
+        self,
+        session_id: int,
+        messages: Sequence[Message],
+        turn: int,
+        *,
+        variables: Sequence[str] = (),
+        ledger: UsageLedger | None = None,
+        audit: Sequence[AuditRecord] = (),
+    ) -> int:
+        """One committed unit, with its audit rows and the usage so far, in one transaction."""
+        live = self._live[session_id]
+        now = time.time()
+        body = HISTORY_ADAPTER.dump_json(list(messages)).decode()
+        first = live.next_message
+        with self._write() as db:
+            event_id = writes.insert(
+                db,
+                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, variables) "
+                "VALUES (%s, %s, %s, 'unit', %s, %s, %s, %s)",
+                (session_id, turn, now, len(messages), first, body, " ".join(variables) or None),
+            )
+            writes.transcribe(db, session_id, event_id, first, turn, now, messages)
+            db.execute(
+                "INSERT INTO turns (session_id, turn, started) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                (session_id, turn, now),
+            )
+            db.execute(
+                "UPDATE sessions SET last_used = %s, messages = %s, open_turn = %s WHERE id = %s",
+                (now, first + len(messages), turn, session_id),
+            )
+            writes.insert_audit(db, session_id, audit)
+            if ledger is not None:
+                writes.save_usage(db, session_id, ledger, live)
+        live.next_message = first + len(messages)
+        live.rows.append([event_id, first, len(messages)])
+        return event_id
+
+    @edge("write to")
+    def append_summary(self, session_id: int, summary: SummaryMessage, covered: int, turn: int) -> int:
+        live = self._live[session_id]
+        now = time.time()
+        rows, covered_ids = cut(live.rows, covered)
+        number = live.next_message
+        first_live = rows[0][1] if rows else number + 1
+        with self._write() as db:
+            event_id = writes.insert(
+                db,
+                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
+                "covers_to, covered) VALUES (%s, %s, %s, 'summary', 1, %s, %s, %s, %s, %s)",
+                (
+                    session_id,
+                    turn,
+                    now,
+                    number,
+                    HISTORY_ADAPTER.dump_json([summary]).decode(),
+                    covered_ids[0] if covered_ids else None,
+                    covered_ids[-1] if covered_ids else None,
+                    covered,
+                ),
+            )
+            writes.transcribe(db, session_id, event_id, number, turn, now, [summary])
+            db.execute(
+                "UPDATE sessions SET last_used = %s, messages = %s, first_live = %s, live_summary = %s WHERE id = %s",
+                (now, number + 1, first_live, number, session_id),
+            )
+        live.next_message = number + 1
+        live.rows = [[event_id, number, 1], *rows]
+        return event_id
+
+    @edge("write to")
+    def end_turn(
+        self,
+        session_id: int,
+        turn: int,
+        stop_reason: str,
+        error: str | None,
+        *,
+        ledger: UsageLedger,
+        todos: list[dict[str, str]],
+        audit: Sequence[AuditRecord] = (),
+        span: SpanLink | None = None,
+    ) -> None:
+        now = time.time()
+        live = self._live[session_id]
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO turns (session_id, turn, started, ended, stop_reason, error) "
+                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (session_id, turn) DO UPDATE SET "
+                "ended = excluded.ended, stop_reason = excluded.stop_reason, error = excluded.error",
+                (session_id, turn, now, now, stop_reason, error),
+            )
+            db.execute(
+                "UPDATE sessions SET turns = %s, open_turn = NULL, last_used = %s, todos = %s WHERE id = %s",
+                (turn + 1, now, json.dumps(todos, ensure_ascii=False), session_id),
+            )
+            writes.insert_audit(db, session_id, audit)
+            if span is not None:
+                writes.insert_span(db, session_id, span)
+            writes.save_usage(db, session_id, ledger, live)
+
+    @edge("write to")
+    def save_usage(self, session_id: int, ledger: UsageLedger) -> None:
+        live = self._live[session_id]
+        with self._write() as db:
+            writes.save_usage(db, session_id, ledger, live)
+
+    @edge("write to")
+    def append_audit(self, session_id: int, records: Sequence[AuditRecord]) -> None:
+        with self._write() as db:
+            writes.insert_audit(db, session_id, records)
+
+    @edge("write to")
+    def append_checkpoint(self, session_id: int, turn: int, kind: str, record: str) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO checkpoints (session_id, turn, time, kind, record) VALUES (%s, %s, %s, %s, %s)",
+                (session_id, turn, time.time(), kind, record),
+            )
+
+    @edge("write to")
+    def append_rewind(self, session_id: int, covered: int, turn: int) -> int:
+        live = self._live[session_id]
+        rows, removed = cut_tail(live.rows, covered)
+        now = time.time()
+        with self._write() as db:
+            event_id = writes.insert(
+                db,
+                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
+                "covers_to, covered) VALUES (%s, %s, %s, 'rewind', 0, %s, '[]', %s, %s, %s)",
+                (
+                    session_id,
+                    turn,
+                    now,
+                    live.next_message,
+                    min(removed, default=None),
+                    max(removed, default=None),
+                    covered,
+                ),
+            )
+            db.execute("UPDATE sessions SET last_used = %s WHERE id = %s", (now, session_id))
+        live.rows = rows
+        return event_id
+
+    @edge("write to")
+    def save_budget(self, session_id: int, added_usd: float, tripped: bool) -> None:
+        with self._write() as db:
+            db.execute(
+                "UPDATE sessions SET budget = %s WHERE id = %s",
+                (json.dumps({"budget_added_usd": added_usd, "budget_tripped": tripped}), session_id),
+            )
+
+    @edge("write to")
+    def save_span(self, session_id: int, link: SpanLink) -> None:
+        with self._write() as db:
+            writes.insert_span(db, session_id, link)
+
+    @edge("read")
+    def outcomes(self, name: str) -> list[TurnOutcome]:
+        with self._lock:
+            session_id = self._id(name)
+            if session_id is None:
+                return []
+            turns = self._db.execute("SELECT turn FROM turns WHERE session_id = %s ORDER BY turn", (session_id,))
+            sql = writes.Sql(self._db)
+            return [reads.outcome(sql, session_id, turn) for (turn,) in turns.fetchall()]
+
+    # -- snapshots and search -----------------------------------------------------------------
+
+    @edge("read")
+    def snapshot_names(self) -> list[str]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT name FROM sessions WHERE owner = %s AND workspace = %s AND kind = 'snapshot' ORDER BY name",
+                (self.owner, self.workspace),
+            ).fetchall()
+        return [name for (name,) in rows]
+
+    @edge("write to")
+    def copy(self, source: str, source_kind: str, target: str, target_kind: str) -> None:
+        with self._write() as db:
+            source_id = self._id(source, source_kind)
+            if source_id is None:
+                raise StoreError(f"no {source_kind} {source!r}")
+            writes.copy_rows(db, source_id, target, target_kind)
+
+    @edge("search")
+    def search(self, text: str, session: str | None = None, limit: int = SEARCH_LIMIT) -> list[StoredHit]:
+        with self._lock:
+            return writes.search(self._db, self.owner, self.workspace, text, session, limit)

@@ -26,6 +26,7 @@ import psycopg
 
 from ....core.history import HISTORY_ADAPTER, Message, SummaryMessage
 from ....core.store_url import shown_url
+from ....core.todos import TodoItem
 from ....core.usage import UsageLedger, UsageTotals
 from ...safety.audit import AuditRecord
 from ..protocol import SEARCH_LIMIT, StoreError
@@ -257,7 +258,7 @@ class PostgresStore:
         error: str | None,
         *,
         ledger: UsageLedger,
-        todos: list[dict[str, str]],
+        todos: list[TodoItem],
         audit: Sequence[AuditRecord] = (),
         span: SpanLink | None = None,
     ) -> None:
@@ -272,7 +273,12 @@ class PostgresStore:
             )
             db.execute(
                 "UPDATE sessions SET turns = %s, open_turn = NULL, last_used = %s, todos = %s WHERE id = %s",
-                (turn + 1, now, json.dumps(todos, ensure_ascii=False), session_id),
+                (
+                    turn + 1,
+                    now,
+                    json.dumps([item.model_dump(mode="json") for item in todos], ensure_ascii=False),
+                    session_id,
+                ),
             )
             writes.insert_audit(db, session_id, audit)
             if span is not None:

@@ -12,17 +12,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-
-from pydantic import BaseModel
 
 from ...core.history import ImagePart, ToolCall, ToolResultMessage
-from ...core.terms import DecidedBy, Policy, ToolOutcome
+from ...core.terms import DecidedBy, ToolOutcome
 from ...core.text import shorten
 from ...core.tools import ToolPresentation
 from ...errors import WatchdogError
 from ...models.base import supports_vision
-from ...tools.registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput
+from ...tools.registry import ToolContext, ToolError, ToolKind, ToolOutput
 from ..events import Event, PendingCall, PermissionDecision, ToolCallEvent, ToolResultEvent, shown_images
 from ..safety.approval import resolve_policy
 from ..safety.audit import ARGUMENT_CHARS, AuditRecord
@@ -31,6 +28,7 @@ from ..steering import TurnControl
 from ..store.session import Session
 from ..tracing import mark_error
 from .modes import TurnMode, refusal
+from .screening import Decision, Refused, Screened
 from .setup import TurnSetup
 from .watchdog import RepeatWatch, repeat_note
 
@@ -38,37 +36,6 @@ CANCELLED_RESULT = "cancelled: the turn was stopped before this call finished"
 PREVIEW_CHARS = 300
 
 Emit = Callable[[Event], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class Screened:
-    """A call that passed screening: the tool, its parsed arguments, its policy (allow or
-    ask), who set that policy, and why it asks when it would often not (ask-if-risky)."""
-
-    call: ToolCall
-    tool: Tool
-    args: BaseModel
-    policy: Policy
-    decided_by: DecidedBy = "policy"
-    ask_reason: str | None = None
-
-
-@dataclass(frozen=True)
-class Refused:
-    """A call that screening refused; the model reads `result` as the call's result."""
-
-    result: ToolResultMessage
-    status: ToolOutcome
-    decided_by: DecidedBy = "policy"
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What the audit trail records of how a call was let through or stopped."""
-
-    decision: str
-    decided_by: DecidedBy
-    reason: str | None = None
 
 
 class ToolBatch:

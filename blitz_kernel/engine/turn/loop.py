@@ -43,6 +43,7 @@ from .auto_compaction import AutoCompaction
 from .batch import ToolBatch
 from .budget import Budget, expected_output
 from .plan_flow import PlanFlow
+from .refusals import prompt_refusal, timeout_reason
 from .setup import TURN_SPAN, TurnResult, TurnSetup
 from .spans import outcome_attributes, turn_attributes
 from .spend import StepCount, TurnSpend
@@ -120,7 +121,7 @@ class TurnRunner:
         refused = self.budget.refusal_before_start()
         if refused is not None:  # session budget spent: before any model call, nothing recorded
             return await self._refused_result(refused, turn_index, "max_cost")
-        blocked = await self._prompt_hooks(prompt, turn_index) if prompt is not None else None
+        blocked = await prompt_refusal(setup, prompt, turn_index) if prompt is not None else None
         if blocked is not None:  # a prompt_submit hook blocked it: nothing is recorded
             return await self._refused_result(blocked, turn_index, "blocked")
         if prompt is not None:
@@ -148,7 +149,7 @@ class TurnRunner:
             async with deadline:
                 text = await self._steps()
         except TimeoutError as exc:
-            stop, error = self._timeout_reason(deadline, exc)
+            stop, error = timeout_reason(setup.limits, deadline, exc)
         except asyncio.CancelledError:
             stop = "cancelled"
             if self.parent is not None:  # a sub-agent: the caller's call is cancelled with it
@@ -183,13 +184,6 @@ class TurnRunner:
             self.tool_context = dataclasses.replace(self.tool_context, deadline=min(ends))
         return asyncio.timeout(left)
 
-    async def _prompt_hooks(self, prompt: str, turn_index: int) -> str | None:
-        hooks = self.setup.runtime.hooks
-        if not hooks or self.setup.depth > 0:
-            return None
-        reason = await hooks.prompt_submit({"session": self.setup.session.name, "turn": turn_index, "prompt": prompt})
-        return None if reason is None else f"blocked by prompt_submit hook: {reason}"
-
     async def _refused_result(self, reason: str, turn_index: int, stop: StopReason) -> TurnResult:
         """A turn refused before it started: the front end shows why; nothing is recorded."""
         await self._emit(ErrorEvent(kind=stop, message=reason))
@@ -203,11 +197,6 @@ class TurnRunner:
             session=self.setup.session.name,
             turn_index=turn_index,
         )
-
-    def _timeout_reason(self, deadline: asyncio.Timeout, exc: TimeoutError) -> tuple[StopReason, str]:
-        if deadline.expired():
-            return "timeout", f"turn timed out after {self.setup.limits.timeout_s:g} s"
-        return "error", f"timed out: {exc}"
 
     async def _finish(self, text: str, stop: StopReason, error: str | None, turn_index: int) -> TurnResult:
         session = self.setup.session
@@ -248,7 +237,7 @@ class TurnRunner:
                     outcome = handler(event)
                     if inspect.isawaitable(outcome):
                         await outcome
-        return TurnResult(
+        result = TurnResult(
             text=text,
             stop_reason=stop,
             error=error,
@@ -262,6 +251,10 @@ class TurnRunner:
             plan_status=self.plan.status,
             undoable=undoable,
         )
+        for watcher in self.setup.observers.watchers:
+            with contextlib.suppress(Exception):  # the turn is over: its record is kept
+                await watcher.at_end(self.setup, result)
+        return result
 
     # -- the step loop --------------------------------------------------------------------
 
@@ -278,6 +271,8 @@ class TurnRunner:
                     choice.prices.lookup(choice.model.name),
                     expected_output(choice.max_tokens, self.spend.tree_usage),
                 )
+            for watcher in self.setup.observers.watchers:
+                await watcher.before_call(self.setup, self.steps.count)
             response = await self._model_step_with_context_retry()
             if not response.tool_calls:
                 self._commit(response.to_message())
@@ -298,6 +293,8 @@ class TurnRunner:
             if self.control.stop_requested:
                 raise _GracefulStop
             results = await self.batch.run(self.plan.mode)
+            for watcher, result in ((w, r) for w in self.setup.observers.watchers for r in results):
+                await watcher.after_result(self.setup, result)
             if self.plan.end_with is None:  # else the model takes no further step: they stay leftovers
                 await self._attach_steering(results)
             self._commit(self.pending, *results)

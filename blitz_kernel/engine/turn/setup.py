@@ -14,6 +14,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
+from ...core.history import ToolResultMessage
 from ...core.redact import Redactor
 from ...core.terms import PlanStatus, Policy, StopReason, ToolPolicy
 from ...core.usage import PriceBook, UsageTotals
@@ -115,6 +116,8 @@ class ModelChoice:
     """Automatic compaction allowed (asides never compact: they must not change the session)."""
     retain_events: int = 20
     """Events kept verbatim after an automatic compaction."""
+    override: str | Model | None = None
+    """The run's own model (`-m`), which the turn's unpinned sub-agents follow too."""
 
 
 @dataclass(frozen=True)
@@ -147,13 +150,33 @@ class ToolRuntime:
 
 @dataclass(frozen=True)
 class Observers:
-    """Who hears about the turn: the front end's event handler, the tracer, and the notices
-    found while setting the turn up (sent right after `turn_started`)."""
+    """Who hears about the turn: the front end's event handler, the tracer, the notices found
+    while setting the turn up (sent right after `turn_started`), and the watchers."""
 
     on_event: EventHandler | None = None
     telemetry: Telemetry = field(default_factory=lambda: Telemetry(enabled=False))
     span_name: str = TURN_SPAN
     notices: tuple[Event, ...] = ()
+    watchers: tuple[TurnWatcher, ...] = ()
+
+
+class TurnWatcher(Protocol):
+    """A feature's hook into a turn, called at the loop's fixed points — before each model
+    call, after each tool result, at the turn's end — so a feature that needs to see or count
+    those adds a watcher (docs/extending.md), not a branch in the loop. A watcher that raises
+    ends the turn like any error."""
+
+    async def before_call(self, setup: TurnSetup, step: int) -> None:
+        """Before model call number `step` (1-based) of the turn."""
+        ...
+
+    async def after_result(self, setup: TurnSetup, result: ToolResultMessage) -> None:
+        """After a tool call's result, before the model reads it."""
+        ...
+
+    async def at_end(self, setup: TurnSetup, result: TurnResult) -> None:
+        """Once the turn has ended, however it ended (its result as the caller gets it)."""
+        ...
 
 
 class SubagentLauncher(Protocol):
@@ -195,8 +218,6 @@ class TurnSetup:
     """The mode the turn starts in."""
     depth: int = 0
     """0 for a turn the user started; 1.. for sub-agents."""
-    model_override: str | Model | None = None
-    """The per-run model (`-m`) this turn was asked for, which unpinned sub-agents follow."""
 
 
 async def refused_before_start(

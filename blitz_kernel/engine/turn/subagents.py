@@ -66,7 +66,7 @@ class Subagents:
             mode=mode if mode.read_only else TurnMode.NORMAL,
             tools=runtime.allowed_tools,
             approve=runtime.approve_override,
-            inherited_model=caller.model_override,
+            inherited_model=caller.choice.override,
         )
         front_end = FrontEnd(
             approver=runtime.gate.approver, on_event=on_event, kernel=runtime.context.kernel, caller=runtime.caller

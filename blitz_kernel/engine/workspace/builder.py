@@ -5,7 +5,7 @@ resolved here, once; the loop only reads the result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...core.usage import PriceBook
 from ...mcp.manager import McpManager, server_entries
@@ -32,6 +32,7 @@ from ..turn.setup import (
     ToolRuntime,
     TurnLimits,
     TurnSetup,
+    TurnWatcher,
 )
 from .configuration import Configuration
 from .notices import NoticeBoard
@@ -51,6 +52,8 @@ class TurnBuilder:
     waiting_approvals: PendingApprovals
     kernel: KernelContext | None
     subagents: SubagentLauncher | None = None
+    watchers: list[TurnWatcher] = field(default_factory=list)
+    """Features' hooks into every turn at the loop's fixed points (docs/extending.md)."""
 
     async def build(
         self,
@@ -86,6 +89,7 @@ class TurnBuilder:
             max_tokens=settings.max_tokens,
             compaction=not aside,  # asides never compact
             retain_events=config.context.retain_events,
+            override=options.model or options.inherited_model,
         )
         runtime = ToolRuntime(
             tools={**agent_tools(self.configuration.tools, definition, root=depth == 0), **mcp.tools},
@@ -119,6 +123,7 @@ class TurnBuilder:
             span_name=ASIDE_SPAN if aside else TURN_SPAN,
             notices=self._notices(depth, mode)
             + tuple(NoticeEvent(kind="mcp_server", message=p) for p in [*mcp.problems.values(), *mcp.notices]),
+            watchers=tuple(self.watchers),
         )
         return TurnSetup(
             session=state,
@@ -129,7 +134,6 @@ class TurnBuilder:
             helpers=Helpers(plan_reviewer=front_end.plan_reviewer, subagents=self.subagents),
             mode=mode,
             depth=depth,
-            model_override=options.model or options.inherited_model,
         )
 
     def limits(self, options: RunOptions) -> TurnLimits:

@@ -14,7 +14,8 @@ import pytest
 from blitz_kernel.core.history import user_prompt
 from blitz_kernel.core.store_url import shown_url
 from blitz_kernel.engine.store.locks import Holder
-from blitz_kernel.engine.store.postgres import PostgresStore, workspace_identity
+from blitz_kernel.engine.store.postgres import PostgresStore, owner, workspace_identity
+from blitz_kernel.engine.store.postgres.locks import lock_key
 from blitz_kernel.engine.store.postgres.schema import SCHEMA_VERSION
 from blitz_kernel.engine.store.protocol import SchemaTooNewError
 from blitz_kernel.engine.store.sessions import SessionBook
@@ -183,11 +184,13 @@ def test_a_lost_connection_fails_the_store_and_frees_the_lock_together(tmp_path,
     first = SessionBook.for_workspace(tmp_path, url=postgres_url, home=tmp_path / "home")
     session = first.get("s")
     session.commit([user_prompt("saved before")], 0)
+    # the connection holding this session's lock (other tests' kernels may hold other locks)
+    key = lock_key(owner(), workspace_identity(tmp_path), "s") & 0xFFFF_FFFF_FFFF_FFFF
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         [(killed,)] = admin.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE application_name = 'blitz_kernel' AND pid <> pg_backend_pid() AND EXISTS "
-            "(SELECT 1 FROM pg_locks l WHERE l.pid = pg_stat_activity.pid AND l.locktype = 'advisory')"
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' "
+            "AND classid::bigint = %s AND objid::bigint = %s AND granted",
+            (key >> 32, key & 0xFFFF_FFFF),
         ).fetchall()
     assert killed == 1
     session.commit([user_prompt("after the drop")], 1)

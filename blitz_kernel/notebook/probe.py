@@ -30,10 +30,14 @@ from typing import Any, Literal, Protocol
 Mode = Literal["widget", "plain"]
 
 PROBE_TARGET = "blitz.frontend_probe"
-PROBE_TIMEOUT_S = 2.0
-"""How long a turn waits for a front end to answer the probe (JupyterLab: a few ms)."""
-PROBE_TIMEOUT_AFTER_HEADLESS_S = 0.5
-"""The wait once this kernel has seen no front end and never one: nbclient runs stay quick."""
+PROBE_TIMEOUT_S = 10.0
+"""How long a turn waits for a front end to answer the probe. JupyterLab answers in a few ms;
+the wait is generous because only a browser-like client is probed at all (`known_mode` decides
+jupyter_client's requests at once), and a browser on a busy machine may take seconds — a
+timeout there would show a turn the user is watching as plain text."""
+PROBE_TIMEOUT_AFTER_HEADLESS_S = 2.0
+"""The wait once this kernel has seen no front end and never one (a browser-like client
+without the extension): later cells wait less."""
 
 
 _PYTHON_CLIENT_ID = re.compile(r"^(?P<session>.+)_\d+_\d+$")

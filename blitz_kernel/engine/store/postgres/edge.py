@@ -11,25 +11,17 @@ nothing outside this package names `psycopg` (protocol.py).
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
-from typing import Any, Protocol, TypeVar, cast
 
 import psycopg
 from psycopg import errors as pg_errors
 from pydantic import ValidationError
 
+from ..edge import edge_for
 from ..protocol import StoreBusyError, StoreDamagedError, StoreError, StoreUnavailableError
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 BUSY = (pg_errors.QueryCanceled, pg_errors.LockNotAvailable, pg_errors.DeadlockDetected)
 """A statement timeout, a lock timeout, or a deadlock: the server is there but busy."""
-
-
-class _Located(Protocol):
-    location: str
 
 
 def translate(exc: BaseException, location: str, doing: str) -> StoreError:
@@ -43,19 +35,5 @@ def translate(exc: BaseException, location: str, doing: str) -> StoreError:
     return StoreUnavailableError(f"cannot {doing} the session store {location}: {detail}")
 
 
-def edge(doing: str) -> Callable[[F], F]:
-    """Translate what escapes a store method (`doing`: "read", "write to") into StoreError."""
-
-    def wrap(method: F) -> F:
-        @functools.wraps(method)
-        def translated(self: _Located, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return method(self, *args, **kwargs)
-            except StoreError:
-                raise
-            except (psycopg.Error, OSError, ValidationError, ValueError) as exc:
-                raise translate(exc, self.location, doing) from exc
-
-        return cast(F, translated)
-
-    return wrap
+edge = edge_for((psycopg.Error, OSError, ValidationError, ValueError), translate)
+"""Wraps every public method of the backend: its errors leave it typed (store/edge.py)."""

@@ -10,23 +10,15 @@ nothing outside this package names `sqlite3` (protocol.py).
 
 from __future__ import annotations
 
-import functools
 import json
 import sqlite3
-from collections.abc import Callable
-from typing import Any, Protocol, TypeVar, cast
 
 from pydantic import ValidationError
 
+from ..edge import edge_for
 from ..protocol import StoreBusyError, StoreDamagedError, StoreError, StoreUnavailableError
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 DAMAGE_MARKERS = ("malformed", "not a database", "file is encrypted", "corrupt")
-
-
-class _Located(Protocol):
-    location: str
 
 
 def damaged_file(location: str, detail: str) -> StoreDamagedError:
@@ -58,22 +50,8 @@ def translate(exc: BaseException, location: str, doing: str) -> StoreError:
     return StoreUnavailableError(f"cannot {doing} the session store {location}: {detail}")
 
 
-def edge(doing: str) -> Callable[[F], F]:
-    """Translate what escapes a Store method (`doing`: "read", "write to") into StoreError."""
-
-    def wrap(method: F) -> F:
-        @functools.wraps(method)
-        def translated(self: _Located, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return method(self, *args, **kwargs)
-            except StoreError:
-                raise
-            except (sqlite3.Error, OSError, ValidationError, ValueError) as exc:
-                raise translate(exc, self.location, doing) from exc
-
-        return cast(F, translated)
-
-    return wrap
+edge = edge_for((sqlite3.Error, OSError, ValidationError, ValueError), translate)
+"""Wraps every public method of the backend: its errors leave it typed (store/edge.py)."""
 
 
 def _first_line(exc: BaseException) -> str:

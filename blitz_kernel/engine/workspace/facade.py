@@ -1,11 +1,12 @@
 """`Workspace`: the engine's front door. Its services are built by the composition root
-(composition.py); every public method is a thin delegation to one of them. Opening never fails
-because of the model: a placeholder model explains what is wrong on every call.
+(composition.py); each public method is a thin delegation, and services with a concern of their
+own are public: `turns` (replay), `history` (truncate), `outside` (outside clients), `builder`
+(skills). Opening never fails because of the model: a placeholder explains what is wrong.
 """
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -17,7 +18,6 @@ from ...core.usage import UsageLedger
 from ...mcp.manager import McpManager
 from ...models.base import Model
 from ...tools.registry import KernelContext
-from ...tools.skills import SkillBook
 from ..safety.approval import Approver
 from ..safety.audit import AuditRecord
 from ..safety.hooks import HookRunner
@@ -28,12 +28,10 @@ from ..turn.compaction import CompactionResult
 from ..turn.instructions import MemoryFile
 from ..turn.modes import PlanReviewer, TurnMode
 from ..turn.options import EventHandler, FrontEnd, RunOptions
-from ..turn.replay import ReplayReport
 from ..turn.setup import TurnResult
 from ..undo.undo import UndoReport
 from .composition import Options, compose
 from .delegated import Delegated
-from .outside import OutsideResult, OutsideTool
 
 
 class Workspace:
@@ -78,46 +76,20 @@ class Workspace:
         self.configuration.configure(model=name)
         return self.model
 
-    def trust_workspace(self) -> TrustState:
-        """Trust what this workspace's own config asks for now (`%blitz_trust`)."""
-        return self.configuration.trust_workspace()
+    trust_workspace: Delegated[Callable[[], TrustState]] = Delegated("configuration", "trust_workspace")
+    """Trust what this workspace's own config asks for now (`%blitz_trust`)."""
 
-    def revoke_trust(self) -> bool:
-        """`%blitz_trust --revoke`: hold the workspace's settings back again."""
-        return self.configuration.revoke_trust()
+    revoke_trust: Delegated[Callable[[], bool]] = Delegated("configuration", "revoke_trust")
+    """`%blitz_trust --revoke`: hold the workspace's settings back again."""
 
-    def reload_agents(self) -> AgentRegistry:
-        """Read `.blitz/agents/*.md` again (an agent file written while the kernel runs)."""
-        return self.configuration.reload_agents()
+    reload_agents: Delegated[Callable[[], AgentRegistry]] = Delegated("configuration", "reload_agents")
+    """Read `.blitz/agents/*.md` again (an agent file written while the kernel runs)."""
 
-    def memory(self) -> list[MemoryFile]:
-        """The project-memory files the next turn's instructions include."""
-        return self.builder.memory()
+    memory: Delegated[Callable[[], list[MemoryFile]]] = Delegated("builder", "memory")
+    """The project-memory files the next turn's instructions include."""
 
-    def skills(self) -> SkillBook:
-        """The skills the next turn lists, and the SKILL.md files skipped (docs/skills.md)."""
-        return self.builder.skills()
-
-    async def replay(
-        self,
-        session: str = "default",
-        turn: int | None = None,
-        *,
-        approve: Policy | None = None,
-        approver: Approver | None = None,
-        on_event: EventHandler | None = None,
-        kernel: KernelContext | None = None,
-    ) -> ReplayReport:
-        """Run a recorded turn's tool calls again with no model call (`turn` counted from 1;
-        None: the last) and compare the results (docs/replay.md)."""
-        if turn is not None and turn < 1:
-            raise ValueError(f"turn is counted from 1, got {turn}")
-        front_end = FrontEnd(approver=approver, on_event=on_event, kernel=kernel)
-        return await self.turns.replay(session, None if turn is None else turn - 1, front_end, approve)
-
-    def mcp_servers(self) -> McpManager:
-        """The MCP servers as the configuration says now, for a turn or `%blitz_mcp`."""
-        return self.builder.mcp_servers()
+    mcp_servers: Delegated[Callable[[], McpManager]] = Delegated("builder", "mcp_servers")
+    """The MCP servers as the configuration says now, for a turn or `%blitz_mcp`."""
 
     def session(self, name: str = "default") -> Session:
         return self.sessions.get(name)
@@ -149,11 +121,6 @@ class Workspace:
         """Undo the newest `turns` turns of `session` (or down to `through_turn`): files, cells and
         variables (`files`) and the history (`conversation`); see docs/undo.md."""
         return await self.history.undo(session, turns, files, conversation, force, through_turn)
-
-    async def truncate(self, session: str, turns: int) -> UndoReport:
-        """Drop the newest `turns` turns from the conversation only (files, cells and variables
-        stay as they are); recorded as an append-only rewind marker, like an undo's."""
-        return await self.history.undo(session, turns, False, True, False, None)
 
     async def run(
         self,
@@ -200,19 +167,6 @@ class Workspace:
     ) -> TurnResult:
         """`run` for callers that hold typed options already (the notebook front end)."""
         return await self.turns.run(prompt, session, options, front_end or FrontEnd(), attachments)
-
-    def outside_tools(self) -> list[OutsideTool]:
-        """The tools an outside client may call, with their schemas (docs/mcp-server.md)."""
-        return self.outside.tools()
-
-    async def call_tool(
-        self, session: str, name: str, arguments: dict[str, Any], caller: str, front_end: FrontEnd | None = None
-    ) -> OutsideResult:
-        """One tool call from outside the notebook (`caller`, e.g. "mcp:claude-code"), run as a
-        one-call turn of `session`: the same screening, approvals, hooks, redaction, audit and
-        checkpoint as a call of the model; `undo` undoes it."""
-        front = dataclasses.replace(front_end or FrontEnd(), caller=caller)
-        return await self.outside.call_tool(session, name, arguments, caller, front)
 
     async def continue_turn(
         self, session: str, options: RunOptions | None = None, front_end: FrontEnd | None = None

@@ -29,6 +29,7 @@ from ..turn.instructions import MemoryFile
 from ..turn.modes import PlanReviewer, TurnMode
 from ..turn.options import EventHandler, FrontEnd, RunOptions
 from ..turn.setup import TurnResult
+from ..turn.structured import output_schema
 from ..undo.undo import UndoReport
 from .composition import Options, compose
 from .delegated import Delegated
@@ -67,9 +68,8 @@ class Workspace:
     hooks: Delegated[HookRunner] = Delegated("configuration", "hooks")
     overrides: Delegated[dict[str, Any]] = Delegated("configuration", "overrides")
 
-    def configure(self, **dotted: Any) -> BlitzConfig:
-        """Set configuration keys (`%blitz_config`); a bad value changes nothing."""
-        return self.configuration.configure(**dotted)
+    configure: Delegated[Callable[..., BlitzConfig]] = Delegated("configuration", "configure")
+    """Set configuration keys (`%blitz_config`); a bad value changes nothing."""
 
     def set_model(self, name: str) -> Model:
         """Switch the session-wide model; takes effect on the next turn."""
@@ -78,16 +78,12 @@ class Workspace:
 
     trust_workspace: Delegated[Callable[[], TrustState]] = Delegated("configuration", "trust_workspace")
     """Trust what this workspace's own config asks for now (`%blitz_trust`)."""
-
     revoke_trust: Delegated[Callable[[], bool]] = Delegated("configuration", "revoke_trust")
     """`%blitz_trust --revoke`: hold the workspace's settings back again."""
-
     reload_agents: Delegated[Callable[[], AgentRegistry]] = Delegated("configuration", "reload_agents")
     """Read `.blitz/agents/*.md` again (an agent file written while the kernel runs)."""
-
     memory: Delegated[Callable[[], list[MemoryFile]]] = Delegated("builder", "memory")
     """The project-memory files the next turn's instructions include."""
-
     mcp_servers: Delegated[Callable[[], McpManager]] = Delegated("builder", "mcp_servers")
     """The MCP servers as the configuration says now, for a turn or `%blitz_mcp`."""
 
@@ -140,9 +136,11 @@ class Workspace:
         plan: bool = False,
         plan_reviewer: PlanReviewer | None = None,
         attachments: list[Attachment] | None = None,
+        output_type: Any = None,
     ) -> TurnResult:
         """Run one turn in `session`; per-run options override the configuration for this turn
-        only; `plan=True` is a plan-only turn (the contract: docs/interface.md)."""
+        only; `plan=True` is a plan-only turn; `output_type` (a pydantic model, a type or a
+        JSON-schema dict) makes `TurnResult.output` hold validated data (docs/interface.md)."""
         options = RunOptions(
             agent=agent,
             model=model,
@@ -152,6 +150,7 @@ class Workspace:
             timeout_s=timeout,
             tools=tuple(tools) if tools is not None else None,
             approve=approve,
+            output=output_schema(output_type) if output_type is not None else None,
         )
         front_end = FrontEnd(approver=approver, plan_reviewer=plan_reviewer, on_event=on_event, kernel=kernel)
         return await self.run_turn(prompt, session, options, front_end, attachments=attachments)

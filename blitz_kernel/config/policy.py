@@ -168,21 +168,32 @@ def read_policy(path: Path) -> AdminPolicy:
         key = ".".join(str(part) for part in first["loc"])
         problem = first["msg"] if first["type"] != "extra_forbidden" else f"unknown key; known: {', '.join(SECTIONS)}"
         raise ConfigError(key, source, problem) from None
+    locked = _store_as_one(parsed.locked)
     try:  # the locked values must make a valid configuration on their own
-        BlitzConfig.model_validate(parsed.locked)
+        BlitzConfig.model_validate(locked)
     except ValidationError as error:
         first = error.errors()[0]
         key = "locked." + ".".join(str(part) for part in first["loc"])
         raise ConfigError(key, source, first["msg"]) from None
     return AdminPolicy(
         path=str(path),
-        locked=parsed.locked,
-        locked_keys=tuple(_leaves(parsed.locked, ())),
+        locked=locked,
+        locked_keys=tuple(_leaves(locked, ())),
         disabled_tools=tuple(parsed.tools.disabled),
         mcp_commands=tuple(parsed.mcp.commands) if parsed.mcp.commands is not None else None,
         mcp_urls=tuple(parsed.mcp.urls) if parsed.mcp.urls is not None else None,
         models=tuple(parsed.models.allowed) if parsed.models.allowed is not None else None,
     )
+
+
+def _store_as_one(locked: dict[str, Any]) -> dict[str, Any]:
+    """`store.url` and `store.path` are two spellings of one choice: locking one locks the
+    other as unset, so a user's `store.path` can neither redirect nor break a locked URL."""
+    store = locked.get("store")
+    if not isinstance(store, dict) or ("url" in store) == ("path" in store):
+        return locked
+    other = "path" if "url" in store else "url"
+    return {**locked, "store": {**store, other: None}}
 
 
 def _leaves(mapping: Mapping[str, Any], path: tuple[str, ...]) -> list[str]:

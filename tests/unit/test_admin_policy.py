@@ -269,3 +269,19 @@ def test_a_policy_with_a_wrong_value_fails_closed_naming_it(tmp_path, policy_fil
 def test_a_named_policy_file_that_is_missing_fails_closed(tmp_path):
     with pytest.raises(ConfigError, match="cannot be read"):
         load_policy({"BLITZ_ADMIN_POLICY": str(tmp_path / "nope.toml")})
+
+
+def test_a_locked_store_url_wins_over_the_environment_and_cannot_be_changed(tmp_path, policy_file):
+    policy_file.write_text(f'[locked]\nstore.url = "sqlite:///{tmp_path}/team.db"\n')
+    environ = {**_environ(policy_file), "BLITZ_STORE_URL": f"sqlite:///{tmp_path}/mine.db"}
+    workspace = open_workspace(tmp_path / "ws", ScriptedModel([]), environ=environ)
+    assert workspace.config.store.url == f"sqlite:///{tmp_path}/team.db"
+    assert (tmp_path / "team.db").exists() and not (tmp_path / "mine.db").exists()
+    with pytest.raises(ConfigError, match="'store.path' in admin policy .*locked"):
+        workspace.configure(**{"store.path": "/tmp/elsewhere.db"})
+    # the other spelling from a lower layer neither redirects nor breaks it
+    home = tmp_path / "home"
+    (home / ".blitz").mkdir(parents=True)
+    (home / ".blitz" / "config.toml").write_text('[store]\npath = "/tmp/elsewhere.db"\n')
+    config = load_config(tmp_path / "ws", environ=_environ(policy_file), home=home)
+    assert (config.store.url, config.store.path) == (f"sqlite:///{tmp_path}/team.db", None)

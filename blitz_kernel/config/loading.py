@@ -389,10 +389,13 @@ def _user_values(home: Path | None) -> Mapping[str, Any]:
         return {}
 
 
-def check_policy_names(config: BlitzConfig, tools: list[str], overrides: Mapping[str, Any]) -> None:
+def check_policy_names(
+    config: BlitzConfig, tools: list[str], overrides: Mapping[str, Any], policy: AdminPolicy | None = None
+) -> None:
     """A misspelled tool in `approval.tools` would silently drop a `deny`. Names
     must be known tools or `*` patterns (MCP tools are known only once their server answers,
-    so `mcp__…` names pass); an unknown one is an error suggesting the closest."""
+    so `mcp__…` names pass); an unknown one is an error suggesting the closest, naming the
+    admin policy when the policy set it."""
     for name in config.approval.tools:
         if name in tools or name.startswith("mcp__") or "*" in name or "?" in name:
             continue
@@ -404,6 +407,8 @@ def check_policy_names(config: BlitzConfig, tools: list[str], overrides: Mapping
             if any(k.startswith(key) or k == "approval.tools" or k == "approval" for k in overrides)
             else "configuration"
         )
+        if policy is not None and policy.holds(key):
+            source = policy.source
         raise ConfigError(key, source, f"unknown tool {name!r}{hint}")
 
 

@@ -98,6 +98,19 @@ class AdminPolicy:
                 return locked
         return None
 
+    def describe(self) -> str:
+        """What the policy sets besides locked keys, for `%blitz_config` (empty: nothing)."""
+        parts = []
+        if self.disabled_tools:
+            parts.append(f"tools disabled: {', '.join(self.disabled_tools)}")
+        if self.mcp_commands is not None:
+            parts.append(f"MCP commands allowed: {', '.join(self.mcp_commands) or 'none'}")
+        if self.mcp_urls is not None:
+            parts.append(f"MCP URLs allowed: {', '.join(self.mcp_urls) or 'none'}")
+        if self.models is not None:
+            parts.append(f"models allowed: {', '.join(self.models) or 'none'}")
+        return "; ".join(parts)
+
     def locked_error(self, key: str) -> ConfigError:
         """The one-line refusal of a change to a locked key."""
         return ConfigError(key, self.source, "is locked by the administrator and cannot be changed from the kernel")

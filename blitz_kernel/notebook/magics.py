@@ -348,6 +348,8 @@ class BlitzMagics(Magics):
         policy = workspace.configuration.policy
         sources = config_sources(workspace.root, policy=policy) or ["(defaults only)"]
         print("sources: " + ", ".join(sources))
+        if policy is not None and policy.describe():
+            print(f"{policy.source}: {policy.describe()}")
         held = workspace.trust.held if workspace.trust.holding_back else None
         print(describe_config(workspace.config, held, policy))
 

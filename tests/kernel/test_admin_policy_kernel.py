@@ -82,6 +82,7 @@ def test_a_broken_policy_fails_closed_and_a_working_one_cannot_be_loosened(
         assert str(policy) in loosen.evalue and "locked" in loosen.evalue
         shown = kernel.run("%blitz_config").stdout
         assert f"admin policy {policy}" in shown.splitlines()[0]
+        assert f"admin policy {policy}: tools disabled: write_file; models allowed: openai/fake-*" in shown
         assert 'approval.tools.run_python = "ask"   # locked by the admin policy' in shown
     finally:
         kernel.shutdown()

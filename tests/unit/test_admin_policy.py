@@ -285,3 +285,16 @@ def test_a_locked_store_url_wins_over_the_environment_and_cannot_be_changed(tmp_
     (home / ".blitz" / "config.toml").write_text('[store]\npath = "/tmp/elsewhere.db"\n')
     config = load_config(tmp_path / "ws", environ=_environ(policy_file), home=home)
     assert (config.store.url, config.store.path) == (f"sqlite:///{tmp_path}/team.db", None)
+
+
+def test_a_misspelled_tool_in_the_policy_is_reported_against_the_policy(tmp_path, policy_file):
+    policy_file.write_text('[locked]\napproval.tools.run_pyhton = "deny"\n')
+    with pytest.raises(ConfigError, match=r"'approval.tools.run_pyhton' in admin policy .*did you mean 'run_python'"):
+        open_workspace(tmp_path, ScriptedModel([]), environ=_environ(policy_file))
+
+
+def test_the_policy_describes_its_rules_besides_the_locked_keys(policy_file):
+    assert read_policy(policy_file).describe() == (
+        "tools disabled: write_file; MCP commands allowed: uvx mcp-server-fetch, /opt/mcp/warehouse *; "
+        "MCP URLs allowed: https://mcp.example.org/*; models allowed: scripted:*, litellm_proxy/*"
+    )

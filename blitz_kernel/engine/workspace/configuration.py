@@ -75,7 +75,7 @@ class Configuration:
             agent_pins=self.agents.pins(),
             policy=self.policy,
         )
-        check_policy_names(config, self.tools.names(), overrides)
+        check_policy_names(config, self.tools.names(), overrides, self.policy)
         return config
 
     def build(self, name: str | None, config: BlitzConfig | None = None) -> Model:

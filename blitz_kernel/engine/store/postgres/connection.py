@@ -119,12 +119,17 @@ class Link:
     def run(self, action: Callable[[], Any]) -> Any:
         """`action()`, again on a new connection when the old one was lost under it."""
         for attempt in range(UNIT_TRIES):
+            generation = self.reconnects
             try:
                 return action()
             except ConnectionLost:
                 continue
             except psycopg.OperationalError:
-                if not self.lost() or attempt + 1 == UNIT_TRIES:
+                if attempt + 1 == UNIT_TRIES:
+                    raise
+                if self.reconnects != generation:
+                    continue  # another thread connected again meanwhile
+                if not self.lost():
                     raise
                 self.reconnect()  # a read, or a statement outside a transaction: just again
         raise psycopg.OperationalError(f"the connection to {self.location} was lost {UNIT_TRIES} times in a row")

@@ -17,7 +17,9 @@ from blitz_kernel.core.history import user_prompt
 from blitz_kernel.engine.store.postgres import PostgresStore, connection, owner, rows, workspace_identity
 from blitz_kernel.engine.store.postgres.locks import lock_key
 from blitz_kernel.engine.store.sessions import SessionBook
+from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError
+from blitz_kernel.models.scripted import ScriptedModel
 from tests.helpers.postgres import free_port
 
 
@@ -168,3 +170,30 @@ def test_a_statement_timeout_drops_the_store_with_nothing_half_written(tmp_path,
     assert event_rows(postgres_url, tmp_path) == before  # the event row went with the rest
     first.close()
     assert texts(tmp_path, postgres_url) == ["saved"]
+
+
+async def test_a_connection_dropped_mid_turn_loses_nothing_of_the_turn(tmp_path, postgres_url):
+    def drop_then_answer(request: object) -> dict[str, str]:
+        kill_holder(postgres_url, tmp_path, "s")  # between the tool's unit and the answer's
+        return {"text": "done"}
+
+    model = ScriptedModel([{"tool_calls": [{"name": "list_files", "arguments": {"path": "."}}]}, drop_then_answer])
+    workspace = Workspace.open(
+        tmp_path, model=model, overrides={"store.url": postgres_url}, environ={}, home=tmp_path / "home"
+    )
+    result = await workspace.run("look around", session="s")
+    assert result.stop_reason == "end_turn", result.error
+    assert workspace.sessions.store_problem is None and workspace.session("s").saved
+    workspace.sessions.close()
+    reopened = book(tmp_path, postgres_url)
+    try:
+        history = reopened.get("s").history
+        assert [type(m).__name__ for m in history] == [
+            "UserMessage",
+            "AssistantMessage",
+            "ToolResultMessage",
+            "AssistantMessage",
+        ]
+        assert reopened.outcomes("s")[-1].stop_reason == "end_turn"
+    finally:
+        reopened.close()

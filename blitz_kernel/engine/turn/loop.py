@@ -208,6 +208,7 @@ class TurnRunner:
         session.end_turn(turn_index, stop, error)
         if stop in ("end_turn", "watchdog"):  # answered, or its loop already stopped: start afresh
             self.watch.reset()
+        session.keep_window(self.watch.window())
         pending = self.control.take_leftovers()
         leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
         forced = self.parent is None and self.control.forced

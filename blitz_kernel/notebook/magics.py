@@ -22,6 +22,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from ..core.history import subagent_turns
 from ..engine.turn.modes import TurnMode
 from ..engine.turn.options import RunOptions
 from ..errors import BlitzError, ConfigError
@@ -572,6 +573,8 @@ class BlitzMagics(Magics):
                 f"last turn ({last.turn + 1}): {last.stop_reason or 'running'}"
                 + (f" — {last.error}" if last.error else "")
             )
+        for nested in subagent_turns(state.history):  # kept whole in the caller's turn
+            print(f"sub-agent turn: {nested.agent}, {len(nested.messages)} message(s), {nested.stop_reason}")
         if state.inbox:
             print(f"inbox ({len(state.inbox)}, sent with the next prompt):")
             for message in state.inbox:

@@ -48,7 +48,7 @@ from .setup import TURN_SPAN, TurnResult, TurnSetup
 from .spans import outcome_attributes, turn_attributes
 from .spend import StepCount, TurnSpend
 from .step import model_step
-from .subagents import subagent_answer
+from .subagents import SubagentRecords, subagent_answer
 from .watchdog import session_watch
 
 CONTINUE_LABEL = "(continuing the previous turn)"
@@ -96,6 +96,7 @@ class TurnRunner:
         once the turn starts, its deadline (a sub-agent's is its caller's)."""
         self.outgoing = OutgoingEvents(setup.runtime.redactor)
         """Every event is redacted before anyone sees it (docs/safety.md)."""
+        self.nested = SubagentRecords()
 
     async def run(self, prompt: str | None, attachments: list[Attachment] | None = None) -> TurnResult:
         """The turn, inside its span: the root of its own trace, linked to the
@@ -332,7 +333,7 @@ class TurnRunner:
         its results. Units keep the history valid at every moment (an aside may copy it)."""
         if isinstance(messages[0], AssistantMessage):
             check_history(list(messages))
-        self.setup.session.commit(messages, self.setup.session.turns)
+        self.setup.session.commit(self.nested.attach(messages), self.setup.session.turns)
 
     def _close_pending(self) -> None:
         """The turn ended while a response's calls were open: commit it with a result for
@@ -363,6 +364,7 @@ class TurnRunner:
 
         setup = await subagents.setup_for(self.setup, self.plan.mode, agent, forward)
         result = await TurnRunner(setup, self.control.child(), parent=self).run(prompt)
+        self.nested.keep(call_id, agent, setup.session, result.stop_reason)  # nested in the result
         return subagent_answer(agent, result, setup.session.history)
 
     def checkpoint(self) -> TurnRecorder | None:

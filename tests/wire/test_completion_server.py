@@ -1,96 +1,21 @@
 """Inline completion through the real Jupyter Server extension (blitz_kernel/server/), against
 the fake OpenAI-compatible server through litellm's path: the settings endpoint, the streamed
-NDJSON answer, redaction of a secret on its way to the model, authentication, a bad body, and
-a client that goes away (docs/completion.md)."""
+NDJSON answer, redaction of a secret on its way to the model, authentication, a bad body and a
+model error (docs/completion.md)."""
 
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.fakeserver import FakeOpenAIServer
+from tests.helpers.jupyter_server import INSTALLED, Server
 
 SECRET = "sk-completion-secret-0123456789abcdef"
-READY_TIMEOUT_S = 60.0
-INSTALLED = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.d" / "blitz_kernel.json"
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class Server:
-    """`jupyter server` on the loopback with a token, in a private home whose user config
-    names the completion model."""
-
-    def __init__(self, root: Path, home: Path, model_url: str) -> None:
-        self.port, self.token = free_port(), secrets.token_hex(16)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("BLITZ_", "JUPYTER"))}
-        env.update(
-            HOME=str(home),
-            JUPYTER_CONFIG_DIR=str(home / ".jupyter"),
-            LITELLM_LOCAL_MODEL_COST_MAP="True",
-            BLITZ_API_BASE=model_url,
-            OPENAI_API_KEY="sk-wire-not-a-real-key",
-            WAREHOUSE_TOKEN=SECRET,
-        )
-        self.log = (home / "server.log").open("w")
-        self.process = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "jupyter"),
-                "server",
-                "--no-browser",
-                "--ip=127.0.0.1",
-                f"--port={self.port}",
-                f"--IdentityProvider.token={self.token}",
-                "--allow-root",
-                f"--ServerApp.root_dir={root}",
-                "--ServerApp.port_retries=0",
-            ],
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"jupyter server exited: {(home / 'server.log').read_text()[-2000:]}")
-            try:
-                self.get("/api/status")
-                return
-            except OSError:
-                time.sleep(0.2)  # a server that is starting: there is no event to wait on
-        raise TimeoutError("jupyter server did not answer")
-
-    def request(self, path: str, body: bytes | None = None, token: bool = True) -> urllib.request.Request:
-        headers = {"Authorization": f"token {self.token}"} if token else {}
-        return urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=body, headers=headers)
-
-    def get(self, path: str) -> dict[str, object]:
-        with urllib.request.urlopen(self.request(path), timeout=10) as answer:
-            return json.loads(answer.read())  # type: ignore[no-any-return]
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        self.log.close()
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +31,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAIServer) -> 
     (root / "project").mkdir()
     (home / ".blitz").mkdir()
     (home / ".blitz" / "config.toml").write_text('[completion]\nmodel = "openai/fake-model"\nmax_tokens = 40\n')
-    running = Server(root, home, fake.base_url)
+    running = Server(root, home, fake.base_url, WAREHOUSE_TOKEN=SECRET)
     yield running
     running.stop()
 

@@ -30,6 +30,8 @@ from ..turn.modes import PlanReviewer, TurnMode
 from ..turn.options import EventHandler, FrontEnd, RunOptions
 from ..turn.replay import ReplayReport
 from ..turn.setup import TurnResult
+from ..undo.changes import TurnChanges
+from ..undo.review import RevertReport
 from ..undo.undo import UndoReport
 from .composition import Options, compose
 from .delegated import Delegated
@@ -47,7 +49,7 @@ class Workspace:
         self.notices, self.sessions, self.contexts = services.notices, services.sessions, services.contexts
         self.waiting_approvals, self.mcp, self.builder = services.waiting_approvals, services.mcp, services.builder
         self.subagents, self.turns, self.history = services.subagents, services.turns, services.history
-        self.outside = services.outside
+        self.outside, self.review = services.outside, services.review
 
     @classmethod
     def open(cls, path: str | Path = ".", *, model: str | Model | None = None, **options: Unpack[Options]) -> Workspace:
@@ -149,6 +151,18 @@ class Workspace:
         """Undo the newest `turns` turns of `session` (or down to `through_turn`): files, cells and
         variables (`files`) and the history (`conversation`); see docs/undo.md."""
         return await self.history.undo(session, turns, files, conversation, force, through_turn)
+
+    def changes(self, turn: int | None = None, *, session: str = "default", by: str | None = None) -> TurnChanges:
+        """The change list of `turn` (from 1; None: the newest that changed something): each
+        file, cell and variable with its diff, id and status (docs/undo.md). `by` audits the look."""
+        return self.review.changes(session, turn, by)
+
+    async def revert(
+        self, change_ids: list[str], force: bool = False, *, session: str = "default", by: str = "api"
+    ) -> RevertReport:
+        """Revert these changes of the change list, leaving the others; a change edited,
+        deleted or rebound since is skipped unless `force`. `review.keep` keeps changes."""
+        return await self.review.revert(session, change_ids, force, by)
 
     async def truncate(self, session: str, turns: int) -> UndoReport:
         """Drop the newest `turns` turns from the conversation only (files, cells and variables

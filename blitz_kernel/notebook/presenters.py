@@ -99,6 +99,10 @@ class WidgetPresenter:
                 task.uncancel()
         follow_up = controller.follow_up(result)
         controller.finish(result)
+        if self.state.undoable and self._handle is not None:
+            from .widgets.undo import change_list
+
+            self.state.changes = change_list(controller.workspace, self.state.session, self.state.turn_index)
         self._replace_widget(result.text)
         controller.close()
         if self.state.undoable and self._handle is not None:

@@ -88,7 +88,7 @@ def test_the_magic_lists_reverts_one_of_two_edits_and_keeps_the_rest(
 
     closed = ok(kernel.run("%blitz_review -s magic --keep-all")).stdout.splitlines()
     assert closed[1:4] == [
-        "  1f1    reverted  file report.md +0 −0",
+        "  1f1    reverted  file report.md",
         "  1f2    kept      file notes.txt +1 −1",
         "  1v1    reverted  variable total int → str len 4",
     ]

@@ -112,9 +112,11 @@ class TurnChanges(BaseModel):
 
 
 def summary(change: ReviewedChange) -> str:
-    """One line: "file data.csv +3 −1", "cell 2 replaced", "variable sales DataFrame 7×3 → 7×4"."""
+    """One line: "file data.csv +3 −1" (no counts once reverted: nothing differs then), "cell 2
+    replaced", "variable sales DataFrame 7×3 → 7×4"."""
     if isinstance(change, FileReview):
-        return f"file {change.path}" + (" (created)" if change.created else "") + f" +{change.added} −{change.removed}"
+        counts = "" if change.status == "reverted" else f" +{change.added} −{change.removed}"
+        return f"file {change.path}" + (" (created)" if change.created else "") + counts
     if isinstance(change, CellReview):
         done = {"insert": "inserted", "replace": "replaced", "delete": "deleted"}[change.action]
         return f"cell {change.index} {done}" + (" (outputs changed)" if change.outputs_changed else "")

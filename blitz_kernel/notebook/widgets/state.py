@@ -144,6 +144,9 @@ class TurnState:
     undone: str = ""
     """Set once the turn was undone from its Undo this turn button: the static rendering
     says so (the report in short)."""
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    """The turn's change list, read when it ends (undo.py `change_list`) and after each
+    decision in the Review changes panel: the static rendering lists it."""
     review: dict[str, Any] = field(default_factory=dict)
     """The plan waiting for Approve plan / Reject ({} when none): review_id and the plan."""
     offer: dict[str, Any] = field(default_factory=dict)

@@ -110,7 +110,7 @@ class WidgetPresenter:
         return follow_up
 
     def _offer_undo(self, final_text: str) -> None:
-        """Undo this turn, under the static rendering: a widget of its own, as
+        """Review changes and Undo all, under the static rendering: a widget of its own, as
         the turn's widget is gone. Kept on the presenter for tests; its comm keeps it alive."""
         from .widgets.undo import UndoControl
 

@@ -227,3 +227,29 @@ async def test_one_cell_of_two_is_reverted_in_the_ipynb(tmp_path: Path, monkeypa
     [first, _] = workspace.changes().changes
     assert (first.status, first.note) == ("conflict", "the cell was edited since the turn")
     assert "edited since" in (await workspace.revert(["1c1"])).skipped["1c1"]
+
+
+async def test_one_cell_of_two_is_reverted_through_the_front_end(tmp_path: Path) -> None:
+    from .test_checkpoints import LiveNotebook
+
+    front_end = LiveNotebook(
+        [{"id": "a", "cell_type": "code", "source": "x = 1"}, {"id": "b", "cell_type": "code", "source": "y = 1"}]
+    )
+    workspace, _ = scripted_workspace(
+        tmp_path,
+        [
+            tool_step(
+                call("notebook_edit", action="replace", index=0, source="x = 2"),
+                call("notebook_edit", action="replace", index=1, source="y = 2"),
+            ),
+            {"text": "ok"},
+        ],
+        kernel=NamespaceKernel(notebook=front_end),
+    )
+    await workspace.run("edit", approve="allow")
+    assert [c.status for c in workspace.changes().changes] == ["pending", "pending"]  # checked when reverted
+    front_end.cells[1]["source"] = "y = 'mine'"
+    report = await workspace.revert(["1c1", "1c2"])
+    assert report.reverted == ["1c1"]
+    assert report.skipped == {"1c2": "it was edited since the agent changed it (--force restores it)"}
+    assert [c["source"] for c in front_end.cells] == ["x = 1", "y = 'mine'"]

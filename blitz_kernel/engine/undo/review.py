@@ -75,13 +75,16 @@ def _chosen(root: Path, state: Session, change_ids: list[str]) -> dict[int, list
     unknown: list[str] = []
     for change_id in dict.fromkeys(i.strip() for i in change_ids):
         turn = parse_id(change_id)
-        if turn is not None and turn < state.turns and turn not in lists:
+        if turn is None or turn >= state.turns:
+            unknown.append(change_id)
+            continue
+        if turn not in lists:
             lists[turn] = turn_changes(root, state.name, state.checkpoints.get(turn))
-        found = next((c for c in lists[turn].changes if c.id == change_id), None) if turn in lists else None
+        found = next((c for c in lists[turn].changes if c.id == change_id), None)
         if found is None:
             unknown.append(change_id)
         else:
-            chosen.setdefault(turn, []).append(found)  # type: ignore[arg-type]
+            chosen.setdefault(turn, []).append(found)
     if unknown:
         raise BlitzError(
             f"no change {', '.join(repr(u) for u in unknown)} in session {state.name!r} "

@@ -70,7 +70,7 @@ ControlMessage = Annotated[UndoMessage | OpenReviewMessage | DecideChangeMessage
 CONTROL_MESSAGE: TypeAdapter[ControlMessage] = TypeAdapter(ControlMessage)
 
 
-def change_list(workspace: Workspace, session: str, turn_index: int) -> list[dict[str, Any]]:
+def change_list(workspace: Workspace, session: str, turn_index: int, by: str | None = None) -> list[dict[str, Any]]:
     """The turn's changes as the panel and the static rendering show them ([] where the list
     cannot be read: the button is then Undo this turn, as before)."""
     from ...engine.undo.changes import summary
@@ -79,7 +79,7 @@ def change_list(workspace: Workspace, session: str, turn_index: int) -> list[dic
     if changes is None:
         return []
     try:
-        listed = changes(turn_index + 1, session=session)
+        listed = changes(turn_index + 1, session=session, by=by)
     except Exception:  # a callback or the turn's end: never raise into either
         return []
     return [change.model_dump(mode="json") | {"summary": summary(change)} for change in listed.changes]
@@ -144,13 +144,7 @@ class UndoControl:
         """Show the panel with the list as it is now (the look goes into the audit trail)."""
         if self.view.panel:
             return
-        workspace, state = self.workspace, self.state
-        try:
-            workspace.changes(state.turn_index + 1, session=state.session, by=REVIEW_PANEL)
-        except BlitzError as exc:
-            self._show("failed", str(exc))
-            return
-        self._refresh()
+        self._refresh(by=REVIEW_PANEL)
         self.view.panel = True
 
     def decide(self, change_id: str, decision: Literal["keep", "revert", "force"]) -> None:
@@ -183,10 +177,11 @@ class UndoControl:
         self._refresh()
         self._show("ready", report.text())
 
-    def _refresh(self) -> None:
-        """The list read again; the static rendering shows the new statuses."""
+    def _refresh(self, by: str | None = None) -> None:
+        """The list read again (`by`: the look is audited); the static rendering shows the
+        new statuses."""
         state = self.state
-        state.changes = change_list(self.workspace, state.session, state.turn_index)
+        state.changes = change_list(self.workspace, state.session, state.turn_index, by)
         self.view.changes = state.changes
         data, metadata = static_bundle(state, self._final_text)
         self._context.run(self._output.replace, self._rendering, data, metadata)

@@ -1,7 +1,9 @@
 """The durable session store (docs/store.md): appends, a fresh session, resume, search, size.
 
     .venv/bin/python bench/store.py [--appends 2000] [--fresh 500] [--events 10000]
-        [--big-events 100000] [--turns 10000] [--dir DIR]
+        [--big-events 100000] [--turns 10000] [--dir DIR] [--backend sqlite|postgres [--url URL]]
+
+`--backend postgres` runs the same workload on the PostgreSQL backend (bench/store_postgres.py).
 
 Goals: an append ≤ 1 ms median for a typical unit; a fresh session's row and lock ≤ 0.1 ms;
 resuming a session of 10,000 events ≤ 0.2 s (and a figure for 100,000); a search over 10,000
@@ -253,9 +255,16 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--big-events", type=int, default=100_000)
     parser.add_argument("--turns", type=int, default=10_000)
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--url", default=None, help="postgres: a server to use (default: a throw-away one)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as name:
         folder = Path(name)
+        if args.backend == "postgres":
+            from store_postgres import run  # bench/ is on sys.path when this runs as a script
+
+            run(args.url, folder, args.appends, args.fresh, args.events, args.turns)
+            return
         bench_appends(folder, args.appends)
         if args.fresh:
             bench_fresh(folder, args.fresh)

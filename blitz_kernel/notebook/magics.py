@@ -24,6 +24,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from ..engine.turn.modes import TurnMode
 from ..engine.turn.options import RunOptions
+from ..engine.turn.structured import OutputSchema, output_schema
 from ..errors import BlitzError, ConfigError
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ blitz_kernel — an agent in your kernel. Magics:
   %%blitz [options]          the cell body is the prompt; runs one turn
       -s/--session NAME  -a/--agent NAME  -m/--model MODEL  --plan
       --max-turns N  --max-cost USD  --timeout SECONDS  --tools a,b,c
-      --approve ask|allow|deny  -o/--out NAME  --plain
+      --approve ask|allow|deny  -o/--out NAME  --schema NAME  --plain
       example:  %%blitz --max-turns 5 --out r
                 What columns does @df have? Plot the numeric ones.
       references: @name  @cell  @cell:N  @cell:-2  @err  @file:path  @fig  (@@ is a literal @)
@@ -221,6 +222,9 @@ class BlitzMagics(Magics):
     @argument("--tools", help="allowed tools for this turn, comma-separated")
     @argument("--approve", choices=["ask", "allow", "deny"], help="approval policy for mutating tools")
     @argument("-o", "--out", help="store the TurnResult in this variable")
+    @argument(
+        "--schema", help="end with data of this shape: a pydantic model class or JSON-schema dict in the namespace"
+    )
     @argument("--plain", action="store_true", help="plain text/markdown output, no widget")
     @cell_magic
     def blitz(self, line: str, cell: str) -> Coroutine[Any, Any, None]:
@@ -249,10 +253,17 @@ class BlitzMagics(Magics):
                 timeout_s=positive_option(float, args.timeout, "--timeout") if args.timeout else None,
                 tools=tuple(t.strip() for t in args.tools.split(",") if t.strip()) if args.tools is not None else None,
                 approve=args.approve,
+                output=self._schema(name_option(args.schema, "--schema", self.blitz)),
             )
         workspace = self.workspace()
         session = args.session or self._current_session()
         return self._run_turn(workspace, prompt, session, options, args.out, plain=args.plain)
+
+    def _schema(self, name: str | None) -> OutputSchema | None:
+        """`--schema NAME`: the namespace's model class or dict (RunOptionError: not one)."""
+        if name is not None and name not in self._user_ns:
+            raise UsageError(f"--schema: no variable {name!r} in the namespace\n{usage_line(self.blitz)}")
+        return output_schema(self._user_ns[name], name) if name is not None else None
 
     def _remember_cell(self, result: TurnResult) -> None:
         count = getattr(self.shell, "execution_count", None)  # the running cell is In[count - 1]

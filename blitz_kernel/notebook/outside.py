@@ -56,11 +56,11 @@ async def answer(raw: str) -> OutsideReply:
     session = magics.current_session()
     try:
         if request.kind == "tools":
-            return OutsideReply(status="ok", tools=workspace.outside_tools(), session=session)
+            return OutsideReply(status="ok", tools=workspace.outside.tools(), session=session)
         if request.kind == "call":
             if not request.tool:
                 return OutsideReply(status="error", text="malformed request: a call needs `tool`")
-            result = await workspace.call_tool(session, request.tool, request.arguments, request.client)
+            result = await workspace.outside.call_tool(session, request.tool, request.arguments, request.client)
             return _from_result(result, session)
         if not request.prompt or not request.prompt.strip():
             return OutsideReply(status="error", text="malformed request: a turn needs a non-empty `prompt`")

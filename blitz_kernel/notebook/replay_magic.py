@@ -72,7 +72,7 @@ class ReplayMagics(Magics):
         workspace = self.main.workspace()
         try:
             with interrupt_is_one_line(f"the replay of session {session!r} stopped part-way"):
-                report = await workspace.replay(session, turn, approve=approve)
+                report = await workspace.turns.replay(session, turn, approve=approve)
         except BlitzError as exc:
             raise BlitzCellError(str(exc)) from None
         print(report.text())

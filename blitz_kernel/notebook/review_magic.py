@@ -87,7 +87,7 @@ class ReviewMagics(Magics):
                 print(report.text())
                 return
             if args.keep or args.keep_all:
-                listed = workspace.review.keep(session, args.keep, turn=args.turn, by=BY)
+                listed = workspace.review.keep(args.keep, session=session, turn=args.turn, by=BY)
             else:
                 listed = workspace.changes(args.turn, session=session, by=BY)
         except BlitzError as exc:

@@ -36,7 +36,7 @@ class SkillsMagics(Magics):
             raise UsageError(f"{exc}\n{usage_line(self.blitz_skills)}") from None
         workspace = self.main.workspace()
         with usage_errors():
-            book = workspace.skills()
+            book = workspace.builder.skills()
         session = name_option(args.session, "--session", self.blitz_skills) or self.main._current_session()
         loaded = loaded_skills(workspace, session)
         for problem in book.skipped:

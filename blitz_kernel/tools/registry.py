@@ -69,6 +69,10 @@ class TurnAccess(Protocol):
         """Show the plan for review; returns what the model should read."""
         ...
 
+    def submit_output(self, arguments: dict[str, Any]) -> str:
+        """The turn's structured answer (`final_result`): accepted, or ToolError says why not."""
+        ...
+
     def set_todos(self, items: list[TodoItem]) -> None:
         """Replace the session's todo list."""
         ...

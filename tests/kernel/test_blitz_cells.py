@@ -249,3 +249,22 @@ def test_session_magic_lists_switches_snapshots_and_searches(kernel: KernelDrive
     bad = kernel.run("%blitz_session rename x")
     assert bad.ename == "UsageError" and "invalid choice" in bad.evalue
     assert kernel.run("%blitz_session delete median-known-2").stdout == "deleted session 'median-known-2'\n"
+
+
+def test_schema_option_ends_the_turn_with_validated_data(kernel: KernelDriver, server: FakeOpenAIServer):
+    setup = kernel.run("from pydantic import BaseModel\nclass Region(BaseModel):\n    name: str\n    revenue: float")
+    assert setup.status == "ok", setup.reply
+    server.enqueue({"tool_calls": [{"name": "final_result", "arguments": {"name": "north", "revenue": 9.5}}]})
+    cell = kernel.run("%%blitz -s typed --schema Region --out typed\nThe best region?")
+    assert cell.status == "ok", cell.reply
+    assert kernel.run("print(repr(typed.output))").stdout == "Region(name='north', revenue=9.5)\n"
+    [tool] = [t for t in server.requests[0].body["tools"] if t["function"]["name"] == "final_result"]
+    assert set(tool["function"]["parameters"]["required"]) == {"name", "revenue"}
+
+    missing = kernel.run("%%blitz -s typed --schema NoSuchName\nAgain?")
+    assert missing.ename == "UsageError" and "no variable 'NoSuchName'" in missing.evalue
+    wrong = kernel.run("not_a_schema = 3\n")
+    assert wrong.status == "ok"
+    refused = kernel.run("%%blitz -s typed --schema not_a_schema\nAgain?")
+    assert refused.ename == "UsageError" and "pydantic model class" in refused.evalue
+    assert len(server.requests) == 1  # neither refused cell reached the model

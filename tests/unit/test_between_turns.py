@@ -67,7 +67,7 @@ async def test_truncate_drops_the_last_turns_from_the_conversation_only(make_wor
     )
     await ws.run("first", session="s")
     await ws.run("second", session="s")
-    report = await ws.truncate("s", 1)
+    report = await ws.history.truncate("s", 1)
     assert report.conversation is not None and "removed turn 2" in report.conversation
     assert (tmp_path / "b.txt").read_text() == "b"  # files stay
     await ws.run("third", session="s")

@@ -36,7 +36,7 @@ class AllowingApprover:
 def test_a_mutating_call_is_denied_headless_and_the_audit_names_the_client(tmp_path: Path) -> None:
     workspace, model = scripted_workspace(tmp_path, [{"text": "unused"}])
     result = asyncio.run(
-        workspace.call_tool("default", "write_file", {"path": "a.txt", "content": "x"}, "mcp:claude-code")
+        workspace.outside.call_tool("default", "write_file", {"path": "a.txt", "content": "x"}, "mcp:claude-code")
     )
     assert result.status == "denied"
     assert result.text == "write_file was denied: approval needed but nobody can answer (headless)"
@@ -54,7 +54,7 @@ def test_a_mutating_call_is_denied_headless_and_the_audit_names_the_client(tmp_p
 def test_an_allowed_call_runs_and_undo_takes_it_back(tmp_path: Path) -> None:
     workspace, _ = scripted_workspace(tmp_path, [], **ALLOW_WRITES)
     result = asyncio.run(
-        workspace.call_tool("default", "write_file", {"path": "a.txt", "content": "hello"}, "mcp:codex")
+        workspace.outside.call_tool("default", "write_file", {"path": "a.txt", "content": "hello"}, "mcp:codex")
     )
     assert (result.status, result.text) == ("ok", "created a.txt (5 bytes written)")
     assert (tmp_path / "a.txt").read_text() == "hello"
@@ -71,7 +71,7 @@ def test_the_next_turn_sees_the_outside_call_in_its_history(tmp_path: Path) -> N
         return {"text": "noted"}
 
     workspace, _ = scripted_workspace(tmp_path, [answer], **ALLOW_WRITES)
-    asyncio.run(workspace.call_tool("default", "write_file", {"path": "c.txt", "content": "z"}, "mcp:codex"))
+    asyncio.run(workspace.outside.call_tool("default", "write_file", {"path": "c.txt", "content": "z"}, "mcp:codex"))
     asyncio.run(workspace.run("what changed?"))
     kinds = [(m.kind, getattr(m, "name", None)) for m in seen[0]]
     assert kinds[:3] == [("user", None), ("assistant", None), ("tool_result", "write_file")]
@@ -98,7 +98,7 @@ def test_a_person_at_the_front_end_is_asked_before_the_headless_policy(tmp_path:
     workspace, _ = scripted_workspace(tmp_path, [])
     approver = AllowingApprover()
     result = asyncio.run(
-        workspace.call_tool(
+        workspace.outside.call_tool(
             "default", "write_file", {"path": "b.txt", "content": "y"}, "mcp:vscode", FrontEnd(approver=approver)
         )
     )
@@ -110,15 +110,15 @@ def test_a_person_at_the_front_end_is_asked_before_the_headless_policy(tmp_path:
 def test_results_sent_out_are_redacted(tmp_path: Path) -> None:
     (tmp_path / "env.txt").write_text(f"OPENAI_API_KEY={SECRET}\n")
     workspace, _ = scripted_workspace(tmp_path, [])
-    result = asyncio.run(workspace.call_tool("default", "read_file", {"path": "env.txt"}, "mcp:claude-code"))
+    result = asyncio.run(workspace.outside.call_tool("default", "read_file", {"path": "env.txt"}, "mcp:claude-code"))
     assert result.status == "ok"
     assert "OPENAI_API_KEY" in result.text and SECRET not in result.text
 
 
 def test_a_refused_call_records_nothing(tmp_path: Path) -> None:
     workspace, _ = scripted_workspace(tmp_path, [])
-    unknown = asyncio.run(workspace.call_tool("default", "invoke_agent", {}, "mcp:x"))
-    invalid = asyncio.run(workspace.call_tool("default", "read_file", {"paht": "a"}, "mcp:x"))
+    unknown = asyncio.run(workspace.outside.call_tool("default", "invoke_agent", {}, "mcp:x"))
+    invalid = asyncio.run(workspace.outside.call_tool("default", "read_file", {"paht": "a"}, "mcp:x"))
     assert (unknown.status, unknown.text) == ("error", "unknown tool 'invoke_agent'")
     assert invalid.status == "error" and invalid.text.startswith("invalid arguments for read_file")
     assert workspace.audit("default") == [] and workspace.session("default").turns == 0
@@ -126,7 +126,7 @@ def test_a_refused_call_records_nothing(tmp_path: Path) -> None:
 
 def test_the_outside_tool_list_leaves_out_a_turns_own_tools(tmp_path: Path) -> None:
     workspace, _ = scripted_workspace(tmp_path, [])
-    tools = {tool.name: tool for tool in workspace.outside_tools()}
+    tools = {tool.name: tool for tool in workspace.outside.tools()}
     assert {"list_variables", "describe_variable", "run_python", "notebook_edit", "write_file"} <= set(tools)
     assert not {"invoke_agent", "list_agents", "enter_plan_mode", "todo"} & set(tools)
     assert tools["read_file"].read_only and not tools["run_python"].read_only

@@ -37,7 +37,7 @@ async def test_replay_reports_same_changed_and_failed_without_calling_the_model(
 
     (tmp_path / "data.csv").write_text("month,sales\njan,10\nfeb,15\n")
     (tmp_path / "gone.txt").unlink()
-    report = await workspace.replay()
+    report = await workspace.turns.replay()
 
     assert len(model.requests) == requests  # no model call
     assert workspace.session().history == history  # nothing added to the conversation
@@ -64,12 +64,12 @@ async def test_a_mutating_call_is_refused_headless_and_runs_only_when_allowed(tm
     await workspace.run("write it", approve="allow")
     (tmp_path / "out.txt").write_text("the user's own edit\n")
 
-    refused = await workspace.replay()
+    refused = await workspace.turns.replay()
     [only] = refused.calls
     assert only.status == "failed" and "denied" in only.detail and "headless" in only.detail
     assert (tmp_path / "out.txt").read_text() == "the user's own edit\n"  # nothing changed
 
-    allowed = await workspace.replay(approve="allow")
+    allowed = await workspace.turns.replay(approve="allow")
     assert allowed.calls[0].status == "changed" and "+overwrote out.txt" in allowed.calls[0].detail
     assert (tmp_path / "out.txt").read_text() == "written by the agent\n"
     trail = [(r.call_id.startswith("replay:"), r.turn, r.decision, r.decided_by) for r in workspace.audit()]
@@ -86,14 +86,14 @@ async def test_replay_picks_a_turn_by_number_and_refuses_unknown_ones(tmp_path: 
     workspace, _ = scripted_workspace(tmp_path, steps)
     await workspace.run("first")
     await workspace.run("second")
-    first = await workspace.replay(turn=1)
+    first = await workspace.turns.replay(turn=1)
     assert [c.status for c in first.calls] == ["same"]
-    last = await workspace.replay()
+    last = await workspace.turns.replay()
     assert last.turn == 2 and last.calls == [] and "made no tool calls" in last.summary()
     with pytest.raises(BlitzError, match="no turn 5 on record"):
-        await workspace.replay(turn=5)
+        await workspace.turns.replay(turn=5)
     with pytest.raises(BlitzError, match="no recorded turns"):
-        await workspace.replay("never-used")
+        await workspace.turns.replay("never-used")
     assert "never-used" not in workspace.sessions.names()
 
 
@@ -120,7 +120,7 @@ async def test_run_python_replays_in_the_namespace_with_the_same_namespace_note(
 
     del kernel.user_ns["total"]
     kernel.user_ns["values"] = [1, 2, 4]
-    report = await workspace.replay(approve="allow")
+    report = await workspace.turns.replay(approve="allow")
     [only] = report.calls
     assert only.status == "changed" and kernel.user_ns["total"] == 7
     assert "namespace" not in only.detail  # the note is made as a turn makes it: only the output differs

@@ -151,9 +151,9 @@ async def test_keep_and_keep_all_close_the_review_and_the_audit_says_who(tmp_pat
     workspace = two_files_and_a_variable(tmp_path)
     await workspace.run("edit", approve="allow")
     workspace.changes(by="%blitz_review")
-    workspace.review.keep("default", ["1f2"], by="Review changes panel")
+    workspace.review.keep(["1f2"], by="Review changes panel")
     await workspace.revert(["1f1"], by="%blitz_review")
-    closed = workspace.review.keep("default", by="%blitz_review")
+    closed = workspace.review.keep(by="%blitz_review")
     assert [c.status for c in closed.changes] == ["reverted", "kept", "kept"] and closed.open == []
     assert "(%blitz_review --revert" not in closed.text()
     rows = [(r.tool, r.decision, r.decided_by, r.reason, json.loads(r.arguments)) for r in workspace.audit()]
@@ -170,7 +170,7 @@ async def test_keep_and_keep_all_close_the_review_and_the_audit_says_who(tmp_pat
 async def test_the_review_reads_the_same_after_a_restart(tmp_path: Path) -> None:
     workspace = two_files_and_a_variable(tmp_path)
     await workspace.run("edit", approve="allow")
-    workspace.review.keep("default", ["1f2"])
+    workspace.review.keep(["1f2"])
     await workspace.revert(["1f1"])
     workspace.sessions.close()
     reopened, _ = scripted_workspace(tmp_path, [])

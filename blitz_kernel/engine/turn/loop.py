@@ -12,28 +12,16 @@ import contextlib
 import dataclasses
 import inspect
 import time
-from typing import cast
+from typing import Any, cast
 
 from ...core.attachments import Attachment, prompt_with_attachments
 from ...core.history import AssistantMessage, Message, ToolResultMessage, check_history, unique_call_ids
 from ...core.terms import StopReason
 from ...core.todos import TodoItem
-from ...errors import (
-    BlitzError,
-    ContextWindowError,
-    TurnLimitError,
-)
+from ...errors import BlitzError, ContextWindowError, TurnLimitError
 from ...models.base import ModelResponse, supports_vision
-from ...tools.registry import tool_set
-from ..events import (
-    ErrorEvent,
-    Event,
-    NoticeEvent,
-    SteerEvent,
-    SubagentEvent,
-    TurnDone,
-    TurnStarted,
-)
+from ...tools.registry import ToolError, tool_set
+from ..events import ErrorEvent, Event, NoticeEvent, SteerEvent, SubagentEvent, TurnDone, TurnStarted
 from ..safety.outgoing import OutgoingEvents
 from ..steering import TurnControl, force_stop_text
 from ..store.session import Session
@@ -48,6 +36,7 @@ from .setup import TURN_SPAN, TurnResult, TurnSetup
 from .spans import outcome_attributes, turn_attributes
 from .spend import StepCount, TurnSpend
 from .step import model_step
+from .structured import OutputFlow
 from .subagents import subagent_answer
 from .watchdog import session_watch
 
@@ -89,6 +78,8 @@ class TurnRunner:
         self.compaction = AutoCompaction(setup, tools.schema_tokens, self._emit, self.spend.record)
         self.plan = PlanFlow(setup.mode, setup.choice.system, setup.helpers.plan_reviewer, self._emit)
         """The mode the turn runs in now, and the plan it proposed."""
+        self.output = OutputFlow(setup.choice.output) if setup.choice.output is not None else None
+        """The structured answer the turn must end with (`--schema`), when one is asked for."""
         self.recorder: TurnRecorder | None = None
         """What the turn changed, for undo; a user's turn only, once it started."""
         self.tool_context = dataclasses.replace(setup.runtime.context, turn=self)
@@ -98,8 +89,7 @@ class TurnRunner:
         """Every event is redacted before anyone sees it (docs/safety.md)."""
 
     async def run(self, prompt: str | None, attachments: list[Attachment] | None = None) -> TurnResult:
-        """The turn, inside its span: the root of its own trace, linked to the
-        session's previous turn."""
+        """The turn, inside its span: the root of its own trace, linked to the previous turn's."""
         setup = self.setup
         telemetry = setup.observers.telemetry
         attributes = turn_attributes(setup, telemetry, prompt, attachments)
@@ -250,13 +240,12 @@ class TurnRunner:
             plan=self.plan.proposed,
             plan_status=self.plan.status,
             undoable=undoable,
+            output=self.output.value if self.output is not None and stop == "end_turn" else None,
         )
         for watcher in self.setup.observers.watchers:
             with contextlib.suppress(Exception):  # the turn is over: its record is kept
                 await watcher.at_end(self.setup, result)
         return result
-
-    # -- the step loop --------------------------------------------------------------------
 
     async def _steps(self) -> str:
         while True:
@@ -277,7 +266,13 @@ class TurnRunner:
             if not response.tool_calls:
                 self._commit(response.to_message())
                 await self.spend.record(response.model, response.usage)
-                return response.text
+                if self.output is None:
+                    return response.text
+                again = self.output.accept_text(response.text)  # no valid data: the model reads why
+                if again is None or self.output.settle():
+                    return self.output.answer_text()
+                self._commit(again)
+                continue
             response.tool_calls = unique_call_ids(response.tool_calls)
             self.pending = response.to_message()
             self.batch = ToolBatch(
@@ -303,18 +298,17 @@ class TurnRunner:
                 raise tripped
             if self.plan.end_with is not None:
                 return self.plan.end_with
+            if self.output is not None and self.output.settle():
+                return self.output.answer_text()
 
     async def _model_step_with_context_retry(self) -> ModelResponse:
         """A provider that rejects the prompt as too long gets one compaction and one retry;
         then the turn ends with the provider's error (never a stuck cell)."""
         try:
-            return await self._model_step()
+            return await model_step(self.setup, self.plan.system, self._specs, self._emit)
         except ContextWindowError:
             if not self.compaction.enabled or not await self.compaction.compact(required=False):
                 raise
-        return await self._model_step()
-
-    async def _model_step(self) -> ModelResponse:
         return await model_step(self.setup, self.plan.system, self._specs, self._emit)
 
     async def _attach_steering(self, ordered: list[ToolResultMessage]) -> None:
@@ -375,6 +369,11 @@ class TurnRunner:
 
     async def submit_plan(self, plan: str) -> str:
         return await self.plan.submit(plan)
+
+    def submit_output(self, arguments: dict[str, Any]) -> str:
+        if self.output is None:
+            raise ToolError("this turn asks for no structured output")
+        return self.output.submit(arguments)
 
     # -- events -------------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..events import Event
     from ..safety.approval import Approver
     from .modes import PlanReviewer
+    from .structured import OutputSchema
 
 EventHandler = Callable[["Event"], Awaitable[None] | None]
 
@@ -47,6 +48,8 @@ class RunOptions:
     """The approval policy for mutating tools this turn (`--approve`)."""
     inherited_model: str | Model | None = None
     """A sub-agent's caller's per-run model (`-m`): used when the agent pins no model."""
+    output: OutputSchema | None = None
+    """The structured answer the turn must end with (`--schema`; docs/structured-output.md)."""
 
     def __post_init__(self) -> None:
         check_number("max_turns", self.max_turns, upper=MAX_TURNS, integer=True)

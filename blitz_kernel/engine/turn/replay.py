@@ -199,6 +199,9 @@ class ReplayAccess:
     async def submit_plan(self, plan: str) -> str:
         raise ToolError("not during a replay")
 
+    def submit_output(self, arguments: dict[str, Any]) -> str:
+        raise ToolError("not during a replay")
+
     def set_todos(self, items: list[TodoItem]) -> None:
         raise ToolError("not during a replay")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -27,6 +27,7 @@ from ..store.session import Session
 from ..tracing import Telemetry
 from .modes import PlanReviewer, TurnMode
 from .options import EventHandler
+from .structured import OutputSchema
 
 TURN_SPAN = "blitz.turn"
 """Span of a turn; linked to the session's previous turn."""
@@ -53,6 +54,8 @@ class TurnResult(BaseModel):
     """"approved": the front end starts the carry-out turn (`go_ahead_prompt`)."""
     undoable: bool = False
     """The turn changed files, cells or variables: `Workspace.undo` has something to undo."""
+    output: Any = None
+    """The validated structured answer of a turn run with a schema (`--schema`), else None."""
 
 
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -118,6 +121,8 @@ class ModelChoice:
     """Events kept verbatim after an automatic compaction."""
     override: str | Model | None = None
     """The run's own model (`-m`), which the turn's unpinned sub-agents follow too."""
+    output: OutputSchema | None = None
+    """The shape the turn's answer must have (`--schema`); its sub-agents answer in text."""
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from ..turn.setup import (
     TurnSetup,
     TurnWatcher,
 )
+from ..turn.structured import FINAL_RESULT, final_result_tool
 from .configuration import Configuration
 from .notices import NoticeBoard
 from .resolution import Resolved, Resolver
@@ -76,11 +77,15 @@ class TurnBuilder:
         mode = options.mode
         aside = mode is TurnMode.BTW
         mcp = await self._mcp_offer(definition, model, front_end if depth == 0 and not aside else None)
+        output = options.output if depth == 0 and not aside else None  # a sub-agent answers in text
+        answer_tools = {FINAL_RESULT: final_result_tool(output)} if output is not None else {}
         state.redactor = self.configuration.redactor  # what enters the history is redacted
         choice = ModelChoice(
             model=model,
             agent=definition.name,
-            system=self.instructions(definition, model, depth, mode, options.tools) + mcp.system_note(),
+            system=self.instructions(definition, model, depth, mode, options.tools)
+            + mcp.system_note()
+            + (output.instructions() if output is not None else ""),
             prices=PriceBook(dict(config.prices), model.price),
             # The model's context window may need its provider library loaded (litellm: seconds
             # on first use): looked up off the event loop so a widget stays responsive.
@@ -90,9 +95,10 @@ class TurnBuilder:
             compaction=not aside,  # asides never compact
             retain_events=config.context.retain_events,
             override=options.model or options.inherited_model,
+            output=output,
         )
         runtime = ToolRuntime(
-            tools={**agent_tools(self.configuration.tools, definition, root=depth == 0), **mcp.tools},
+            tools={**agent_tools(self.configuration.tools, definition, root=depth == 0), **mcp.tools, **answer_tools},
             context=ToolContext(
                 workspace=self.configuration.root,
                 kernel=front_end.kernel or self.kernel,
@@ -110,7 +116,7 @@ class TurnBuilder:
             ),
             redactor=self.configuration.redactor,
             policies=dict(config.approval.tools),
-            allowed_tools=check_tool_names(self.configuration.tools, options.tools),
+            allowed_tools=_with(check_tool_names(self.configuration.tools, options.tools), [*answer_tools]),
             approve_override=options.approve,
             hooks=self.configuration.hooks,
             max_parallel=config.tools.max_parallel,
@@ -215,6 +221,11 @@ class TurnBuilder:
 def starting_line(names: list[str]) -> str:
     """`starting MCP server docs…`, or `starting MCP servers docs, fetch…`."""
     return f"starting MCP server{'s' if len(names) > 1 else ''} {', '.join(names)}…"
+
+
+def _with(allowed: tuple[str, ...] | None, more: list[str]) -> tuple[str, ...] | None:
+    """A run's allowed tools plus the ones the turn itself needs (`final_result`)."""
+    return None if allowed is None else (*allowed, *more)
 
 
 def _offers(name: str, definition: AgentDefinition, allowed: tuple[str, ...] | None) -> bool:

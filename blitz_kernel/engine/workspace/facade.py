@@ -1,11 +1,12 @@
 """`Workspace`: the engine's front door. Its services are built by the composition root
-(composition.py); every public method is a thin delegation to one of them. Opening never fails
-because of the model: a placeholder model explains what is wrong on every call.
+(composition.py); each public method is a thin delegation, and services with a concern of their
+own are public: `turns` (replay), `history` (truncate), `outside` (outside clients), `builder`
+(skills), `review` (keep). Opening never fails because of the model: a placeholder explains so.
 """
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -17,7 +18,6 @@ from ...core.usage import UsageLedger
 from ...mcp.manager import McpManager
 from ...models.base import Model
 from ...tools.registry import KernelContext
-from ...tools.skills import SkillBook
 from ..safety.approval import Approver
 from ..safety.audit import AuditRecord
 from ..safety.hooks import HookRunner
@@ -28,14 +28,12 @@ from ..turn.compaction import CompactionResult
 from ..turn.instructions import MemoryFile
 from ..turn.modes import PlanReviewer, TurnMode
 from ..turn.options import EventHandler, FrontEnd, RunOptions
-from ..turn.replay import ReplayReport
 from ..turn.setup import TurnResult
-from ..undo.changes import TurnChanges
-from ..undo.review import RevertReport
+from ..turn.structured import output_schema
+from ..undo.review import RevertReport, TurnChanges
 from ..undo.undo import UndoReport
 from .composition import Options, compose
 from .delegated import Delegated
-from .outside import OutsideResult, OutsideTool
 
 
 class Workspace:
@@ -71,55 +69,27 @@ class Workspace:
     hooks: Delegated[HookRunner] = Delegated("configuration", "hooks")
     overrides: Delegated[dict[str, Any]] = Delegated("configuration", "overrides")
 
-    def configure(self, **dotted: Any) -> BlitzConfig:
-        """Set configuration keys (`%blitz_config`); a bad value changes nothing."""
-        return self.configuration.configure(**dotted)
+    configure: Delegated[Callable[..., BlitzConfig]] = Delegated("configuration", "configure")
+    """Set configuration keys (`%blitz_config`); a bad value changes nothing."""
 
     def set_model(self, name: str) -> Model:
         """Switch the session-wide model; takes effect on the next turn."""
         self.configuration.configure(model=name)
         return self.model
 
-    def trust_workspace(self) -> TrustState:
-        """Trust what this workspace's own config asks for now (`%blitz_trust`)."""
-        return self.configuration.trust_workspace()
-
-    def revoke_trust(self) -> bool:
-        """`%blitz_trust --revoke`: hold the workspace's settings back again."""
-        return self.configuration.revoke_trust()
-
-    def reload_agents(self) -> AgentRegistry:
-        """Read `.blitz/agents/*.md` again (an agent file written while the kernel runs)."""
-        return self.configuration.reload_agents()
-
-    def memory(self) -> list[MemoryFile]:
-        """The project-memory files the next turn's instructions include."""
-        return self.builder.memory()
-
-    def skills(self) -> SkillBook:
-        """The skills the next turn lists, and the SKILL.md files skipped (docs/skills.md)."""
-        return self.builder.skills()
-
-    async def replay(
-        self,
-        session: str = "default",
-        turn: int | None = None,
-        *,
-        approve: Policy | None = None,
-        approver: Approver | None = None,
-        on_event: EventHandler | None = None,
-        kernel: KernelContext | None = None,
-    ) -> ReplayReport:
-        """Run a recorded turn's tool calls again with no model call (`turn` counted from 1;
-        None: the last) and compare the results (docs/replay.md)."""
-        if turn is not None and turn < 1:
-            raise ValueError(f"turn is counted from 1, got {turn}")
-        front_end = FrontEnd(approver=approver, on_event=on_event, kernel=kernel)
-        return await self.turns.replay(session, None if turn is None else turn - 1, front_end, approve)
-
-    def mcp_servers(self) -> McpManager:
-        """The MCP servers as the configuration says now, for a turn or `%blitz_mcp`."""
-        return self.builder.mcp_servers()
+    trust_workspace: Delegated[Callable[[], TrustState]] = Delegated("configuration", "trust_workspace")
+    """Trust what this workspace's own config asks for now (`%blitz_trust`)."""
+    revoke_trust: Delegated[Callable[[], bool]] = Delegated("configuration", "revoke_trust")
+    """`%blitz_trust --revoke`: hold the workspace's settings back again."""
+    reload_agents: Delegated[Callable[[], AgentRegistry]] = Delegated("configuration", "reload_agents")
+    """Read `.blitz/agents/*.md` again (an agent file written while the kernel runs)."""
+    memory: Delegated[Callable[[], list[MemoryFile]]] = Delegated("builder", "memory")
+    """The project-memory files the next turn's instructions include."""
+    mcp_servers: Delegated[Callable[[], McpManager]] = Delegated("builder", "mcp_servers")
+    """The MCP servers as the configuration says now, for a turn or `%blitz_mcp`."""
+    changes: Delegated[Callable[..., TurnChanges]] = Delegated("review", "changes")
+    revert: Delegated[Callable[..., Awaitable[RevertReport]]] = Delegated("review", "revert")
+    """`changes(turn=None, *, session)`: a turn's change list; `revert(ids, force)`: some of it back."""
 
     def session(self, name: str = "default") -> Session:
         return self.sessions.get(name)
@@ -152,23 +122,6 @@ class Workspace:
         variables (`files`) and the history (`conversation`); see docs/undo.md."""
         return await self.history.undo(session, turns, files, conversation, force, through_turn)
 
-    def changes(self, turn: int | None = None, *, session: str = "default", by: str | None = None) -> TurnChanges:
-        """The change list of `turn` (from 1; None: the newest that changed something): each
-        file, cell and variable with its diff, id and status (docs/undo.md). `by` audits the look."""
-        return self.review.changes(session, turn, by)
-
-    async def revert(
-        self, change_ids: list[str], force: bool = False, *, session: str = "default", by: str = "api"
-    ) -> RevertReport:
-        """Revert these changes of the change list, leaving the others; a change edited,
-        deleted or rebound since is skipped unless `force`. `review.keep` keeps changes."""
-        return await self.review.revert(session, change_ids, force, by)
-
-    async def truncate(self, session: str, turns: int) -> UndoReport:
-        """Drop the newest `turns` turns from the conversation only (files, cells and variables
-        stay as they are); recorded as an append-only rewind marker, like an undo's."""
-        return await self.history.undo(session, turns, False, True, False, None)
-
     async def run(
         self,
         prompt: str,
@@ -187,9 +140,11 @@ class Workspace:
         plan: bool = False,
         plan_reviewer: PlanReviewer | None = None,
         attachments: list[Attachment] | None = None,
+        output_type: Any = None,
     ) -> TurnResult:
         """Run one turn in `session`; per-run options override the configuration for this turn
-        only; `plan=True` is a plan-only turn (the contract: docs/interface.md)."""
+        only; `plan=True` is a plan-only turn; `output_type` (a pydantic model, a type or a
+        JSON-schema dict) makes `TurnResult.output` hold validated data (docs/interface.md)."""
         options = RunOptions(
             agent=agent,
             model=model,
@@ -199,6 +154,7 @@ class Workspace:
             timeout_s=timeout,
             tools=tuple(tools) if tools is not None else None,
             approve=approve,
+            output=output_schema(output_type) if output_type is not None else None,
         )
         front_end = FrontEnd(approver=approver, plan_reviewer=plan_reviewer, on_event=on_event, kernel=kernel)
         return await self.run_turn(prompt, session, options, front_end, attachments=attachments)
@@ -214,19 +170,6 @@ class Workspace:
     ) -> TurnResult:
         """`run` for callers that hold typed options already (the notebook front end)."""
         return await self.turns.run(prompt, session, options, front_end or FrontEnd(), attachments)
-
-    def outside_tools(self) -> list[OutsideTool]:
-        """The tools an outside client may call, with their schemas (docs/mcp-server.md)."""
-        return self.outside.tools()
-
-    async def call_tool(
-        self, session: str, name: str, arguments: dict[str, Any], caller: str, front_end: FrontEnd | None = None
-    ) -> OutsideResult:
-        """One tool call from outside the notebook (`caller`, e.g. "mcp:claude-code"), run as a
-        one-call turn of `session`: the same screening, approvals, hooks, redaction, audit and
-        checkpoint as a call of the model; `undo` undoes it."""
-        front = dataclasses.replace(front_end or FrontEnd(), caller=caller)
-        return await self.outside.call_tool(session, name, arguments, caller, front)
 
     async def continue_turn(
         self, session: str, options: RunOptions | None = None, front_end: FrontEnd | None = None

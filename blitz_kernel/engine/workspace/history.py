@@ -60,3 +60,8 @@ class SessionService:
         notebook = bridge if isinstance(bridge, NotebookAccess) else None
         state = self.sessions.get(session)
         return await undo_turns(self.root, state, notebook, turns, files, conversation, force, through_turn)
+
+    async def truncate(self, session: str, turns: int) -> UndoReport:
+        """Drop the newest `turns` turns from the conversation only (files, cells and variables
+        stay as they are); recorded as an append-only rewind marker, like an undo's."""
+        return await self.undo(session, turns, False, True, False, None)

@@ -11,6 +11,7 @@ like any turn. The session's history shows the call too: the next turn's model k
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -101,10 +102,13 @@ class OutsideCalls:
         ]
 
     async def call_tool(
-        self, session: str, name: str, arguments: dict[str, Any], caller: str, front_end: FrontEnd
+        self, session: str, name: str, arguments: dict[str, Any], caller: str, front_end: FrontEnd | None = None
     ) -> OutsideResult:
-        """Run `name(arguments)` for `caller` as a one-call turn of `session`. A call refused
-        before it could run (unknown tool, arguments that fail validation) records nothing."""
+        """Run `name(arguments)` for `caller` (e.g. "mcp:claude-code") as a one-call turn of
+        `session`: the same screening, approvals, hooks, redaction, audit and checkpoint as a
+        call of the model, so `undo` undoes it. A call refused before it could run (unknown
+        tool, arguments that fail validation) records nothing."""
+        front_end = dataclasses.replace(front_end or FrontEnd(), caller=caller)
         tool = self.turns.configuration.tools.get(name)
         if tool is None or name not in {t.name for t in self.tools()}:
             return OutsideResult(status="error", text=f"unknown tool {name!r}")

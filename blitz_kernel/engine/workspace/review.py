@@ -20,22 +20,30 @@ class ReviewService:
     def __init__(self, root: Path, sessions: SessionBook, builder: TurnBuilder) -> None:
         self.root, self.sessions, self.builder = root, sessions, builder
 
-    def changes(self, session: str, turn: int | None = None, by: str | None = None) -> TurnChanges:
-        """The change list of `turn` (counted from 1; None: the newest turn that changed
-        something); `by` records the review in the audit trail."""
+    def changes(self, turn: int | None = None, *, session: str = "default", by: str | None = None) -> TurnChanges:
+        """`Workspace.changes`: the change list of `turn` (counted from 1; None: the newest turn
+        that changed something); `by` (who looks) records the review in the audit trail."""
         if session not in self.sessions.names():
             return TurnChanges(session=session, turn=None)
         return list_changes(self.root, self.sessions.get(session), _index(turn), by)
 
-    async def revert(self, session: str, change_ids: list[str], force: bool = False, by: str = "api") -> RevertReport:
-        """Put back the changes `change_ids` name, leaving the others (conflicts skipped
-        unless `force`); BlitzError for an unknown id, before anything is touched."""
+    async def revert(
+        self, change_ids: list[str], force: bool = False, *, session: str = "default", by: str = "api"
+    ) -> RevertReport:
+        """`Workspace.revert`: put back the changes `change_ids` name, leaving the others
+        (conflicts skipped unless `force`); BlitzError for an unknown id, before anything is
+        touched."""
         if session not in self.sessions.names():
             raise BlitzError(f"session {session!r} has no turns to revert")
         return await revert_changes(self.root, self.sessions.get(session), self._bridge(), change_ids, force, by)
 
     def keep(
-        self, session: str, change_ids: list[str] | None = None, turn: int | None = None, by: str = "api"
+        self,
+        change_ids: list[str] | None = None,
+        *,
+        session: str = "default",
+        turn: int | None = None,
+        by: str = "api",
     ) -> TurnChanges:
         """Keep the changes `change_ids` name (None: every open change of `turn`, counted from
         1, or of the newest turn that changed something: the review is closed)."""

@@ -120,15 +120,23 @@ class Turns:
         return result
 
     async def replay(
-        self, session: str, turn: int | None, front_end: FrontEnd, approve: Policy | None = None
+        self,
+        session: str = "default",
+        turn: int | None = None,
+        front_end: FrontEnd | None = None,
+        approve: Policy | None = None,
     ) -> ReplayReport:
-        """Run turn `turn`'s recorded tool calls again (0-based; None: the newest), with no
-        model call, through today's approvals; nothing reaches the session's history. The
-        session is claimed meanwhile: its calls run in the same namespace as its turns."""
+        """Run turn `turn`'s recorded tool calls again (counted from 1; None: the newest), with
+        no model call, through today's approvals; nothing reaches the session's history
+        (docs/replay.md). The session is claimed meanwhile: its calls run in the same
+        namespace as its turns."""
+        if turn is not None and turn < 1:
+            raise ValueError(f"turn is counted from 1, got {turn}")
         if session not in self.sessions.names():  # asking must not create it
             raise BlitzError(f"session {session!r} has no recorded turns to replay")
         source = self.sessions.get(session)
-        index, steps = recorded_turn(session, [*source.archive, *source.history], source.turn_starts, turn)
+        recorded = [*source.archive, *source.history]
+        index, steps = recorded_turn(session, recorded, source.turn_starts, None if turn is None else turn - 1)
         claim(source)
         source.running = TurnControl()
         throwaway = Session(name=f"{session} (replay)", turns=source.turns)
@@ -136,7 +144,9 @@ class Turns:
         try:
             # built as an aside so the one-time notices stay for the next real turn; the calls
             # themselves run in the normal mode (replay_steps), mutating ones through the gate
-            setup = await self.builder.build(throwaway, RunOptions(mode=TurnMode.BTW, approve=approve), front_end)
+            setup = await self.builder.build(
+                throwaway, RunOptions(mode=TurnMode.BTW, approve=approve), front_end or FrontEnd()
+            )
             every_tool = {name: self.configuration.tools.get(name) for name in self.configuration.tools.names()}
             tools = {**{n: t for n, t in every_tool.items() if t is not None}, **setup.runtime.tools}
             setup = dataclasses.replace(setup, runtime=dataclasses.replace(setup.runtime, tools=tools))

@@ -155,7 +155,7 @@ class UndoControl:
             return  # not a change of this turn
         if decision == "keep":
             try:
-                self.workspace.review.keep(self.state.session, [change_id], by=REVIEW_PANEL)
+                self.workspace.review.keep([change_id], session=self.state.session, by=REVIEW_PANEL)
             except BlitzError as exc:
                 self._show("failed", str(exc))
                 return

@@ -1,0 +1,109 @@
+"""Structured output: a turn run with a schema ends with validated data in `TurnResult.output`,
+handed over through the `final_result` tool; wrong data is sent back with its errors at most
+twice, then the turn fails with one line (docs/structured-output.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import BaseModel
+
+from blitz_kernel.core.history import UserMessage, check_history
+from blitz_kernel.core.numbers import RunOptionError
+from blitz_kernel.engine.turn.structured import FINAL_RESULT, output_schema
+
+from .conftest import call, result_of, tool_step
+
+
+class Revenue(BaseModel):
+    region: str
+    total: float
+
+
+async def test_a_valid_final_result_ends_the_turn_with_the_model_instance(make_workspace):
+    ws, model = make_workspace([tool_step(call(FINAL_RESULT, region="north", total=12.5))])
+    result = await ws.run("revenue by region", output_type=Revenue)
+    assert result.stop_reason == "end_turn"
+    assert result.output == Revenue(region="north", total=12.5)
+    assert json.loads(result.text.removeprefix("```json\n").removesuffix("\n```")) == {"region": "north", "total": 12.5}
+    request = model.requests[0]
+    [spec] = [s for s in request.tools if s.name == FINAL_RESULT]
+    assert spec.parameters["properties"]["total"]["type"] == "number"
+    assert FINAL_RESULT in request.system  # the model is told how to finish
+    assert len(model.requests) == 1  # accepted: no further model call
+    check_history(ws.session("default").history)
+
+
+async def test_invalid_data_goes_back_with_its_errors_and_the_fix_is_accepted(make_workspace):
+    ws, model = make_workspace(
+        [
+            tool_step(call(FINAL_RESULT, region="north", total="a lot")),
+            tool_step(call(FINAL_RESULT, region="north", total=3)),
+        ]
+    )
+    result = await ws.run("revenue", output_type=Revenue)
+    assert result.output == Revenue(region="north", total=3.0)
+    refused = result_of(model, request=1)
+    assert not refused.ok
+    assert "total" in (refused.error or "") and "Revenue" in (refused.error or "")
+
+
+async def test_three_failed_attempts_fail_the_turn_in_one_line_with_a_valid_history(make_workspace):
+    bad = tool_step(call(FINAL_RESULT, region=1))
+    ws, _ = make_workspace([bad, bad, bad, {"text": "never asked"}])
+    result = await ws.run("revenue", output_type=Revenue)
+    assert result.stop_reason == "error"
+    assert result.output is None
+    assert result.error is not None and "after 3 attempts" in result.error and "\n" not in result.error
+    check_history(ws.session("default").history)
+
+
+async def test_a_plain_json_answer_is_accepted_and_plain_prose_is_asked_again(make_workspace):
+    ws, model = make_workspace(
+        [{"text": "The north made 7."}, {"text": '```json\n{"region": "north", "total": 7}\n```'}]
+    )
+    result = await ws.run("revenue", output_type=Revenue)
+    assert result.output == Revenue(region="north", total=7)
+    asked = model.requests[1].messages[-1]
+    assert isinstance(asked, UserMessage) and FINAL_RESULT in asked.text
+    check_history(ws.session("default").history)
+
+
+async def test_a_json_schema_dict_and_a_non_object_type_are_checked_as_given(make_workspace):
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]}
+    ws, _ = make_workspace([tool_step(call(FINAL_RESULT, n=0)), tool_step(call(FINAL_RESULT, n=2))])
+    result = await ws.run("count", output_type=schema)
+    assert result.output == {"n": 2}
+
+    ws, model = make_workspace([tool_step(call(FINAL_RESULT, result=[1, 2, 3]))])
+    listed = await ws.run("numbers", session="other", output_type=list[int])
+    assert listed.output == [1, 2, 3]
+    [spec] = [s for s in model.requests[0].tools if s.name == FINAL_RESULT]
+    assert spec.parameters["required"] == ["result"]
+
+
+async def test_allowed_tools_still_let_the_turn_answer(make_workspace):
+    ws, _ = make_workspace([tool_step(call(FINAL_RESULT, region="s", total=1))])
+    result = await ws.run("x", tools=["read_file"], output_type=Revenue)
+    assert result.output == Revenue(region="s", total=1)
+
+
+async def test_a_turn_without_a_schema_has_no_final_result_tool(make_workspace):
+    ws, model = make_workspace([tool_step(call(FINAL_RESULT, a=1)), {"text": "ok"}])
+    result = await ws.run("x")
+    assert result.output is None
+    assert FINAL_RESULT not in [s.name for s in model.requests[0].tools]
+    assert "unknown tool" in (result_of(model).error or "")
+
+
+@pytest.mark.parametrize(
+    ("spec", "wording"),
+    [
+        ({"type": "nonsense"}, "not a valid JSON schema"),
+        (object(), "must be a pydantic model class"),
+    ],
+)
+def test_a_schema_that_cannot_be_used_is_one_clear_error(spec, wording):
+    with pytest.raises(RunOptionError, match=wording):
+        output_schema(spec)

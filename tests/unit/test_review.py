@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from blitz_kernel.engine.store.checkpoints import FileChange
 from blitz_kernel.engine.undo.changes import CellReview, FileReview, VariableReview
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import BlitzError
@@ -253,3 +254,24 @@ async def test_one_cell_of_two_is_reverted_through_the_front_end(tmp_path: Path)
     assert report.reverted == ["1c1"]
     assert report.skipped == {"1c2": "it was edited since the agent changed it (--force restores it)"}
     assert [c["source"] for c in front_end.cells] == ["x = 1", "y = 'mine'"]
+
+
+async def test_records_naming_paths_outside_the_workspace_are_shown_not_read(tmp_path: Path) -> None:
+    # a session store shipped with a repository holds whatever someone wrote into it
+    (tmp_path.parent / "outside.txt").write_text("not the workspace's\n")
+    workspace = two_files_and_a_variable(tmp_path)
+    await workspace.run("edit", approve="allow")
+    files = workspace.session("default").checkpoints.get(0).files
+    files["../outside.txt"] = FileChange(path="../outside.txt", existed=False, after="x")
+    files[".blitz/blitz.db"] = FileChange(path=".blitz/blitz.db", existed=False, after="x")
+    files["c.txt"] = FileChange(path="c.txt", existed=True, copy_path="b.txt", after="x")
+    (tmp_path / "c.txt").write_text("c\n")
+    listed = {c.id: c for c in workspace.changes().changes}
+    notes = [listed[i].note or "" for i in ("1f3", "1f4", "1f5")]
+    assert all(note.startswith("the checkpoint record is not acted on: ") for note in notes), notes
+    assert "leads outside the workspace" in notes[0] and "inside .blitz/" in notes[1] and "not under" in notes[2]
+    shown = [listed[i] for i in ("1f3", "1f4", "1f5")]
+    assert all(isinstance(c, FileReview) and c.status == "conflict" and not c.diff for c in shown)
+    report = await workspace.revert(["1f3", "1f4", "1f5"], force=True)
+    assert report.reverted == [] and set(report.skipped) == {"1f3", "1f4", "1f5"}
+    assert (tmp_path.parent / "outside.txt").read_text() == "not the workspace's\n"

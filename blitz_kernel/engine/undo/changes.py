@@ -22,7 +22,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ...tools.confined import RecordPathError, entry_status, open_entry, open_record_folder, read_all, record_parts
+from ...tools.confined import (
+    ENGINE_FOLDER,
+    RecordPathError,
+    entry_status,
+    open_entry,
+    open_record_folder,
+    read_all,
+    record_parts,
+)
 from ...tools.notebook_file import cell_source, find_cell
 from ...tools.registry import ToolError
 from ..store.checkpoints import CHECKPOINT_DIR, MISSING, CellChange, FileChange, TurnCheckpoint, describe, fingerprint
@@ -64,7 +72,8 @@ class FileReview(_Reviewed):
 class CellReview(_Reviewed):
     kind: Literal["cell"] = "cell"
     index: int
-    action: Literal["insert", "replace", "delete"]
+    action: str
+    """What was done to the cell: "insert", "replace", "delete" (as its record says)."""
     cell_id: str | None = None
     source_before: str | None = None
     source_after: str | None = None
@@ -118,7 +127,7 @@ def summary(change: ReviewedChange) -> str:
         counts = "" if change.status == "reverted" else f" +{change.added} −{change.removed}"
         return f"file {change.path}" + (" (created)" if change.created else "") + counts
     if isinstance(change, CellReview):
-        done = {"insert": "inserted", "replace": "replaced", "delete": "deleted"}[change.action]
+        done = {"insert": "inserted", "replace": "replaced", "delete": "deleted"}.get(change.action, change.action)
         return f"cell {change.index} {done}" + (" (outputs changed)" if change.outputs_changed else "")
     return f"variable {change.name} {change.type_before} → {change.type_after}"
 
@@ -173,10 +182,14 @@ class _Reader:
             created=not change.existed,
         )
         try:
-            now = _read(self.root, record_parts(change.path))
+            parts = record_parts(change.path)
+            if parts[0].lower() == ENGINE_FOLDER:
+                raise RecordPathError(f"{change.path!r} is inside {ENGINE_FOLDER}/, which the file tools never write")
+            now = _read(self.root, parts)
             before = b"" if not change.existed else _read(self.root, _copy_parts(change))
         except (RecordPathError, OSError) as error:
-            review.status, review.note = "conflict", f"cannot be read: {getattr(error, 'strerror', None) or error}"
+            reason = getattr(error, "strerror", None) or error
+            review.status, review.note = "conflict", f"the checkpoint record is not acted on: {reason}"
             return review
         if now is None:
             review.status, review.note = "conflict", "the file was deleted since the turn"

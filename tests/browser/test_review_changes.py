@@ -5,6 +5,8 @@ server (conftest.py's fixtures)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,9 @@ def lab(workspace: Path, model_server: FakeOpenAIServer, tmp_path_factory: pytes
     server = start_server("lab", workspace, model_server, tmp_path_factory.mktemp("review-lab-home"))
     yield server
     server.stop()
+
+
+DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "review-changes.png"
 
 
 def write(path: str, content: str, call_id: str) -> dict[str, Any]:
@@ -60,6 +65,8 @@ def test_review_changes_reverts_one_of_two_file_edits_and_keeps_the_other(
     expect(prices.locator(".blitz-diff-add")).to_have_css("background-color", "rgb(220, 252, 231)")
     expect(summary.locator(".blitz-diff-add")).to_have_text(["+new"])
     turn.screenshot(path=str(ARTIFACTS / "lab-review-changes.png"))
+    if os.environ.get("BLITZ_DOCS_SCREENSHOT") == "1":  # refresh docs/undo.md's picture on request only
+        shutil.copyfile(ARTIFACTS / "lab-review-changes.png", DOCS_SCREENSHOT)
 
     prices.get_by_role("button", name="Revert", exact=True).click()
     expect(prices).to_have_attribute("data-status", "reverted")

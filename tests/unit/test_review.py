@@ -275,3 +275,18 @@ async def test_records_naming_paths_outside_the_workspace_are_shown_not_read(tmp
     report = await workspace.revert(["1f3", "1f4", "1f5"], force=True)
     assert report.reverted == [] and set(report.skipped) == {"1f3", "1f4", "1f5"}
     assert (tmp_path.parent / "outside.txt").read_text() == "not the workspace's\n"
+
+
+async def test_secrets_in_a_diff_are_redacted(tmp_path: Path) -> None:
+    workspace, _ = scripted_workspace(
+        tmp_path,
+        [
+            tool_step(call("write_file", path="settings.env", content="WAREHOUSE_TOKEN=s3cr3t-value-123\n")),
+            {"text": "ok"},
+        ],
+    )
+    await workspace.run("configure", approve="allow")
+    [change] = workspace.changes().changes
+    assert isinstance(change, FileReview)
+    assert "+WAREHOUSE_TOKEN=[redacted]\n" in change.diff and "s3cr3t" not in workspace.changes().text()
+    assert "s3cr3t" not in change.model_dump_json()

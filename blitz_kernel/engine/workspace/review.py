@@ -1,6 +1,7 @@
 """The review service: a turn's change list, and keeping or reverting its changes one by one
 (docs/undo.md). The logic is the undo room's (undo/review.py); this service finds the session
-and the notebook front end, and never creates a session by asking."""
+and the notebook front end, never creates a session by asking, and redacts the list (diffs show
+file contents, and the list goes to cell outputs and the widget: docs/safety.md)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ class ReviewService:
         that changed something); `by` (who looks) records the review in the audit trail."""
         if session not in self.sessions.names():
             return TurnChanges(session=session, turn=None)
-        return list_changes(self.root, self.sessions.get(session), _index(turn), by)
+        return self._redacted(list_changes(self.root, self.sessions.get(session), _index(turn), by))
 
     async def revert(
         self, change_ids: list[str], force: bool = False, *, session: str = "default", by: str = "api"
@@ -49,7 +50,11 @@ class ReviewService:
         1, or of the newest turn that changed something: the review is closed)."""
         if session not in self.sessions.names():
             return TurnChanges(session=session, turn=None)
-        return keep_changes(self.root, self.sessions.get(session), change_ids, _index(turn), by)
+        return self._redacted(keep_changes(self.root, self.sessions.get(session), change_ids, _index(turn), by))
+
+    def _redacted(self, listed: TurnChanges) -> TurnChanges:
+        redactor = self.builder.configuration.redactor
+        return redactor.redact_value(listed) if redactor else listed
 
     def _bridge(self) -> NotebookAccess | None:
         kernel = self.builder.kernel

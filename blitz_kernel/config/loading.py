@@ -1,6 +1,7 @@
 """Configuration: the settings model and where its values come from (docs/interface.md).
 
-Precedence, highest first: overrides (`%blitz_config key=value`, or Python) → environment
+Precedence, highest first: the admin policy's locked values (config/policy.py: no layer,
+magic or trust can loosen them) → overrides (`%blitz_config key=value`, or Python) → environment
 (`BLITZ_*`) → `<workspace>/blitz.toml`, else `[tool.blitz]` in `<workspace>/pyproject.toml` →
 `~/.blitz/config.toml` → the defaults below. (A magic's own options, e.g. `--model`, sit above
 all of these; the front end applies them per run.)
@@ -21,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, time
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import (
@@ -32,6 +33,7 @@ from pydantic_core import ErrorDetails
 
 from ..core.usage import Price
 from ..errors import ConfigError
+from .policy import AdminPolicy, load_policy
 from .settings import BlitzConfig, TelemetryExporter
 from .trust import TrustState, trust_state, without_held_back
 
@@ -317,15 +319,20 @@ def load_config(
     environ: Mapping[str, str] | None = None,
     home: Path | None = None,
     agent_pins: Mapping[str, str] | None = None,
+    policy: AdminPolicy | None | Literal["read"] = "read",
 ) -> BlitzConfig:
     """The workspace's configuration, all layers merged (module docstring for the order).
     `agent_pins` (the workspace's agent files' model pins) are part of what trust covers;
     what trust holds back or refuses never reaches the merged layers (config/trust.py).
+    `policy` is the admin policy already read (the workspace reads it once, when it opens);
+    by default it is read now, and a broken policy file fails the load.
 
     Raises ConfigError naming the key and the file, variable or `%blitz_config` that set it.
     Values overridden by a higher layer are not checked: the higher layer is the fix.
     """
     environ = os.environ if environ is None else environ
+    if isinstance(policy, str):
+        policy = load_policy(environ)
     trust = workspace_trust(workspace, environ, home, agent_pins)
     layers = []
     for path in reversed(config_source_paths(workspace, home)):
@@ -335,6 +342,8 @@ def load_config(
         layers.append(layer)
     layers += _environment_layers(environ)
     layers += _override_layers(overrides or {})
+    if policy is not None:
+        layers.append(_Layer(policy.locked, policy.source))
     merged, sources = _merge(layers)
     try:
         return BlitzConfig.model_validate(merged)
@@ -380,10 +389,13 @@ def _user_values(home: Path | None) -> Mapping[str, Any]:
         return {}
 
 
-def check_policy_names(config: BlitzConfig, tools: list[str], overrides: Mapping[str, Any]) -> None:
+def check_policy_names(
+    config: BlitzConfig, tools: list[str], overrides: Mapping[str, Any], policy: AdminPolicy | None = None
+) -> None:
     """A misspelled tool in `approval.tools` would silently drop a `deny`. Names
     must be known tools or `*` patterns (MCP tools are known only once their server answers,
-    so `mcp__…` names pass); an unknown one is an error suggesting the closest."""
+    so `mcp__…` names pass); an unknown one is an error suggesting the closest, naming the
+    admin policy when the policy set it."""
     for name in config.approval.tools:
         if name in tools or name.startswith("mcp__") or "*" in name or "?" in name:
             continue
@@ -395,6 +407,8 @@ def check_policy_names(config: BlitzConfig, tools: list[str], overrides: Mapping
             if any(k.startswith(key) or k == "approval.tools" or k == "approval" for k in overrides)
             else "configuration"
         )
+        if policy is not None and policy.holds(key):
+            source = policy.source
         raise ConfigError(key, source, f"unknown tool {name!r}{hint}")
 
 
@@ -404,12 +418,13 @@ def config_source_paths(workspace: Path, home: Path | None = None) -> list[Path]
     return [path for path in found if path is not None]
 
 
-def config_sources(workspace: Path, home: Path | None = None) -> list[str]:
+def config_sources(workspace: Path, home: Path | None = None, policy: AdminPolicy | None = None) -> list[str]:
     """The configuration files found, highest precedence first, for `%blitz_config`."""
-    return [
+    files = [
         f"{path} [tool.blitz]" if path.name == "pyproject.toml" else str(path)
         for path in config_source_paths(workspace, home)
     ]
+    return ([policy.source] if policy is not None else []) + files
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:
@@ -440,15 +455,21 @@ def _parse_value(raw: str) -> Any:
     return value
 
 
-def describe_config(config: BlitzConfig, held_back: Mapping[str, Any] | None = None) -> str:
+def describe_config(
+    config: BlitzConfig, held_back: Mapping[str, Any] | None = None, policy: AdminPolicy | None = None
+) -> str:
     """One `dotted.key = value` line per setting, in the model's order; the keys are valid
     `%blitz_config` input. No secrets: the config holds only the *name* of the key variable,
-    and credentials in `api_base` are masked. Settings the workspace file asks for but that
-    are held back until `%blitz_trust` follow, marked."""
+    and credentials in `api_base` are masked. Keys the admin policy holds are marked; settings
+    the workspace file asks for but that are held back until `%blitz_trust` follow, marked."""
     values = flatten(config.model_dump())
     if config.api_base is not None:
         values["api_base"] = redact_url(config.api_base)
-    lines = [f"{key} = {_render(value)}" for key, value in values.items()]
+    locked = set(policy.locked_keys) if policy is not None else set()
+    lines = [
+        f"{key} = {_render(value)}" + ("   # locked by the admin policy" if key in locked else "")
+        for key, value in values.items()
+    ]
     for key, value in flatten_held(held_back or {}).items():
         shown = redact_url(value) if key == "api_base" and isinstance(value, str) else value
         lines.append(f"{key} = {_render(shown)}   # held back: this workspace is not trusted (%blitz_trust)")

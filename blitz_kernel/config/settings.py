@@ -207,6 +207,19 @@ class PrivacyConfig(_Section):
     describe or reprs)."""
 
 
+class CompletionConfig(_Section):
+    """Inline completion in JupyterLab's code cells (docs/completion.md). Off until a model is
+    named: nothing is sent anywhere before the user chooses one. A workspace's own file cannot
+    set any of it without trust (it would choose where the user's code goes)."""
+
+    model: str | None = Field(default=None, min_length=1)
+    """A fast litellm model name (`openai/gpt-4.1-nano`, `ollama/qwen2.5-coder`); unset: off."""
+    max_tokens: int = Field(default=64, ge=1, le=1024)
+    """The longest suggestion, in tokens."""
+    debounce_ms: int = Field(default=250, ge=0, le=5000)
+    """How long typing must pause before a suggestion is asked for."""
+
+
 class StoreConfig(_Section):
     """Where sessions are kept (docs/store.md). Read when the workspace opens; a workspace's
     own file cannot set it without trust."""
@@ -321,6 +334,7 @@ class BlitzConfig(_Section):
     checkpoints: CheckpointsConfig = CheckpointsConfig()
     """Per-turn checkpoints for undo."""
     store: StoreConfig = StoreConfig()
+    completion: CompletionConfig = CompletionConfig()
     """Where sessions are kept (`store.url`, `store.path`)."""
     language: str | None = Field(default=None, min_length=1, max_length=40)
     """Reply language, added to the root agent's instructions."""

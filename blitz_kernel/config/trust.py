@@ -30,7 +30,7 @@ from ..errors import ConfigError
 from .settings import LimitsConfig
 
 TRUST_ENV = "BLITZ_TRUST_WORKSPACE"
-HELD_TABLES = ("hooks", "mcp", "store")
+HELD_TABLES = ("hooks", "mcp", "store", "completion")
 HELD_KEYS = ("api_base", "api_key_env")
 AGENT_PIN_PREFIX = "agents."
 """Held-back agent model pins are named `agents.<name>.model` (they are not config keys: the

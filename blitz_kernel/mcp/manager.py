@@ -360,9 +360,17 @@ class ServerConnection:
 class McpManager:
     """The kernel's MCP servers: configured, started on demand, kept, restarted, closed."""
 
-    def __init__(self, workspace: Path, *, trusted: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        trusted: Callable[[], bool],
+        admin_refusal: Callable[[str, McpServerConfig], str | None] | None = None,
+    ) -> None:
         self.workspace = workspace
         self._trusted = trusted
+        self._admin_refusal = admin_refusal
+        """The admin policy's allowlist of server commands and URLs (config/policy.py)."""
         self.connections: dict[str, ServerConnection] = {}
         self._retiring: set[asyncio.Task[None]] = set()
         _MANAGERS.add(self)
@@ -386,8 +394,12 @@ class McpManager:
         return [name for name, c in self.connections.items() if c.entry.config.enabled]
 
     def refusal(self, name: str) -> str | None:
-        """Why `name` may not start: a workspace-defined server in an untrusted workspace."""
+        """Why `name` may not start: not on the admin policy's allowlist, or a workspace-defined
+        server in an untrusted workspace."""
         entry = self.connections[name].entry
+        refused = self._admin_refusal(name, entry.config) if self._admin_refusal is not None else None
+        if refused is not None:
+            return refused
         if entry.origin == "workspace" and not self._trusted():
             return untrusted_text(name, entry.source)
         return None

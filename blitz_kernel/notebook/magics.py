@@ -358,9 +358,13 @@ class BlitzMagics(Magics):
                 shown = redact_url(value) if key == "api_base" and isinstance(value, str) else value
                 print(f"set {key} = {shown!r}")
             return
-        sources = config_sources(workspace.root) or ["(defaults only)"]
+        policy = workspace.configuration.policy
+        sources = config_sources(workspace.root, policy=policy) or ["(defaults only)"]
         print("sources: " + ", ".join(sources))
-        print(describe_config(workspace.config, workspace.trust.held if workspace.trust.holding_back else None))
+        if policy is not None and policy.describe():
+            print(f"{policy.source}: {policy.describe()}")
+        held = workspace.trust.held if workspace.trust.holding_back else None
+        print(describe_config(workspace.config, held, policy))
 
     @magic_arguments()
     @argument("agent", nargs="?", help="agent name (built-in `blitz`, or .blitz/agents/NAME.md)")

@@ -1,13 +1,16 @@
 /**
  * blitz_kernel's JupyterLab / Notebook 7 extension: the notebook bridge the agent's
- * notebook_read and notebook_edit tools use, Markdown highlighting for `%%blitz` cells, and
- * "Ask Blitz to fix" on cells that raised.
+ * notebook_read and notebook_edit tools use, Markdown highlighting for `%%blitz` cells,
+ * "Ask Blitz to fix" on cells that raised, and "Blitz" inline completion in code cells.
  */
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ICompletionProviderManager } from '@jupyterlab/completer';
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 
 import { PanelBridge } from './bridge';
+import { BlitzInlineProvider } from './completion';
+import { notebookSurroundings, ServerCompletionClient } from './completionserver';
 import { FixAction } from './fixaction';
 import { PromptCellLook } from './look';
 
@@ -41,4 +44,19 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+/** Registered before the app is restored, so JupyterLab's inline completer lists it. */
+const completion: JupyterFrontEndPlugin<void> = {
+  id: 'blitz-kernel:completion',
+  description: 'Blitz inline completion: ghost text from the workspace\'s completion.model.',
+  autoStart: true,
+  optional: [ICompletionProviderManager],
+  activate: (app: JupyterFrontEnd, manager: ICompletionProviderManager | null) => {
+    if (manager === null) {
+      return; // a front end without JupyterLab's completer: nothing to register with
+    }
+    const client = new ServerCompletionClient(app.serviceManager.serverSettings);
+    manager.registerInlineProvider(new BlitzInlineProvider(client, notebookSurroundings));
+  }
+};
+
+export default [plugin, completion];

@@ -37,7 +37,7 @@ LAYERS: list[set[str]] = [
     {"engine.undo"},
     {"engine.turn"},
     {"engine.workspace"},
-    {"notebook", "cli"},
+    {"notebook", "cli", "server"},
     {"blitz_kernel", "__main__"},
 ]
 """Lowest first. `engine.events`, `engine.tracing` and `engine.steering` are the engine's base

@@ -61,10 +61,15 @@ def resolve_policy(
     configured: dict[str, ToolPolicy],
     turn_override: Policy | None,
     always_allowed: set[str],
+    locked: dict[str, ToolPolicy] | None = None,
 ) -> tuple[ToolPolicy, DecidedBy]:
-    """The policy for one call and who set it. A configured `deny` is absolute; then the
-    turn's `--approve` (mutating tools only); then "always allow" answers of this session;
-    then the configured policy; then the default: read-only allow, mutating ask."""
+    """The policy for one call and who set it. The admin policy's (`locked`) is absolute, so
+    neither `--approve` nor an "always allow" answer loosens it; then a configured `deny`;
+    then the turn's `--approve` (mutating tools only); then "always allow" answers of this
+    session; then the configured policy; then the default: read-only allow, mutating ask."""
+    locked_value = configured_policy(tool_name, locked or {})
+    if locked_value is not None:
+        return locked_value, "policy"
     configured_value = configured_policy(tool_name, configured)
     if configured_value == "deny":
         return "deny", "policy"

@@ -21,7 +21,7 @@ from ...errors import WatchdogError
 from ...models.base import supports_vision
 from ...tools.registry import ToolContext, ToolError, ToolKind, ToolOutput
 from ..events import Event, PendingCall, PermissionDecision, ToolCallEvent, ToolResultEvent, shown_images
-from ..safety.approval import resolve_policy
+from ..safety.approval import configured_policy, resolve_policy
 from ..safety.audit import ARGUMENT_CHARS, AuditRecord
 from ..safety.risk import risky_reasons
 from ..steering import TurnControl
@@ -141,6 +141,8 @@ class ToolBatch:
         """Refusals the model should read or the call with its policy."""
         setup = self.setup
         tool = setup.runtime.tools.get(call.name)
+        if tool is None and configured_policy(call.name, setup.runtime.locked) == "deny":
+            return _refused(call, f"{call.name} is disabled by the admin policy ({setup.runtime.locked_by})", "denied")
         if tool is None:
             return _refused(call, f"unknown tool {call.name!r}; available: {', '.join(setup.runtime.tools)}")
         if setup.runtime.allowed_tools is not None and call.name not in setup.runtime.allowed_tools:
@@ -159,9 +161,12 @@ class ToolBatch:
             setup.runtime.policies,
             setup.runtime.approve_override,
             setup.session.always_allowed,
+            setup.runtime.locked,
         )
         if policy == "deny":
-            return _refused(call, f"{call.name} is denied by the approval policy", "denied")
+            by_admin = configured_policy(call.name, setup.runtime.locked) == "deny"
+            whose = f"the admin policy ({setup.runtime.locked_by})" if by_admin else "the approval policy"
+            return _refused(call, f"{call.name} is denied by {whose}", "denied")
         if policy == "ask-if-risky":
             reasons = risky_reasons(str(getattr(args, "code", "")))
             if not reasons:

@@ -144,6 +144,10 @@ class ToolRuntime:
     """When set, every other tool is refused (`--tools`)."""
     approve_override: Policy | None = None
     """`--approve` for this turn."""
+    locked: dict[str, ToolPolicy] = field(default_factory=dict)
+    """The admin policy's per-tool policies (`deny` for a disabled tool): nothing loosens them."""
+    locked_by: str | None = None
+    """The admin policy file, named when a call is refused for it."""
     hooks: HookRunner | None = None
     """prompt_submit / pre_tool / post_tool hooks."""
     max_parallel: int = 8

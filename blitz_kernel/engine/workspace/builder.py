@@ -6,6 +6,7 @@ resolved here, once; the loop only reads the result.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...core.usage import PriceBook
 from ...mcp.manager import McpManager, server_entries
@@ -97,8 +98,12 @@ class TurnBuilder:
             override=options.model or options.inherited_model,
             output=output,
         )
+        policy = self.configuration.policy
+        tools = {**agent_tools(self.configuration.tools, definition, root=depth == 0), **mcp.tools}
+        if policy is not None:  # a disabled tool is never offered (a call to it is refused, named)
+            tools = {name: tool for name, tool in tools.items() if not policy.tool_disabled(name)}
         runtime = ToolRuntime(
-            tools={**agent_tools(self.configuration.tools, definition, root=depth == 0), **mcp.tools, **answer_tools},
+            tools={**tools, **answer_tools},
             context=ToolContext(
                 workspace=self.configuration.root,
                 kernel=front_end.kernel or self.kernel,
@@ -118,6 +123,8 @@ class TurnBuilder:
             policies=dict(config.approval.tools),
             allowed_tools=_with(check_tool_names(self.configuration.tools, options.tools), [*answer_tools]),
             approve_override=options.approve,
+            locked=policy.tool_policies() if policy is not None else {},
+            locked_by=policy.path if policy is not None else None,
             hooks=self.configuration.hooks,
             max_parallel=config.tools.max_parallel,
             keep_turns=config.checkpoints.keep_turns,
@@ -143,12 +150,23 @@ class TurnBuilder:
         )
 
     def limits(self, options: RunOptions) -> TurnLimits:
-        """The run's limits: its own options, else the configuration's."""
+        """The run's limits: its own options, else the configuration's. Where the admin policy
+        locks a limit, an option may only tighten it."""
         defaults = self.configuration.config.limits
+        policy = self.configuration.policy
+
+        def pick(name: str, option: float | None) -> Any:
+            configured = getattr(defaults, name)
+            if option is None:
+                return configured
+            if policy is not None and policy.holds(f"limits.{name}") and configured is not None:
+                return min(option, configured)
+            return option
+
         return TurnLimits(
-            max_turns=options.max_turns if options.max_turns is not None else defaults.max_turns,
-            max_cost_usd=options.max_cost_usd if options.max_cost_usd is not None else defaults.max_cost_usd,
-            timeout_s=options.timeout_s if options.timeout_s is not None else defaults.timeout_s,
+            max_turns=pick("max_turns", options.max_turns),
+            max_cost_usd=pick("max_cost_usd", options.max_cost_usd),
+            timeout_s=pick("timeout_s", options.timeout_s),
             max_cost_usd_session=defaults.max_cost_usd_session,
             repeat_warn=defaults.repeat_warn,
             repeat_stop=defaults.repeat_stop,

@@ -86,7 +86,13 @@ def compose(root: Path, model: Model | None, **options: Unpack[Options]) -> Serv
     sessions = SessionBook.for_workspace(root, url=store, home=options.get("home")) if durable else SessionBook()
     contexts, waiting = ContextWindows(), PendingApprovals()
     # a workspace's own servers reach the config only once it is trusted
-    mcp = McpManager(root, trusted=lambda: configuration.trust.trusted)
+    # and the admin policy's allowlist refuses the servers it does not name, with the reason
+    policy = configuration.policy
+    mcp = McpManager(
+        root,
+        trusted=lambda: configuration.trust.trusted,
+        admin_refusal=policy.mcp_refusal if policy is not None else None,
+    )
     builder = TurnBuilder(configuration, resolver, sessions, contexts, notices, mcp, waiting, kernel)
     subagents = Subagents(builder.build, resolver.summaries)
     builder.subagents = subagents  # the sub-agents' turns are built by the same builder

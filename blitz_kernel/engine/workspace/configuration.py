@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...config.loading import OVERRIDE_SOURCE, check_policy_names, load_config, workspace_trust
+from ...config.policy import AdminPolicy, load_policy
 from ...config.settings import BlitzConfig
 from ...config.trust import TrustState, TrustStore
 from ...core.redact import Redactor
@@ -47,6 +48,10 @@ class Configuration:
         self.tools = tools
         self.environ = environ
         self.home = home
+        # read once, first: a broken policy fails the open (no turn runs), and a variable the
+        # user unsets later in the kernel does not lift it
+        self.policy: AdminPolicy | None = load_policy(os.environ if environ is None else environ)
+        self._refuse_locked(overrides)
         self._overrides: dict[str, Any] = dict(overrides)
         self.agents = AgentRegistry.load(root)
         self.trust = self.trust_state()
@@ -63,14 +68,25 @@ class Configuration:
 
     def _load(self, overrides: Mapping[str, Any]) -> BlitzConfig:
         config = load_config(
-            self.root, overrides=overrides, environ=self.environ, home=self.home, agent_pins=self.agents.pins()
+            self.root,
+            overrides=overrides,
+            environ=self.environ,
+            home=self.home,
+            agent_pins=self.agents.pins(),
+            policy=self.policy,
         )
-        check_policy_names(config, self.tools.names(), overrides)
+        check_policy_names(config, self.tools.names(), overrides, self.policy)
         return config
 
     def build(self, name: str | None, config: BlitzConfig | None = None) -> Model:
-        """The model `name` as the configuration says to reach it."""
+        """The model `name` as the configuration says to reach it; a model (or fallback) the
+        admin policy does not allow is a placeholder that says so."""
         config = config or self.config
+        if self.policy is not None:
+            for candidate in [name, *config.fallback_models] if name else []:
+                refused = self.policy.model_refusal(candidate)
+                if refused is not None:
+                    return PlaceholderModel(refused, name=candidate)
         return build_model(
             name,
             workspace=self.root,
@@ -87,7 +103,9 @@ class Configuration:
     def configure(self, **dotted: Any) -> BlitzConfig:
         """Set configuration keys (`%blitz_config`). A value that fails to validate raises
         ConfigError and changes nothing; so does a model that cannot be built (a scripted file
-        that is not there, an unset `api_key_env` variable)."""
+        that is not there, an unset `api_key_env` variable), and so does a key the admin
+        policy locks."""
+        self._refuse_locked(dotted)
         candidate = {**self._overrides, **dotted}
         config = self._load(candidate)
         if config.store != self.config.store:  # the book and its locks were opened with the workspace
@@ -119,6 +137,12 @@ class Configuration:
         if rebuild:
             self._explicit_model, self.model = None, model
         return config
+
+    def _refuse_locked(self, dotted: Mapping[str, Any]) -> None:
+        if self.policy is not None:
+            for key in dotted:
+                if self.policy.holds(key) is not None:
+                    raise self.policy.locked_error(key)
 
     def _check_fallbacks(self, config: BlitzConfig) -> None:
         alone = config.model_copy(update={"fallback_models": []})  # each one, not a chain

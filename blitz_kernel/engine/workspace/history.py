@@ -35,6 +35,9 @@ class SessionService:
 
     def add_budget(self, session: str, usd: float) -> float:
         """Add `usd` to the session's budget (lifting a trip); returns what is left."""
+        policy = self.configuration.policy
+        if policy is not None and policy.holds("limits.max_cost_usd_session"):  # the administrator's cap
+            raise policy.locked_error("limits.max_cost_usd_session")
         limit = self.configuration.config.limits.max_cost_usd_session
         return add_session_budget(self.sessions.get(session), usd, limit)
 

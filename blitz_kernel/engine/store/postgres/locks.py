@@ -1,10 +1,12 @@
 """One kernel per session across hosts: a PostgreSQL advisory lock per session (docs/store.md).
 
 `pg_advisory_lock` is held by a server connection, not by a file: the locks are taken on the
-kernel's own store connection (so a lost connection fails the store and frees the locks
-together: the kernel never goes on writing a session it no longer holds), and the server
-releases every lock of a connection that goes away — a kernel killed on any host, its pod rescheduled, its network gone —
-so a crash never leaves a session locked. The key is a hash of (owner, workspace, session
+kernel's own store connection, and the server releases every lock of a connection that goes
+away — a kernel killed on any host, its pod rescheduled, its network gone — so a crash never
+leaves a session locked. When the store connects again after a lost connection
+(connection.py), each lock is taken again on the new connection before anything is written; a
+session another kernel opened in between is left to it, and this kernel's writes to it are
+refused with the busy message naming that kernel (never two writers on one session). The key is a hash of (owner, workspace, session
 name). Who holds a session (host, pid, notebook, since) is written to the `holders` table when
 the lock is taken, so a refused kernel can say where the session is open, with the same
 SessionBusyError message as the file locks give.
@@ -22,6 +24,7 @@ from pydantic import ValidationError
 
 from ....errors import SessionBusyError
 from ..locks import ACQUIRE_TRIES, RETRY_PAUSE_S, Holder, busy_message, check_session_name
+from ..protocol import StoreError
 from .edge import translate
 from .store import PostgresStore
 
@@ -39,14 +42,35 @@ class PostgresLocks:
         self.location = store.location
         self.owner = store.owner
         self.workspace = store.workspace
-        self._db = store.connection
+        self._store = store
         self._guard = store.guard
         self._held: set[str] = set()
+        store.link.on_reconnect.append(self._take_again)
 
     def _one(self, sql: LiteralString, parameters: tuple[object, ...]) -> tuple[Any, ...] | None:
-        """One statement on the shared connection, under the store's thread lock."""
+        """One statement on the shared connection, under the store's thread lock (on a new
+        connection, with the locks taken again, when the old one was lost)."""
         with self._guard:
-            return self._db.execute(sql, parameters).fetchone()
+            return self._store.link.run(lambda: self._store.connection.execute(sql, parameters).fetchone())
+
+    def _take_again(self, db: psycopg.Connection) -> None:
+        """On a new connection: each held session's lock again, or the session is given up."""
+        for name in sorted(self._held):
+            key = self._key(name)
+            row = db.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            if row is not None and row[0]:
+                db.execute(
+                    "UPDATE holders SET record = %s WHERE lock_key = %s",
+                    (Holder.current().model_dump_json(), key),
+                )
+                continue
+            self._held.discard(name)
+            holder = db.execute("SELECT record FROM holders WHERE lock_key = %s", (key,)).fetchone()
+            record = _holder(holder[0] if holder else None)
+            self._store.taken[name] = (
+                f"the connection to the store was lost, and meanwhile {busy_message(name, record)}; "
+                "this kernel no longer saves that session"
+            )
 
     def _key(self, name: str) -> int:
         return lock_key(self.owner, self.workspace, check_session_name(name))
@@ -71,21 +95,25 @@ class PostgresLocks:
         try:
             if not self._try(key, ACQUIRE_TRIES):
                 raise SessionBusyError(busy_message(name, self._read_holder(key)))
+            self._held.add(name)  # from here a new connection takes it again
             self._one(
                 "INSERT INTO holders (lock_key, owner, workspace, name, record) VALUES (%s, %s, %s, %s, %s) "
                 "ON CONFLICT (lock_key) DO UPDATE SET record = excluded.record RETURNING lock_key",
                 (key, self.owner, self.workspace, name, Holder.current().model_dump_json()),
             )
         except psycopg.Error as exc:
+            self._held.discard(name)
             raise translate(exc, self.location, "lock a session in") from exc
-        self._held.add(name)
+        except StoreError:
+            self._held.discard(name)
+            raise
 
     def release(self, name: str) -> None:
         if name not in self._held:
             return
         self._held.discard(name)
         key = self._key(name)
-        with contextlib.suppress(psycopg.Error):
+        with contextlib.suppress(psycopg.Error, StoreError):
             self._one("UPDATE holders SET record = NULL WHERE lock_key = %s RETURNING lock_key", (key,))
             self._one("SELECT pg_advisory_unlock(%s)", (key,))
 
@@ -103,7 +131,7 @@ class PostgresLocks:
                 self._one("SELECT pg_advisory_unlock(%s)", (key,))
                 return None
             return self._read_holder(key) or Holder(pid=0, since=0)
-        except psycopg.Error:
+        except (psycopg.Error, StoreError):
             return None
 
     def check_free(self, name: str) -> None:
@@ -113,9 +141,13 @@ class PostgresLocks:
 
     def _read_holder(self, key: int) -> Holder | None:
         row = self._one("SELECT record FROM holders WHERE lock_key = %s", (key,))
-        if row is None or row[0] is None:
-            return None
-        try:
-            return Holder.model_validate_json(row[0])
-        except ValidationError:
-            return None
+        return _holder(row[0] if row else None)
+
+
+def _holder(record: str | None) -> Holder | None:
+    if record is None:
+        return None
+    try:
+        return Holder.model_validate_json(record)
+    except ValidationError:
+        return None

@@ -9,9 +9,11 @@ limited to both: a user sees only their own sessions of this workspace. Checkpoi
 (old file bodies) stays on the workspace's local disk; only the records are here.
 
 One connection per store, autocommit, each write one explicit transaction; a thread lock
-serialises its use. The session locks are held on the same connection (locks.py), so when it
-is lost the store fails and the locks go with it: a kernel never writes to a session it no
-longer holds. psycopg's errors become the store's typed errors at the edge (edge.py).
+serialises its use. A lost connection is re-established and the unit retried (connection.py).
+The session locks are held on the same connection (locks.py) and are taken again on the new
+one; a session another kernel took meanwhile is not written again (StoreBusyError naming the
+holder): a kernel never writes to a session it no longer holds. psycopg's errors become the
+store's typed errors at the edge (edge.py).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import psycopg
 
@@ -29,32 +31,15 @@ from ....core.store_url import shown_url
 from ....core.todos import TodoItem
 from ....core.usage import UsageLedger, UsageTotals
 from ...safety.audit import AuditRecord
-from ..protocol import SEARCH_LIMIT, StoreError
+from ..protocol import SEARCH_LIMIT, StoreBusyError, StoreError
 from ..records import SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail
 from ..sqlite import reads
 from . import rows as writes
+from .connection import Link, retried
 from .edge import edge, translate
 from .schema import migrate
 
-CONNECT_TIMEOUT_S = 10
-STATEMENT_TIMEOUT_MS = 30_000
-"""A statement that runs longer (a server in trouble) fails as StoreBusyError."""
 _EMPTY_USAGE = UsageLedger().model_dump_json()
-
-
-def connect(url: str, location: str) -> psycopg.Connection:
-    """An autocommit connection with the statement timeout, or StoreError saying why not."""
-    try:
-        connection = psycopg.connect(
-            url,
-            autocommit=True,
-            connect_timeout=CONNECT_TIMEOUT_S,
-            options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
-            application_name="blitz_kernel",
-        )
-    except psycopg.Error as exc:
-        raise translate(exc, location, "reach") from None
-    return connection
 
 
 class PostgresStore:
@@ -64,22 +49,29 @@ class PostgresStore:
         self.location = shown_url(url)
         self.owner = owner
         self.workspace = workspace
-        self._db = connect(url, self.location)
+        self.link = Link(url, self.location)
         try:
-            migrate(self._db, self.location)
+            migrate(self.link.db, self.location)
         except StoreError:
-            self._db.close()
+            self.link.db.close()
             raise
         except psycopg.Error as exc:
-            self._db.close()
+            self.link.db.close()
             raise translate(exc, self.location, "set up") from exc
-        self._lock = threading.RLock()
+        self._lock = self.link.guard
         self._live: dict[int, reads.Live] = {}
+        self._names: dict[int, str] = {}
+        self.taken: dict[str, str] = {}
+        """Sessions whose lock another kernel took while the connection was lost: why not saved."""
+
+    @property
+    def _db(self) -> psycopg.Connection:
+        return self.link.db
 
     @property
     def connection(self) -> psycopg.Connection:
-        """The kernel's connection, shared with its session locks (locks.py)."""
-        return self._db
+        """The kernel's connection now, shared with its session locks (locks.py)."""
+        return self.link.db
 
     @property
     def guard(self) -> threading.RLock:
@@ -90,11 +82,15 @@ class PostgresStore:
         with self._lock, contextlib.suppress(psycopg.Error):
             self._db.close()
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[psycopg.Connection]:
+    def check_held(self, session_id: int) -> None:
+        """Refuse to write a session whose lock went to another kernel (connection.py)."""
+        taken = self.taken.get(self._names.get(session_id, ""))
+        if taken is not None:
+            raise StoreBusyError(taken)
+
+    def _write(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
         """One transaction: all of it is committed, or none of it."""
-        with self._lock, self._db.transaction():
-            yield self._db
+        return self.link.transaction()
 
     def _id(self, name: str, kind: str = "session") -> int | None:
         row = self._db.execute(
@@ -106,6 +102,7 @@ class PostgresStore:
     # -- sessions ---------------------------------------------------------------------------
 
     @edge("open a session in")
+    @retried()
     def open_session(self, name: str, holder: str | None = None) -> StoredSession:
         now = time.time()
         with self._write() as db:
@@ -121,7 +118,7 @@ class PostgresStore:
                     "VALUES (%s, %s, %s, 'session', %s, %s, %s)",
                     (self.owner, self.workspace, name, now, now, holder),
                 )
-                self._live[fresh] = reads.Live(next_message=0, usage_json=_EMPTY_USAGE)
+                self._live[fresh], self._names[fresh] = reads.Live(next_message=0, usage_json=_EMPTY_USAGE), name
                 return reads.empty_session(fresh, name)
             session_id, open_turn, turns = int(row[0]), row[1], int(row[2])
             if open_turn is not None:
@@ -130,11 +127,13 @@ class PostgresStore:
         with self._lock:
             sql = writes.Sql(self._db)
             loaded, self._live[session_id] = reads.load_session(sql, self.location, session_id, name)
+            self._names[session_id] = name
             if open_turn is not None:
                 loaded.interrupted = reads.outcome(sql, session_id, open_turn)
         return loaded
 
     @edge("read")
+    @retried()
     def sessions(self) -> list[SessionInfo]:
         with self._lock:
             rows = self._db.execute(
@@ -155,11 +154,13 @@ class PostgresStore:
         ]
 
     @edge("read")
+    @retried()
     def exists(self, name: str, kind: str = "session") -> bool:
         with self._lock:
             return self._id(name, kind) is not None
 
     @edge("write to")
+    @retried()
     def delete(self, name: str, kind: str = "session") -> bool:
         """Remove the session and all its rows (the foreign keys cascade)."""
         with self._write() as db:
@@ -171,6 +172,7 @@ class PostgresStore:
         return True
 
     @edge("write to")
+    @retried(session=True)
     def release(self, session_id: int) -> None:
         with self._write() as db:
             db.execute("UPDATE sessions SET holder = NULL WHERE id = %s", (session_id,))
@@ -179,6 +181,7 @@ class PostgresStore:
     # -- appends ----------------------------------------------------------------------------
 
     @edge("write to")
+    @retried(session=True)
     def append(
         self,
         session_id: int,
@@ -218,6 +221,7 @@ class PostgresStore:
         return event_id
 
     @edge("write to")
+    @retried(session=True)
     def append_summary(self, session_id: int, summary: SummaryMessage, covered: int, turn: int) -> int:
         live = self._live[session_id]
         now = time.time()
@@ -250,6 +254,7 @@ class PostgresStore:
         return event_id
 
     @edge("write to")
+    @retried(session=True)
     def end_turn(
         self,
         session_id: int,
@@ -286,17 +291,20 @@ class PostgresStore:
             writes.save_usage(db, session_id, ledger, live)
 
     @edge("write to")
+    @retried(session=True)
     def save_usage(self, session_id: int, ledger: UsageLedger) -> None:
         live = self._live[session_id]
         with self._write() as db:
             writes.save_usage(db, session_id, ledger, live)
 
     @edge("write to")
+    @retried(session=True)
     def append_audit(self, session_id: int, records: Sequence[AuditRecord]) -> None:
         with self._write() as db:
             writes.insert_audit(db, session_id, records)
 
     @edge("write to")
+    @retried(session=True)
     def append_checkpoint(self, session_id: int, turn: int, kind: str, record: str) -> None:
         with self._write() as db:
             db.execute(
@@ -305,6 +313,7 @@ class PostgresStore:
             )
 
     @edge("write to")
+    @retried(session=True)
     def append_rewind(self, session_id: int, covered: int, turn: int) -> int:
         live = self._live[session_id]
         rows, removed = cut_tail(live.rows, covered)
@@ -329,6 +338,7 @@ class PostgresStore:
         return event_id
 
     @edge("write to")
+    @retried(session=True)
     def save_budget(self, session_id: int, added_usd: float, tripped: bool) -> None:
         with self._write() as db:
             db.execute(
@@ -337,11 +347,13 @@ class PostgresStore:
             )
 
     @edge("write to")
+    @retried(session=True)
     def save_span(self, session_id: int, link: SpanLink) -> None:
         with self._write() as db:
             writes.insert_span(db, session_id, link)
 
     @edge("read")
+    @retried()
     def outcomes(self, name: str) -> list[TurnOutcome]:
         with self._lock:
             session_id = self._id(name)
@@ -354,6 +366,7 @@ class PostgresStore:
     # -- snapshots and search -----------------------------------------------------------------
 
     @edge("read")
+    @retried()
     def snapshot_names(self) -> list[str]:
         with self._lock:
             rows = self._db.execute(
@@ -363,6 +376,7 @@ class PostgresStore:
         return [name for (name,) in rows]
 
     @edge("write to")
+    @retried()
     def copy(self, source: str, source_kind: str, target: str, target_kind: str) -> None:
         with self._write() as db:
             source_id = self._id(source, source_kind)
@@ -371,6 +385,7 @@ class PostgresStore:
             writes.copy_rows(db, source_id, target, target_kind)
 
     @edge("search")
+    @retried()
     def search(self, text: str, session: str | None = None, limit: int = SEARCH_LIMIT) -> list[StoredHit]:
         with self._lock:
             return writes.search(self._db, self.owner, self.workspace, text, session, limit)

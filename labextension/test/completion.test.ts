@@ -1,0 +1,153 @@
+/**
+ * "Blitz" inline completion's provider (completion.ts): the debounce, superseded and aborted
+ * requests, the stream mapped onto JupyterLab's ghost-text items, and the NDJSON reader. The
+ * server side is tested in tests/wire/test_completion_server.py, the ghost text in a real
+ * JupyterLab in tests/browser/test_completion.py.
+ */
+
+import { describe, expect, it } from 'vitest';
+
+import {
+  BlitzInlineProvider,
+  type CompletionChunk,
+  type CompletionClient,
+  type CompletionRequestBody,
+  type CompletionSettings,
+  ndjson,
+  neighbours
+} from '../src/completion';
+
+class FakeClient implements CompletionClient {
+  sent: CompletionRequestBody[] = [];
+  aborted: boolean[] = [];
+  constructor(
+    private readonly answer: CompletionChunk[],
+    private readonly enabled = true,
+    private readonly debounce = 20
+  ) {}
+  async settings(): Promise<CompletionSettings> {
+    return { enabled: this.enabled, debounce_ms: this.debounce, max_tokens: 32 };
+  }
+  async *stream(body: CompletionRequestBody, signal: AbortSignal): AsyncGenerator<CompletionChunk> {
+    this.sent.push(body);
+    const index = this.aborted.push(false) - 1;
+    signal.addEventListener('abort', () => (this.aborted[index] = true));
+    for (const chunk of this.answer) {
+      if (signal.aborted) {
+        const error = new Error('aborted');
+        error.name = 'AbortError';
+        throw error;
+      }
+      yield chunk;
+    }
+  }
+}
+
+const where = { path: 'work/nb.ipynb', language: 'python', before: ['import pandas as pd'], after: [] };
+const context = { widget: {} as never, triggerKind: 1 };
+const request = (text: string, offset = text.length) => ({ text, offset, mimeType: 'text/x-python' });
+
+async function drain(provider: BlitzInlineProvider, token: string | undefined) {
+  const seen = [];
+  for await (const reply of provider.stream(token ?? '')) {
+    seen.push(reply.response);
+  }
+  return seen;
+}
+
+describe('BlitzInlineProvider', () => {
+  it('sends the code around the cursor with the neighbours and streams the text that grows', async () => {
+    const client = new FakeClient([
+      { kind: 'text', text: 'head(' },
+      { kind: 'text', text: 'head()' },
+      { kind: 'done', text: 'head()' }
+    ]);
+    const provider = new BlitzInlineProvider(client, () => where);
+    const list = await provider.fetch(request('df.\nprint(1)', 3), context);
+    expect(list.items).toHaveLength(1);
+    expect(list.items[0].isIncomplete).toBe(true);
+    expect(client.sent[0]).toEqual({
+      path: 'work/nb.ipynb',
+      prefix: 'df.',
+      suffix: '\nprint(1)',
+      language: 'python',
+      before: ['import pandas as pd'],
+      after: []
+    });
+    const replies = await drain(provider, list.items[0].token);
+    expect(replies.map(r => r.insertText)).toEqual(['head(', 'head()', 'head()']);
+    expect(replies.at(-1)?.isIncomplete).toBe(false);
+  });
+
+  it('drops a request superseded while it waited: only the last keystroke reaches the server', async () => {
+    const client = new FakeClient([{ kind: 'done', text: 'x' }]);
+    const provider = new BlitzInlineProvider(client, () => where);
+    const first = provider.fetch(request('d'), context);
+    const second = provider.fetch(request('df'), context);
+    expect((await first).items).toEqual([]);
+    expect((await second).items).toHaveLength(1);
+    expect(client.sent.map(body => body.prefix)).toEqual(['df']);
+  });
+
+  it('aborts the running request when the user types on', async () => {
+    const client = new FakeClient([
+      { kind: 'text', text: 'a' },
+      { kind: 'done', text: 'ab' }
+    ]);
+    const provider = new BlitzInlineProvider(client, () => where);
+    const first = await provider.fetch(request('x'), context);
+    const stream = provider.stream(first.items[0].token ?? '');
+    expect((await stream.next()).value?.response.insertText).toBe('a');
+    await provider.fetch(request('xy'), context); // a new keystroke
+    expect(client.aborted[0]).toBe(true);
+    expect((await stream.next()).done).toBe(true); // the aborted stream ends quietly
+  });
+
+  it('asks nothing when completion is off or the widget is not a notebook', async () => {
+    const off = new FakeClient([{ kind: 'done', text: 'x' }], false);
+    expect((await new BlitzInlineProvider(off, () => where).fetch(request('a'), context)).items).toEqual([]);
+    const elsewhere = new FakeClient([{ kind: 'done', text: 'x' }]);
+    expect((await new BlitzInlineProvider(elsewhere, () => null).fetch(request('a'), context)).items).toEqual([]);
+    expect(off.sent).toEqual([]);
+    expect(elsewhere.sent).toEqual([]);
+  });
+
+  it('shows a server error on the item rather than throwing', async () => {
+    const client = new FakeClient([{ kind: 'error', message: 'completion.model is not set' }]);
+    const provider = new BlitzInlineProvider(client, () => where);
+    const list = await provider.fetch(request('a'), context);
+    const [reply] = await drain(provider, list.items[0].token);
+    expect(reply.error?.message).toBe('completion.model is not set');
+  });
+});
+
+describe('ndjson', () => {
+  it('reads objects split across chunks and a last line without a newline', async () => {
+    const encoder = new TextEncoder();
+    const parts = ['{"kind":"te', 'xt","text":"a"}\n{"kind":"text","text":"ab"}\n', '{"kind":"done","text":"ab"}'];
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        parts.forEach(part => controller.enqueue(encoder.encode(part)));
+        controller.close();
+      }
+    });
+    const chunks = [];
+    for await (const chunk of ndjson(body)) {
+      chunks.push(chunk);
+    }
+    expect(chunks.map(c => [c.kind, c.text])).toEqual([
+      ['text', 'a'],
+      ['text', 'ab'],
+      ['done', 'ab']
+    ]);
+  });
+});
+
+describe('neighbours', () => {
+  it('takes the nearest eight cells each side of the active one', () => {
+    const sources = Array.from({ length: 20 }, (_, i) => `cell ${i}`);
+    const { before, after } = neighbours(sources, 10);
+    expect(before).toEqual(sources.slice(2, 10));
+    expect(after).toEqual(sources.slice(11, 19));
+  });
+});

@@ -18,6 +18,7 @@ from pydantic_core import PydanticCustomError
 from ..core.store_url import StoreUrlError, check_store_url
 from ..core.terms import HeadlessPolicy, ToolPolicy
 from ..core.usage import Price
+from ..core.web_access import WebAccess
 from .mcp_servers import McpConfig
 
 TelemetryExporter = Literal["console", "otlp", "memory"]
@@ -336,6 +337,8 @@ class BlitzConfig(_Section):
     store: StoreConfig = StoreConfig()
     completion: CompletionConfig = CompletionConfig()
     """Where sessions are kept (`store.url`, `store.path`)."""
+    web: WebAccess = WebAccess()
+    """Where `web_fetch` may go and how much it may read (`web.allow_domains`, …)."""
     language: str | None = Field(default=None, min_length=1, max_length=40)
     """Reply language, added to the root agent's instructions."""
 

@@ -3,8 +3,8 @@
 A workspace's `blitz.toml` (or `[tool.blitz]` in its `pyproject.toml`) comes with the code, so
 every setting in it that would be looser than the user's own layers (or the defaults) is held
 back until the user trusts that workspace: approvals, limits and budgets, prices, models, where
-prompts and the key go, hooks, MCP servers, the store, agents' model pins
-(docs/cloned-repositories.md has the list). A `scripted:` model file outside the workspace is
+prompts and the key go, hooks, MCP servers, the store, what web_fetch may reach,
+agents' model pins (docs/cloned-repositories.md has the list). A `scripted:` model file outside the workspace is
 refused outright. Trust is recorded in `~/.blitz/trusted.toml` with a hash of exactly the
 held-back settings and the scripts they name, so changing them needs trust again (as direnv's
 `allow`); CI trusts with `BLITZ_TRUST_WORKSPACE`. The user's own config, environment,
@@ -30,7 +30,7 @@ from ..errors import ConfigError
 from .settings import LimitsConfig
 
 TRUST_ENV = "BLITZ_TRUST_WORKSPACE"
-HELD_TABLES = ("hooks", "mcp", "store", "completion")
+HELD_TABLES = ("hooks", "mcp", "store", "completion", "web")
 HELD_KEYS = ("api_base", "api_key_env")
 AGENT_PIN_PREFIX = "agents."
 """Held-back agent model pins are named `agents.<name>.model` (they are not config keys: the

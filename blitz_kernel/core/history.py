@@ -88,6 +88,9 @@ class ToolResultMessage(BaseModel):
     images: list[ImagePart] = Field(default_factory=list)
     """Images the tool showed the model (view_image). Chat APIs take no images in a tool
     result, so adapters send them in a user message right after the step's results."""
+    subagent: SubagentTurn | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The whole turn of the sub-agent this call ran (`invoke_agent`), nested in the caller's
+    turn: kept and reloaded with the session, never sent to the model (which reads `output`)."""
 
     @property
     def ok(self) -> bool:
@@ -99,6 +102,26 @@ class ToolResultMessage(BaseModel):
         if self.message_from_user is not None:
             body["message_from_user"] = self.message_from_user
         return json.dumps(body, ensure_ascii=False)
+
+
+class SubagentTurn(BaseModel):
+    """What a sub-agent saw and did in one call: its own session's messages (its prompt, its
+    steps, its tool results, its nested sub-agents' turns in theirs) and how it ended."""
+
+    agent: str
+    session: str
+    stop_reason: str
+    messages: list[Message] = Field(default_factory=list)
+
+    def tool_calls(self) -> int:
+        """The calls it made, those of the sub-agents it ran included."""
+        count = 0
+        for message in self.messages:
+            if isinstance(message, AssistantMessage):
+                count += len(message.tool_calls)
+            elif isinstance(message, ToolResultMessage) and message.subagent is not None:
+                count += message.subagent.tool_calls()
+        return count
 
 
 class SummaryMessage(BaseModel):
@@ -113,7 +136,24 @@ Message = Annotated[
     UserMessage | AssistantMessage | ToolResultMessage | SummaryMessage,
     Field(discriminator="kind"),
 ]
+SubagentTurn.model_rebuild()
+ToolResultMessage.model_rebuild()
 HISTORY_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+def subagent_turns(messages: list[Message]) -> list[SubagentTurn]:
+    """The sub-agents' turns nested in these messages' results, oldest first (not their own
+    nested ones: those are inside each)."""
+    return [m.subagent for m in messages if isinstance(m, ToolResultMessage) and m.subagent is not None]
+
+
+def for_model(messages: list[Message]) -> list[Message]:
+    """The history as the model reads it: a sub-agent's nested turn stays in the session (the
+    same objects where there is none)."""
+    return [
+        m.model_copy(update={"subagent": None}) if isinstance(m, ToolResultMessage) and m.subagent is not None else m
+        for m in messages
+    ]
 
 
 class InvalidHistoryError(ValueError):

@@ -119,13 +119,22 @@ def force_stop_text(grace_s: float | None) -> str:
 
 
 INBOX_HEADER = "[Messages the user sent while no turn was running, oldest first]"
+LEFTOVER_HEADER = "[Messages the user sent during the last turn, which ended before reading them, oldest first]"
 PROMPT_HEADER = "[The user's prompt]"
 
 
-def framed_prompt(inbox: list[str], prompt: str) -> str:
-    """The next prompt with the session's inbox before it, each part marked, so the model
-    reads the queued messages as the user's earlier words and not as part of the prompt."""
+def framed_prompt(inbox: list[str], prompt: str, header: str = INBOX_HEADER) -> str:
+    """The next prompt with the queued messages before it, each part marked, so the model
+    reads them as the user's earlier words and not as part of the prompt."""
     if not inbox:
         return prompt
     queued = "\n".join(f"- {message}" for message in inbox)
-    return f"{INBOX_HEADER}\n{queued}\n\n{PROMPT_HEADER}\n{prompt}"
+    framed = f"{header}\n{queued}"
+    return f"{framed}\n\n{PROMPT_HEADER}\n{prompt}" if prompt else framed
+
+
+def leftover_prompt(leftovers: list[str], prompt: str = "") -> str:
+    """What the front end sends after a turn that ended with steer messages no tool result
+    carried: the messages, marked as sent during that turn (with `prompt` after them when
+    the cell goes on with one of its own, such as an approved plan's carry-out)."""
+    return framed_prompt(leftovers, prompt, LEFTOVER_HEADER)

@@ -246,5 +246,5 @@ def _usage(given: dict[str, Any], request: ModelRequest, text: str) -> TokenUsag
             cache_write_tokens=given.get("cache_write_tokens", 0),
             output_tokens=given.get("completion_tokens", 0),
         )
-    prompt_chars = len(request.system) + sum(len(m.model_dump_json()) for m in request.messages)
+    prompt_chars = len(request.system) + sum(len(m.model_dump_json(exclude={"subagent"})) for m in request.messages)
     return TokenUsage(input_tokens=prompt_chars // 4, output_tokens=max(1, len(text) // 4))

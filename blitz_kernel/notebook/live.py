@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..engine.events import Event, PermissionRequest, ProgressEvent, ToolCallEvent, TurnDone, TurnStarted
+from ..engine.steering import leftover_prompt
 from ..engine.turn.modes import TurnMode, go_ahead_prompt
 from ..engine.turn.options import FrontEnd, RunOptions
 from .probe import FrontEndProbe, cell_request, known_mode
@@ -92,13 +93,17 @@ async def run_turn_in_cell(
 
 
 def follow_ups(turn: NextTurn, result: TurnResult, leftovers: list[str]) -> list[NextTurn]:
-    """What the cell runs next: an approved plan's carry-out, then leftover steer
-    messages as one prompt — in plan mode still, unless the plan was approved."""
+    """What the cell runs next: an approved plan's carry-out, with the leftover steer messages
+    framed before its prompt; else the leftovers alone, framed, in plan mode still if the turn
+    was a plan turn (the label shows them as the user wrote them)."""
     approved = result.plan_status == "approved" and bool(result.plan)
-    turns = [NextTurn(go_ahead_prompt(result.plan or ""), plan=False, label=CARRY_OUT_LABEL)] if approved else []
+    if approved:  # the messages go, marked, with the carry-out's prompt
+        return [
+            NextTurn(leftover_prompt(leftovers, go_ahead_prompt(result.plan or "")), plan=False, label=CARRY_OUT_LABEL)
+        ]
     if leftovers:
-        turns.append(NextTurn("\n\n".join(leftovers), plan=turn.plan and not approved))
-    return turns
+        return [NextTurn(leftover_prompt(leftovers), plan=turn.plan, label="\n\n".join(leftovers))]
+    return []
 
 
 async def tick_forever() -> None:

@@ -17,6 +17,7 @@ def builtin_tools() -> list[Tool]:
     from .session_search import SESSION_TOOLS
     from .skills import SKILL_TOOLS
     from .variables import VARIABLE_TOOLS
+    from .web import WEB_TOOLS
     from .workflow import WORKFLOW_TOOLS
 
     file_tools = [read_file, list_files, glob_files, grep, write_file, edit_file]
@@ -28,6 +29,7 @@ def builtin_tools() -> list[Tool]:
             *IMAGE_TOOLS,
             *NOTEBOOK_TOOLS,
             *SESSION_TOOLS,
+            *WEB_TOOLS,
             *SKILL_TOOLS,
             *AGENT_TOOLS,
             *WORKFLOW_TOOLS,

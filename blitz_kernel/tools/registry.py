@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..core.history import ImagePart
 from ..core.todos import TodoItem
 from ..core.tools import PreviewKind, ToolPresentation, ToolSpec
+from ..core.web_access import WebAccess
 from .captured import CapturedImage
 
 
@@ -177,6 +178,8 @@ class ToolContext:
     images: dict[str, CapturedImage] = field(default_factory=dict)
     """The images of this turn by name (figures run_python drew), for view_image. The context
     is made once per turn and each call's copy shares this dictionary."""
+    web: WebAccess = field(default_factory=WebAccess)
+    """Where web_fetch may go (`web.*`); the default reaches public addresses only."""
 
 
 @dataclass

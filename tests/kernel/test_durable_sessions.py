@@ -135,3 +135,39 @@ def test_reloading_the_extension_lets_go_of_the_sessions(start_kernel, server: F
     cell = kernel.run("%%blitz -s reload --plain\nSecond.")
     assert cell.status == "ok", cell.reply
     assert [content for role, content in sent(server) if role == "user"][0] == "First."
+
+
+def test_a_subagents_nested_turn_comes_back_with_the_session_in_a_new_kernel(
+    start_kernel, server: FakeOpenAIServer, tmp_path: Path
+):
+    """The sub-agent's whole turn is stored in the caller's, and a restarted kernel has it; the
+    model of the next turn still reads only the call's result."""
+    agents = tmp_path / "work" / ".blitz" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "reviewer.md").write_text("---\nname: reviewer\ndescription: reviews\ntools: read_file\n---\nReview.\n")
+    (tmp_path / "work" / "prep.py").write_text("import pandas as pd\n")
+    first = start_kernel()
+    server.enqueue(
+        {"tool_calls": [{"name": "invoke_agent", "arguments": {"agent": "reviewer", "prompt": "Review prep.py"}}]},
+        {"text": "Looking.", "tool_calls": [{"name": "read_file", "arguments": {"path": "prep.py"}}]},
+        {"text": "It imports pandas."},
+        {"text": "The reviewer found nothing wrong."},
+    )
+    assert first.run("%%blitz -s nested --plain\nAsk the reviewer.").status == "ok"
+    first.shutdown()
+
+    second = start_kernel()
+    shown = second.run("%blitz_session use nested\n%blitz_session show")
+    assert "sub-agent turn: reviewer, 4 message(s), end_turn" in shown.stdout, shown.stdout
+    probe = second.run(
+        "_m = get_ipython().magics_manager.registry['BlitzMagics']\n"
+        "_r = [m for m in _m.workspace().session('nested').history if m.kind == 'tool_result'][0]\n"
+        "print([(m.kind, getattr(m, 'text', None) or getattr(m, 'output', None)) for m in _r.subagent.messages])"
+    )
+    assert probe.status == "ok", probe.reply
+    assert "('user', 'Review prep.py'), ('assistant', 'Looking.'), ('tool_result', " in probe.stdout
+    assert "('assistant', 'It imports pandas.')" in probe.stdout
+    server.enqueue({"text": "Nothing else."})
+    assert second.run("%%blitz -s nested --plain\nAnything else?").status == "ok"
+    [result] = [m for m in server.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert "Looking." not in str(result["content"]) and "It imports pandas." in str(result["content"])

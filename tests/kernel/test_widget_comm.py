@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from blitz_kernel.engine.steering import LEFTOVER_HEADER
 from tests.fakeserver import FakeOpenAIServer
 from tests.helpers.wire import tool_messages
 
@@ -151,7 +152,8 @@ def test_steer_rides_on_the_next_tool_result(kernel: KernelDriver, server: FakeO
 
 
 def test_a_steer_no_tool_result_carried_is_sent_as_the_next_prompt(kernel: KernelDriver, server: FakeOpenAIServer):
-    """A message that arrives while the final answer streams becomes the next prompt."""
+    """A message that arrives while the final answer streams becomes the next prompt, marked as
+    sent during the turn that did not read it."""
     held_answer = {"text": " ".join(f"w{i}" for i in range(60)), "hold": "leftover"}
     server.enqueue(held_answer, {"text": "En français."})
     front = start(kernel, "%%blitz -s leftover\nAnswer slowly.")
@@ -165,10 +167,10 @@ def test_a_steer_no_tool_result_carried_is_sent_as_the_next_prompt(kernel: Kerne
     assert_clean(cell, front)
     assert len(front.views) == 2  # the follow-up turn has its own widget
     last_user = [m for m in server.requests[1].body["messages"] if m["role"] == "user"][-1]
-    assert last_user["content"] == "and now in French"
+    assert last_user["content"] == f"{LEFTOVER_HEADER}\n- and now in French"  # framed: the user's earlier words
     first, second = static_outputs(cell)
     assert first[1]["blitz"]["steering"] == [{"text": "and now in French", "status": "next_prompt"}]
-    assert second[1]["blitz"]["prompt"] == "and now in French"
+    assert "and now in French" in second[1]["blitz"]["prompt"]
     assert second[1]["blitz"]["text"] == "En français."
 
 

@@ -119,3 +119,24 @@ async def test_a_front_end_that_sends_it_itself_can_refuse_the_inbox(make_worksp
     with pytest.raises(SteerTooLateError, match="has no running turn"):
         ws.steer("s", "mine", inbox=False)
     assert ws.session("s").inbox == []
+
+
+def test_leftover_steers_go_framed_as_the_next_prompt_and_with_a_carry_out():
+    from blitz_kernel.core.usage import UsageTotals
+    from blitz_kernel.engine.steering import LEFTOVER_HEADER
+    from blitz_kernel.engine.turn.modes import go_ahead_prompt
+    from blitz_kernel.engine.turn.setup import TurnResult
+    from blitz_kernel.notebook.live import CARRY_OUT_LABEL, NextTurn, follow_ups
+
+    answered = TurnResult(text="done", stop_reason="end_turn", usage=UsageTotals(), session="s", turn_index=0)
+    [alone] = follow_ups(NextTurn("go", plan=False), answered, ["in French", "and shorter"])
+    assert alone.prompt == f"{LEFTOVER_HEADER}\n- in French\n- and shorter"
+    assert alone.label == "in French\n\nand shorter"  # shown as the user wrote them
+    assert follow_ups(NextTurn("go", plan=False), answered, []) == []
+
+    planned = answered.model_copy(update={"plan": "1. do it", "plan_status": "approved"})
+    [carry_out] = follow_ups(NextTurn("go", plan=True), planned, ["mind the tests"])
+    assert carry_out.prompt == (
+        f"{LEFTOVER_HEADER}\n- mind the tests\n\n{PROMPT_HEADER}\n{go_ahead_prompt('1. do it')}"
+    )
+    assert carry_out.label == CARRY_OUT_LABEL and not carry_out.plan

@@ -267,3 +267,65 @@ async def test_a_subagents_call_is_not_made_when_its_estimate_passes_the_callers
     result = await ws.run("go", session="s", max_cost_usd=1.5)
     assert len(model.requests) == 1  # $1 spent + about $1 expected passes $1.50: not made
     assert result.stop_reason == "max_cost"
+
+
+async def test_a_subagents_whole_turn_is_nested_in_the_callers_session_and_comes_back_on_resume(tmp_path):
+    """Its prompt, steps and tool results (a nested sub-agent's in its own) are kept in the
+    result of the call that ran it; the caller's model reads the result only."""
+    _agent(tmp_path, "reader", "Read.", tools="read_file, invoke_agent")
+    _agent(tmp_path, "helper", "Help.", tools="read_file")
+    (tmp_path / "a.txt").write_text("a")
+    ws, model = _workspace(
+        tmp_path,
+        [
+            tool_step({**call("invoke_agent", agent="reader", prompt="read a.txt"), "id": "c1"}),
+            tool_step(call("read_file", path="a.txt"), text="Reading."),
+            tool_step(call("invoke_agent", agent="helper", prompt="check")),
+            {"text": "checked"},
+            {"text": "a.txt holds a"},
+            {"text": "done"},
+        ],
+    )
+    await ws.run("go", session="s")
+    last_request = model.requests[-1].messages
+    [result] = [m for m in tool_results(ws.session("s").history) if m.call_id == "c1"]
+    nested = result.subagent
+    assert nested is not None and (nested.agent, nested.stop_reason) == ("reader", "end_turn")
+    assert [m.kind for m in nested.messages] == [
+        "user", "assistant", "tool_result", "assistant", "tool_result", "assistant"
+    ]  # fmt: skip
+    assert nested.messages[0].text == "read a.txt" and nested.messages[-1].text == "a.txt holds a"
+    deeper = nested.messages[4].subagent
+    assert deeper is not None and deeper.agent == "helper" and deeper.messages[-1].text == "checked"
+    assert nested.tool_calls() == 2
+    # the model reads only the answer: no nested record in what it was sent
+    sent = [m for m in tool_results(last_request) if m.call_id == "c1"][0]
+    assert sent.to_model_content() == result.to_model_content() and "Reading." not in sent.to_model_content()
+    assert sent.subagent is None
+    ws.sessions.close()
+
+    reopened, again = _workspace(tmp_path, [{"text": "next"}])
+    [stored] = [m for m in tool_results(reopened.session("s").history) if m.call_id == "c1"]
+    assert stored.subagent == nested  # reloaded whole from the store
+    await reopened.run("and now?", session="s")
+    assert all(m.subagent is None for m in tool_results(again.requests[0].messages))
+
+
+async def test_a_stopped_subagents_turn_is_nested_too(tmp_path):
+    _agent(tmp_path, "writer", "Write.", tools="read_file")
+    (tmp_path / "a.txt").write_text("a")
+    ws, _ = _workspace(
+        tmp_path,
+        [
+            tool_step({**call("invoke_agent", agent="writer", prompt="w"), "id": "c1"}),
+            tool_step(call("read_file", path="a.txt"), text="Found it."),
+            tool_step(call("read_file", path="a.txt", offset=2)),
+            {"text": "the caller goes on"},
+        ],
+        **{"limits.max_turns": 2},
+    )
+    await ws.run("go", session="s", max_turns=10)
+    [result] = [m for m in tool_results(ws.session("s").history) if m.call_id == "c1"]
+    assert result.error is not None and result.subagent is not None
+    assert result.subagent.stop_reason == "max_turns"
+    assert [m.kind for m in result.subagent.messages][-2:] == ["assistant", "tool_result"]

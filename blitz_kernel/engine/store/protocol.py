@@ -18,7 +18,7 @@ from ...core.todos import TodoItem
 from ...core.usage import UsageLedger
 from ...errors import BlitzError
 from ..safety.audit import AuditRecord
-from .records import SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome
+from .records import BetweenTurns, SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome
 
 SEARCH_LIMIT = 20
 HIGHLIGHT = ("«", "»")
@@ -119,6 +119,10 @@ class SessionStore(Protocol):
     def append_audit(self, session_id: int, records: Sequence[AuditRecord]) -> None: ...
     def append_checkpoint(self, session_id: int, turn: int, kind: str, record: str) -> None: ...
     def save_span(self, session_id: int, link: SpanLink) -> None: ...
+    def save_between_turns(self, session_id: int, state: BetweenTurns) -> None:
+        """The session's inbox and watchdog window, replacing what was kept before."""
+        ...
+
     def outcomes(self, name: str) -> list[TurnOutcome]: ...
 
     # snapshots and search

@@ -33,6 +33,23 @@ class TurnOutcome(BaseModel):
     error: str | None
 
 
+class WatchWindow(BaseModel):
+    """The watchdog's window of recent tool calls, as the store keeps it between turns: the
+    thresholds it counted with and each call's (tool, arguments as canonical JSON)."""
+
+    warn: int
+    stop: int
+    calls: list[tuple[str, str]] = Field(default_factory=list)
+
+
+class BetweenTurns(BaseModel):
+    """What a session carries from one turn to the next besides its history: the inbox (steer
+    messages sent while no turn ran) and the watchdog's window, so a new kernel picks both up."""
+
+    inbox: list[str] = Field(default_factory=list)
+    watch: WatchWindow | None = None
+
+
 class StoredSession(BaseModel):
     """A session as loaded from the store."""
 
@@ -57,6 +74,8 @@ class StoredSession(BaseModel):
     """Messages the units hold, less those rewound (Session.committed)."""
     turn_starts: dict[int, int] = Field(default_factory=dict)
     """Turn → `committed` before its first unit (Session.turn_starts)."""
+    between: BetweenTurns = Field(default_factory=BetweenTurns)
+    """The inbox and the watchdog's window, as the last turn (or steer) left them."""
 
 
 class SessionInfo(BaseModel):

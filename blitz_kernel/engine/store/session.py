@@ -31,7 +31,7 @@ from ..steering import TurnControl
 from .checkpoints import CellChange, CheckpointBook, CodeRun, FileChange
 from .link import StoreLink
 from .protocol import SessionStore
-from .records import SpanLink, StoredSession, TurnOutcome
+from .records import BetweenTurns, SpanLink, StoredSession, TurnOutcome, WatchWindow
 from .resume import resume_note, variable_names
 
 
@@ -89,11 +89,12 @@ class Session:
     """Turn → `committed` before its first message: where a rewind cuts. By turn, not by
     prompt, since a continued turn (`continue_turn`) has no prompt of its own."""
     inbox: list[str] = field(default_factory=list)
-    """Steer messages sent while no turn ran: they go, framed, with the next prompt (memory
-    only, like a running turn's steer queue)."""
+    """Steer messages sent while no turn ran: they go, framed, with the next prompt. Kept in
+    the store (`queue_inbox`, `take_inbox`), so a new kernel sends them."""
     watch: Any = field(default=None, repr=False)
     """The watchdog's window of recent tool calls, carried from turn to turn (the turn room
-    owns what it holds; never stored: a new kernel starts with an empty window)."""
+    owns what it holds). Loaded from the store, it is the stored `WatchWindow` until the next
+    turn's watch takes it up; `keep_window` stores it again."""
     redactor: Redactor | None = None
     """The workspace's secrets: what enters the history, the audit and the store is redacted
     here, whoever built it (a prompt with its attachments, the model's text, a tool result)."""
@@ -103,6 +104,8 @@ class Session:
     """Audit records the next unit (or the turn's end) writes with it."""
     _pending_span: SpanLink | None = field(default=None, repr=False)
     """The running turn's span link, written with the turn's outcome."""
+    _window: WatchWindow | None = field(default=None, repr=False)
+    """The watchdog's window as last stored."""
     _chars: int = field(default=0, repr=False)
     _chars_of: int = field(default=-1, repr=False)
     """How many history messages `_chars` counts; anything else: count afresh."""
@@ -137,6 +140,8 @@ class Session:
             budget_tripped=stored.budget_tripped,
         )
         session.committed, session.turn_starts = stored.committed, dict(stored.turn_starts)
+        session.inbox, session.watch = list(stored.between.inbox), stored.between.watch
+        session._window = stored.between.watch
         for turn, record in stored.checkpoints:
             session.checkpoints.load(turn, record)
         if stored.last_span is not None:
@@ -233,6 +238,41 @@ class Session:
                     span=span,
                 )
             )
+
+    def queue_inbox(self, text: str) -> None:
+        """A steer message for the next prompt (no turn runs); stored at once."""
+        self.inbox.append(text)
+        self._save_between_turns()
+
+    def take_inbox(self) -> list[str]:
+        """The inbox's messages, emptying it (the next prompt carries them)."""
+        messages, self.inbox = self.inbox, []
+        if messages:
+            self._save_between_turns()
+        return messages
+
+    def restore_inbox(self, messages: list[str]) -> None:
+        """Put taken messages back in front (their turn was refused before it started)."""
+        if messages:
+            self.inbox[:0] = messages
+            self._save_between_turns()
+
+    def keep_window(self, window: WatchWindow | None) -> None:
+        """The turn is over: store the watchdog's window it leaves (None: none to carry);
+        nothing is written when it is what the store holds already."""
+        if window == self._window or (window is not None and not window.calls and self._window is None):
+            return
+        self._window = window
+        self._save_between_turns()
+
+    def _save_between_turns(self) -> None:
+        """The inbox and the watchdog's window, redacted like everything stored."""
+        if self.log is None:
+            return
+        state = BetweenTurns(inbox=list(self.inbox), watch=self._window)
+        if self.redactor is not None:
+            state = self.redactor.redact_value(state)
+        self.log.write(lambda store, session_id: store.save_between_turns(session_id, state))
 
     def record_change(self, turn: int, change: FileChange | CellChange | CodeRun) -> None:
         """Keep a checkpoint record in the store as it happens (memory has it already)."""

@@ -37,7 +37,7 @@ from .spans import outcome_attributes, turn_attributes
 from .spend import StepCount, TurnSpend
 from .step import model_step
 from .structured import OutputFlow
-from .subagents import subagent_answer
+from .subagents import SubagentRecords, subagent_answer
 from .watchdog import session_watch
 
 CONTINUE_LABEL = "(continuing the previous turn)"
@@ -87,6 +87,7 @@ class TurnRunner:
         once the turn starts, its deadline (a sub-agent's is its caller's)."""
         self.outgoing = OutgoingEvents(setup.runtime.redactor)
         """Every event is redacted before anyone sees it (docs/safety.md)."""
+        self.nested = SubagentRecords()
 
     async def run(self, prompt: str | None, attachments: list[Attachment] | None = None) -> TurnResult:
         """The turn, inside its span: the root of its own trace, linked to the previous turn's."""
@@ -198,6 +199,7 @@ class TurnRunner:
         session.end_turn(turn_index, stop, error)
         if stop in ("end_turn", "watchdog"):  # answered, or its loop already stopped: start afresh
             self.watch.reset()
+        session.keep_window(self.watch.window())
         pending = self.control.take_leftovers()
         leftovers, dropped = (pending, []) if stop == "end_turn" else ([], pending)
         forced = self.parent is None and self.control.forced
@@ -325,7 +327,7 @@ class TurnRunner:
         its results. Units keep the history valid at every moment (an aside may copy it)."""
         if isinstance(messages[0], AssistantMessage):
             check_history(list(messages))
-        self.setup.session.commit(messages, self.setup.session.turns)
+        self.setup.session.commit(self.nested.attach(messages), self.setup.session.turns)
 
     def _close_pending(self) -> None:
         """The turn ended while a response's calls were open: commit it with a result for
@@ -356,6 +358,7 @@ class TurnRunner:
 
         setup = await subagents.setup_for(self.setup, self.plan.mode, agent, forward)
         result = await TurnRunner(setup, self.control.child(), parent=self).run(prompt)
+        self.nested.keep(call_id, agent, setup.session, result.stop_reason)  # nested in the result
         return subagent_answer(agent, result, setup.session.history)
 
     def checkpoint(self) -> TurnRecorder | None:

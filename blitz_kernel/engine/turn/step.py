@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from ...core.history import for_model
 from ...core.tools import ToolSpec
 from ...errors import ModelError
 from ...models.base import ModelRequest, ModelResponse, ModelSwitch, TextDelta
@@ -20,7 +21,7 @@ async def model_step(
     # not validated, so a step does not re-check the whole history.
     request = ModelRequest.model_construct(
         system=system,
-        messages=list(setup.session.history),
+        messages=for_model(setup.session.history),  # a sub-agent's nested turn stays behind
         tools=specs,
         temperature=setup.choice.temperature,
         max_tokens=setup.choice.max_tokens,

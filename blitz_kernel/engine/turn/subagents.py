@@ -16,8 +16,11 @@ What the caller's turn imposes travels with the call, so a sub-agent is never a 
 - the wall clock: it runs inside the caller's timeout.
 
 Its events reach the caller's front end wrapped in `SubagentEvent` (with the id of the call
-that started it), so a widget can nest them under that call's card. Steer messages stay with
-the caller's turn (not the sub-agent's).
+that started it), so a widget can nest them under that call's card. Its whole turn is kept in
+the caller's session too, nested in the result of that call (`ToolResultMessage.subagent`,
+`SubagentRecords`), so a reloaded session still holds what the sub-agent saw and did, while
+the caller's model reads only the result. Steer messages stay with the caller's turn (not the
+sub-agent's).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Awaitable, Callable, Sequence
 
-from ...core.history import AssistantMessage, Message
+from ...core.history import AssistantMessage, Message, SubagentTurn, ToolResultMessage
 from ...errors import SubagentDepthError, UnknownAgentError
 from ..store.session import Session
 from .modes import TurnMode
@@ -106,3 +109,27 @@ def partial_answer(history: Sequence[Message]) -> str:
 
 class SubagentStopped(Exception):
     """A sub-agent's turn ended other than normally; the caller's model reads why."""
+
+
+class SubagentRecords:
+    """The sub-agents' turns of one caller's turn, by the id of the call that ran each, until
+    that call's result is committed: then each goes into its result, nested."""
+
+    def __init__(self) -> None:
+        self._turns: dict[str, SubagentTurn] = {}
+
+    def keep(self, call_id: str, agent: str, session: Session, stop_reason: str) -> None:
+        self._turns[call_id] = SubagentTurn(
+            agent=agent, session=session.name, stop_reason=stop_reason, messages=list(session.history)
+        )
+
+    def attach(self, messages: Sequence[Message]) -> list[Message]:
+        """`messages` with each sub-agent's turn nested in the result of its call."""
+        if not self._turns:
+            return list(messages)
+        return [
+            m.model_copy(update={"subagent": self._turns.pop(m.call_id)})
+            if isinstance(m, ToolResultMessage) and m.call_id in self._turns
+            else m
+            for m in messages
+        ]

@@ -13,7 +13,8 @@ spacing do not matter) and finds three:
 At `warn` the result tells the model it is repeating itself; at `stop` the call is refused and
 the turn ends with stop reason `watchdog`. The window outlives the turn: a session's watch
 carries into its next turn (a Run All over cells that each loop up to `max_turns` is stopped),
-and starts afresh after a turn that ended with a normal answer or was itself stopped by it.
+is kept in the store with the session (a new kernel goes on counting), and starts afresh after
+a turn that ended with a normal answer or was itself stopped by it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...core.history import ToolCall
+from ..store.records import WatchWindow
 from ..store.session import Session
 
 Verdict = Literal["ok", "warn", "stop"]
@@ -80,6 +82,19 @@ class RepeatWatch:
     def fits(self, warn: int, stop: int) -> bool:
         """Whether this watch counts with these thresholds (a changed setting starts afresh)."""
         return (self.warn, self.stop) == (warn, stop)
+
+    def window(self) -> WatchWindow:
+        """The recent calls as the store keeps them between turns."""
+        return WatchWindow(
+            warn=self.warn, stop=self.stop, calls=[(name, canonical) for name, canonical, _ in self._recent]
+        )
+
+    @classmethod
+    def from_window(cls, window: WatchWindow) -> RepeatWatch:
+        """The watch a stored window describes (the arguments are parsed again)."""
+        watch = cls(window.warn, window.stop)
+        watch._recent.extend((name, canonical, _parsed(canonical)) for name, canonical in window.calls)
+        return watch
 
     def reset(self) -> None:
         self._recent.clear()
@@ -144,9 +159,11 @@ class RepeatWatch:
 
 
 def session_watch(session: Session, warn: int, stop: int) -> RepeatWatch:
-    """The session's watch, carried over from its previous turn (a new one when the thresholds
-    changed or there is none yet)."""
+    """The session's watch, carried over from its previous turn (or from the window the store
+    kept, in a new kernel); a new one when the thresholds changed or there is none yet."""
     watch = session.watch
+    if isinstance(watch, WatchWindow):
+        watch = session.watch = RepeatWatch.from_window(watch)
     if not isinstance(watch, RepeatWatch) or not watch.fits(warn, stop):
         watch = session.watch = RepeatWatch(warn, stop)
     return watch

@@ -72,11 +72,11 @@ class Turns:
             except TimeoutError:
                 return await self._refused(setup_timeout(limit), session, front_end, "timeout")
             spent = dataclasses.replace(setup.limits, spent_before_s=time.monotonic() - started)
-            inbox, state.inbox = state.inbox, []
+            inbox = state.take_inbox()
             runner = TurnRunner(dataclasses.replace(setup, limits=spent), control)
             result = await runner.run(framed_prompt(inbox, prompt), attachments)
             if inbox and state.turns == result.turn_index:  # refused before it started: kept for the next
-                state.inbox[:0] = inbox
+                state.restore_inbox(inbox)
             return result
         finally:
             state.running = None
@@ -189,7 +189,8 @@ class Turns:
         if state.running is None:
             if not inbox:
                 raise SteerTooLateError(f"session {session!r} has no running turn; send it as a prompt")
-            state.inbox.append(text)
+            state.redactor = self.configuration.redactor  # stored, so redacted like the history
+            state.queue_inbox(text)
             return
         state.running.steer(text)
 

@@ -506,3 +506,44 @@ async def test_a_manual_compactions_cost_is_saved_at_once(store_backend: Backend
     ws.sessions.close()
     again, _ = store_backend.workspace(tmp_path, [])
     assert again.usage("s").total.calls == before + 1
+
+
+async def test_the_inbox_survives_a_restart_and_goes_framed_with_the_next_prompt(store_backend: Backend, tmp_path):
+    from blitz_kernel.engine.steering import INBOX_HEADER, PROMPT_HEADER
+
+    ws, _ = store_backend.workspace(tmp_path, [])
+    ws.steer("s", "use pandas")
+    ws.steer("s", "token sk-abcdefghijklmnopqrstuvwx0123456789abcd")  # stored redacted, like every row
+    ws.sessions.close()
+
+    again, model = store_backend.workspace(tmp_path, [{"text": "done"}])
+    assert again.session("s").inbox[0] == "use pandas"
+    assert "sk-abcdefghijklmnopqrstuvwx0123456789abcd" not in again.session("s").inbox[1]
+    await again.run("load the data", session="s")
+    [prompt] = [m.text for m in model.requests[0].messages if isinstance(m, UserMessage)]
+    assert prompt.startswith(f"{INBOX_HEADER}\n- use pandas\n- ") and prompt.endswith(f"{PROMPT_HEADER}\nload the data")
+    again.sessions.close()
+
+    third, _ = store_backend.workspace(tmp_path, [])
+    assert third.session("s").inbox == []  # taken by the turn that sent it, in the store too
+
+
+async def test_the_watchdogs_window_survives_a_restart(store_backend: Backend, tmp_path):
+    """A loop that ran to max_turns in one kernel is stopped by the watchdog in the next: the
+    window of recent calls came back with the session."""
+    (tmp_path / "a.txt").write_text("a\n")
+    (tmp_path / "b.txt").write_text("b\n")
+    a, b = call("read_file", path="a.txt"), call("read_file", path="b.txt")
+    limits = {"limits.repeat_warn": 2, "limits.repeat_stop": 3, "limits.max_turns": 3}
+    ws, _ = store_backend.workspace(tmp_path, [tool_step(a), tool_step(b), tool_step(a)], **limits)
+    assert (await ws.run("cell 1", session="s")).stop_reason == "max_turns"
+    ws.sessions.close()
+
+    again, model = store_backend.workspace(tmp_path, [tool_step(b), tool_step(a), tool_step(b)], **limits)
+    second = await again.run("cell 2", session="s")
+    assert second.stop_reason == "watchdog", second.error
+    assert len(model.requests) == 3  # the third round's `b` was refused
+    again.sessions.close()
+
+    third, model = store_backend.workspace(tmp_path, [tool_step(a), {"text": "fine"}], **limits)
+    assert (await third.run("cell 3", session="s")).stop_reason == "end_turn"  # the stop started afresh

@@ -119,6 +119,10 @@ MIGRATIONS: list[str] = [
         record TEXT                                 -- who holds it (locks.Holder as JSON)
     );
     """,
+    # 1 → 2: what a session carries between turns (records.BetweenTurns), as in SQLite's 6.
+    """
+    ALTER TABLE sessions ADD COLUMN between_turns TEXT NOT NULL DEFAULT '{}';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -32,7 +32,7 @@ from ....core.todos import TodoItem
 from ....core.usage import UsageLedger, UsageTotals
 from ...safety.audit import AuditRecord
 from ..protocol import SEARCH_LIMIT, StoreBusyError, StoreError
-from ..records import SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail
+from ..records import BetweenTurns, SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail
 from ..sqlite import reads
 from . import rows as writes
 from .connection import Link, retried
@@ -345,6 +345,13 @@ class PostgresStore:
                 "UPDATE sessions SET budget = %s WHERE id = %s",
                 (json.dumps({"budget_added_usd": added_usd, "budget_tripped": tripped}), session_id),
             )
+
+    @edge("write to")
+    @retried(session=True)
+    def save_between_turns(self, session_id: int, state: BetweenTurns) -> None:
+        """The inbox and the watchdog's window (one JSON column, replaced each time)."""
+        with self._write() as db:
+            db.execute("UPDATE sessions SET between_turns = %s WHERE id = %s", (state.model_dump_json(), session_id))
 
     @edge("write to")
     @retried(session=True)

@@ -19,7 +19,17 @@ from ....core.todos import TodoItem
 from ....core.usage import UsageLedger, UsageTotals
 from ...safety.audit import AuditRecord
 from ..protocol import HIGHLIGHT
-from ..records import SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, fts_query, replay, turn_starts
+from ..records import (
+    BetweenTurns,
+    SessionInfo,
+    SpanLink,
+    StoredHit,
+    StoredSession,
+    TurnOutcome,
+    fts_query,
+    replay,
+    turn_starts,
+)
 from .edge import damaged_row
 
 SNIPPET_TOKENS = 24
@@ -57,8 +67,9 @@ def load_session(db: Query, location: str, session_id: int, name: str) -> tuple[
         (session_id,),
     ).fetchall()
     rows = [row[:7] for row in logged]
-    turns, todos, next_message, last_prompt, budget = db.execute(
-        "SELECT turns, todos, messages, last_prompt_tokens, budget FROM sessions WHERE id = ?", (session_id,)
+    turns, todos, next_message, last_prompt, budget, between = db.execute(
+        "SELECT turns, todos, messages, last_prompt_tokens, budget, between_turns FROM sessions WHERE id = ?",
+        (session_id,),
     ).fetchone()
     usage = db.execute("SELECT model, totals FROM usage WHERE session_id = ?", (session_id,)).fetchall()
     span = db.execute(
@@ -96,6 +107,7 @@ def load_session(db: Query, location: str, session_id: int, name: str) -> tuple[
         checkpoints=[(turn, record) for _, turn, record in checkpoints],
         committed=committed,
         turn_starts=starts,
+        between=bad.parse("sessions", session_id, BetweenTurns, between or "{}"),
         **_budget_fields(bad, session_id, budget),
     )
     return stored, Live(next_message=next_message, rows=live, usage_json=ledger.model_dump_json())

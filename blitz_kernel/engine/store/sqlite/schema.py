@@ -134,6 +134,11 @@ MIGRATIONS: list[str] = [
     INSERT OR REPLACE INTO meta (key, value)
         VALUES ('fts_indexed', (SELECT coalesce(max(id), 0) FROM transcript));
     """,
+    # 5 → 6: what a session carries between turns besides its history (records.BetweenTurns:
+    # the inbox and the watchdog's window), so a new kernel picks both up.
+    """
+    ALTER TABLE sessions ADD COLUMN between_turns TEXT NOT NULL DEFAULT '{}';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -34,7 +34,7 @@ from ....core.todos import TodoItem
 from ....core.usage import UsageLedger
 from ...safety.audit import AuditRecord
 from ..protocol import SEARCH_LIMIT, StoreError
-from ..records import SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail
+from ..records import BetweenTurns, SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail
 from . import reads
 from . import rows as writes
 from .edge import edge, translate
@@ -314,6 +314,12 @@ class Store:
                 "UPDATE sessions SET budget = ? WHERE id = ?",
                 (json.dumps({"budget_added_usd": added_usd, "budget_tripped": tripped}), session_id),
             )
+
+    @edge("write to")
+    def save_between_turns(self, session_id: int, state: BetweenTurns) -> None:
+        """The inbox and the watchdog's window (one JSON column, replaced each time)."""
+        with self._write() as db:
+            db.execute("UPDATE sessions SET between_turns = ? WHERE id = ?", (state.model_dump_json(), session_id))
 
     @edge("write to")
     def save_span(self, session_id: int, link: SpanLink) -> None:

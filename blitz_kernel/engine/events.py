@@ -212,7 +212,7 @@ class TurnDone(BaseModel):
     """Why the session is not being saved (its store could not be opened, or failed);
     front ends say so on the usage line."""
     undoable: bool = False
-    """The turn changed files, cells or variables: the front end offers "Undo this turn"."""
+    """The turn changed files, cells or variables: the front end offers Review changes and Undo all."""
     context_used: int | None = None
     """Tokens of the turn's last prompt (how full the context is now); None: no model call."""
     context_window: int | None = None

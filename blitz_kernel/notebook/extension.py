@@ -19,6 +19,7 @@ def load(ipython: Any) -> None:
     from .magics import BlitzMagics
     from .mcp_magic import McpMagics
     from .replay_magic import ReplayMagics
+    from .review_magic import ReviewMagics
     from .safety_magics import SafetyMagics
     from .skills_magic import SkillsMagics
     from .undo_magics import UndoMagics
@@ -34,6 +35,7 @@ def load(ipython: Any) -> None:
         McpMagics(ipython),
         SafetyMagics(ipython, magics),
         UndoMagics(ipython, magics),
+        ReviewMagics(ipython, magics),
         SkillsMagics(ipython, magics),
         ReplayMagics(ipython, magics),
     ]

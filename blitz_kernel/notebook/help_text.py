@@ -32,6 +32,8 @@ blitz_kernel — an agent in your kernel. Magics:
                              undo the last turn: files, cells, variables and its conversation
   %blitz_rewind N [same options]   undo the last N turns, newest first
   %blitz_truncate N [-s NAME]      drop the last N turns from the conversation only
+  %blitz_review [TURN] [--diff] [--revert ID … [--force] | --keep ID … | --keep-all] [-s NAME]
+                             a turn's changes with ids; revert or keep them one by one
   %blitz_skills              the skills the agent can load, where each comes from
   %blitz_replay [CELL | --turn N] [-s NAME] [-o NAME] [--approve allow]
                              re-run a turn's tool calls with no model call, compare results

@@ -99,6 +99,10 @@ class WidgetPresenter:
                 task.uncancel()
         follow_up = controller.follow_up(result)
         controller.finish(result)
+        if self.state.undoable and self._handle is not None:
+            from .widgets.undo import change_list
+
+            self.state.changes = change_list(controller.workspace, self.state.session, self.state.turn_index)
         self._replace_widget(result.text)
         controller.close()
         if self.state.undoable and self._handle is not None:
@@ -106,7 +110,7 @@ class WidgetPresenter:
         return follow_up
 
     def _offer_undo(self, final_text: str) -> None:
-        """Undo this turn, under the static rendering: a widget of its own, as
+        """Review changes and Undo all, under the static rendering: a widget of its own, as
         the turn's widget is gone. Kept on the presenter for tests; its comm keeps it alive."""
         from .widgets.undo import UndoControl
 

@@ -18,6 +18,7 @@ ASYNC_MAGICS = (
     "blitz_undo",
     "blitz_rewind",
     "blitz_truncate",
+    "blitz_review",
     "blitz_replay",
 )
 _MAGIC_CALL = re.compile(r"^(?P<indent>\s*)get_ipython\(\)\.run_(?:cell|line)_magic\('(?P<name>[A-Za-z_]+)',")

@@ -1,6 +1,6 @@
 """The newer cards of the turn widget in a real JupyterLab, through Chromium: a sub-agent's turn
 nested in its invoke_agent card with its permission request answered in the widget,
-the approval card's diff for edit_file, and Undo this turn putting back a cell the
+the approval card's diff for edit_file, and Undo all putting back a cell the
 agent replaced through the notebook bridge. Fixtures are conftest.py's; the model is the fake
 server, scripted per test. The last two need the undo engine (Workspace.undo, tool previews)."""
 
@@ -120,7 +120,7 @@ def test_undo_this_turn_puts_back_a_cell_replaced_through_the_bridge(
     expect(turn).to_contain_text("Set x to 2.")
     expect(cells.nth(1).locator(".cm-content")).to_have_text("x = 2")
     page.wait_for_function(KERNEL_IDLE)
-    undo = turn.get_by_role("button", name="Undo this turn", exact=True)
+    undo = turn.get_by_role("button", name="Undo all", exact=True)
     undo.click()
     expect(cells.nth(1).locator(".cm-content")).to_have_text("x = 1")
     done = turn.get_by_role("button", name="Undone", exact=True)

@@ -173,10 +173,10 @@ def test_the_saved_notebook_keeps_the_static_rendering(
     turn.get_by_role("button", name="Deny", exact=True).click()  # the second request's
     expect(turn).to_contain_text("Saved: wrote kept.txt, skipped gone.txt.")
     expect(turn.locator(".blitz-turn")).to_have_count(0)  # the live widget shows the answer too: wait for the rendering
-    # The cell's last output is the Undo this turn button, shown after the rendering: save only
+    # The cell's last output is the Undo all button, shown after the rendering: save only
     # once the front end holds it (the kernel's status can read idle from a click's comm message
     # while the cell still runs, so an idle kernel alone does not say the outputs are all in).
-    expect(turn.get_by_role("button", name="Undo this turn", exact=True)).to_be_visible()
+    expect(turn.get_by_role("button", name="Undo all", exact=True)).to_be_visible()
     page.wait_for_function(KERNEL_IDLE)
 
     page.evaluate(SAVE)

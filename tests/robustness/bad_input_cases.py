@@ -334,6 +334,14 @@ SHELL_CASES: list[ShellCase] = [
     ),
     ShellCase("truncate-zero", "%blitz_truncate 0", "N must be a whole number of turns, 1 or more; got '0'"),
     ShellCase("truncate-abc", "%blitz_truncate abc", "N must be a whole number of turns, 1 or more; got 'abc'"),
+    ShellCase("review-turn-zero", "%blitz_review 0", "TURN must be a turn number, 1 or more"),
+    ShellCase("review-force-alone", "%blitz_review --force", "--force goes with --revert"),
+    ShellCase("review-bad-id", "%blitz_review --revert x1", "'x1' is not a change id (like 2f1)"),
+    ShellCase(
+        "review-revert-and-keep-all",
+        "%blitz_review --revert 1f1 --keep-all",
+        "--revert and --keep-all exclude each other",
+    ),
     ShellCase(
         "config-limits.max_turns=0",
         "%blitz_config limits.max_turns=0",

@@ -74,6 +74,9 @@ class CodeRun(BaseModel):
     created: list[str] = Field(default_factory=list)
     rebound: list[str] = Field(default_factory=list)
     deleted: list[str] = Field(default_factory=list)
+    types: dict[str, tuple[str, str]] = Field(default_factory=dict)
+    """Name → what it held before and after this call ("DataFrame 7×3", "unbound"), so a
+    review read back in another kernel can still say it (empty in older records)."""
 
 
 Change = Annotated[FileChange | CellChange | CodeRun, Field(discriminator="kind")]
@@ -110,6 +113,8 @@ class TurnCheckpoint:
     done_items: set[str] = field(default_factory=set)
     """Items already put back ("file:PATH", "cell:N", "variable:NAME"), while some others
     wait for --force."""
+    kept_items: set[str] = field(default_factory=set)
+    """Items the user chose to keep in a review (docs/undo.md): decided, not put back."""
 
     @property
     def changed(self) -> bool:
@@ -147,7 +152,7 @@ class CheckpointBook:
         return self.get(turn)
 
     def load(self, turn: int, record: str) -> None:
-        """One stored row: a change, or an `undone` marker."""
+        """One stored row: a change, an `undone` marker or a review's `kept` one."""
         checkpoint = self.get(turn)
         checkpoint.values_kept = False  # the objects lived in another kernel
         value = json.loads(record)
@@ -155,6 +160,8 @@ class CheckpointBook:
             setattr(checkpoint, value, True)
         elif isinstance(value, str) and value.startswith("item:"):
             checkpoint.done_items.add(value.removeprefix("item:"))
+        elif isinstance(value, str) and value.startswith("kept:"):
+            checkpoint.kept_items.add(value.removeprefix("kept:"))
         else:
             checkpoint.add(CHANGE_ADAPTER.validate_python(value))
 

@@ -294,6 +294,13 @@ class Session:
             record = json.dumps(f"item:{key}")
             self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, "undone", record))
 
+    def mark_item_kept(self, turn: int, key: str) -> None:
+        """One item of `turn` was kept in a review: decided, left as the agent made it."""
+        self.checkpoints.get(turn).kept_items.add(key)
+        if self.log is not None:
+            record = json.dumps(f"kept:{key}")
+            self.log.write(lambda store, session_id: store.append_checkpoint(session_id, turn, "kept", record))
+
     def rewind_history(self, turns: list[int]) -> int | None:
         """Take `turns` (the newest ones still in the history) out of it (an undo):
         everything from the first message of the oldest of them on. Returns how many messages

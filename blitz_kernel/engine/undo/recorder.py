@@ -147,8 +147,16 @@ class TurnRecorder:
         for name in (*created, *deleted, *rebound):
             checkpoint.before_values.setdefault(name, old.get(name, MISSING))
             checkpoint.after_values[name] = new.get(name, MISSING)
+        types = {
+            n: (describe(old.get(n, MISSING)), describe(new.get(n, MISSING))) for n in (*created, *deleted, *rebound)
+        }
         run = CodeRun(
-            call_id=call_id, code=shorten(code, CODE_CHARS), created=created, rebound=rebound, deleted=deleted
+            call_id=call_id,
+            code=shorten(code, CODE_CHARS),
+            created=created,
+            rebound=rebound,
+            deleted=deleted,
+            types=types,
         )
         checkpoint.runs.append(run)
         self.session.record_change(checkpoint.turn, run)

@@ -34,6 +34,11 @@ from .confined import FORCE_HINT, load_notebook_in, notebook_parts, save_noteboo
 NOT_UNDOABLE_CODE = "run_python ran in this turn; what its code did outside the namespace cannot be undone"
 RECONNECT_HINT = "(reopen the notebook and undo again)"
 RETRY_HINTS = (FORCE_HINT, RECONNECT_HINT)
+REBOUND_SINCE = "it was rebound or deleted since the turn"
+NOT_KEPT = (
+    "their previous objects are no longer kept (another kernel ran the turn, or it is older than "
+    "checkpoints.keep_turns)"
+)
 IN_PLACE_NOTE = "objects changed in place (df.drop(..., inplace=True)) keep their new content"
 
 
@@ -100,6 +105,10 @@ class Undoer:
         self._retry = False
         """Something was skipped that a later undo can do (--force, a reconnected notebook):
         the turn's files stay pending; what was restored is marked item by item."""
+        self.only: set[str] | None = None
+        """A review's partial revert: only these items ("file:PATH", "cell:N", "variable:NAME")."""
+        self.outcomes: dict[str, str] = {}
+        """Item → "reverted", or why it was skipped (what a review shows per change)."""
 
     async def run(self, turns: int, *, files: bool, conversation: bool, through_turn: int | None = None) -> UndoReport:
         session, report = self.session, self.report
@@ -123,29 +132,43 @@ class Undoer:
         )
         return report
 
+    async def revert_items(self, checkpoint: TurnCheckpoint, keys: set[str]) -> UndoReport:
+        """Put back only `keys` of one turn, leaving its other changes as they are; the
+        conversation stays (a review reverts changes, not what was said)."""
+        self.only = keys
+        self.report.turns = [checkpoint.turn]
+        await self._undo_changes(checkpoint)
+        return self.report
+
     async def _undo_changes(self, checkpoint: TurnCheckpoint) -> None:
         self._undo_variables(checkpoint)
         await self._undo_cells(checkpoint)
         for change in reversed(list(checkpoint.files.values())):
             if self._pending(checkpoint, f"file:{change.path}"):
                 self._undo_file(checkpoint, change)
-        for run in checkpoint.runs:
+        for run in checkpoint.runs if self.only is None else ():
             code = one_line(run.code, 60)
             self.report.not_undone.append(f"{NOT_UNDOABLE_CODE}: turn {checkpoint.turn + 1}, `{code}`")
-        if checkpoint.runs:
+        if checkpoint.runs and (self.only is None or any(k.startswith("variable:") for k in self.only)):
             self.report.not_undone.append(IN_PLACE_NOTE)
 
     # -- files ------------------------------------------------------------------------------
 
     def _pending(self, checkpoint: TurnCheckpoint, key: str) -> bool:
-        return key not in checkpoint.done_items
+        return key not in checkpoint.done_items and (self.only is None or key in self.only)
 
     def _done(self, checkpoint: TurnCheckpoint, key: str) -> None:
         self.session.mark_item_undone(checkpoint.turn, key)
+        self.outcomes[key] = "reverted"
 
-    def _conflict(self, item: str, reason: str) -> None:
+    def _conflict(self, key: str, item: str, reason: str) -> None:
         self.report.skipped.append(SkippedItem(item=item, reason=reason))
+        self.outcomes[key] = reason
         self._retry = True
+
+    def _skip(self, key: str, item: str, reason: str) -> None:
+        self.report.skipped.append(SkippedItem(item=item, reason=reason))
+        self.outcomes[key] = reason
 
     def _undo_file(self, checkpoint: TurnCheckpoint, change: FileChange) -> None:
         outcome = undo_file(self.root, change, self.force)
@@ -153,32 +176,29 @@ class Undoer:
             self.report.files.append(outcome.text)
             self._done(checkpoint, f"file:{change.path}")
         elif outcome.kind == "retry":
-            self._conflict(f"file {change.path}", outcome.text)
+            self._conflict(f"file:{change.path}", f"file {change.path}", outcome.text)
         else:
-            self.report.skipped.append(SkippedItem(item=f"file {change.path}", reason=outcome.text))
+            self._skip(f"file:{change.path}", f"file {change.path}", outcome.text)
 
     # -- variables ----------------------------------------------------------------------------
 
     def _undo_variables(self, checkpoint: TurnCheckpoint) -> None:
         names = [n for run in checkpoint.runs for n in (*run.created, *run.rebound, *run.deleted)]
+        names = [n for n in dict.fromkeys(names) if self._pending(checkpoint, f"variable:{n}")]
         if not names:
             return
         namespace = checkpoint.namespace
         if not checkpoint.values_kept or namespace is None:
-            self.report.skipped.append(
-                SkippedItem(
-                    item=f"variables {', '.join(dict.fromkeys(names))}",
-                    reason="their previous objects are no longer kept (another kernel ran the turn, or it is older "
-                    "than checkpoints.keep_turns)",
-                )
-            )
+            reason = NOT_KEPT
+            self.report.skipped.append(SkippedItem(item=f"variables {', '.join(names)}", reason=reason))
+            self.outcomes.update((f"variable:{n}", reason) for n in names)
             return
         for name, before in reversed(list(checkpoint.before_values.items())):
             if not self._pending(checkpoint, f"variable:{name}"):
                 continue
             current = namespace.get(name, MISSING)
             if current is not checkpoint.after_values.get(name, MISSING) and not self.force:
-                self._conflict(f"variable {name}", f"it was rebound or deleted since the turn {FORCE_HINT}")
+                self._conflict(f"variable:{name}", f"variable {name}", f"{REBOUND_SINCE} {FORCE_HINT}")
                 continue
             self._done(checkpoint, f"variable:{name}")
             if before is MISSING:
@@ -213,9 +233,9 @@ class Undoer:
                 self.report.cells.append(f"{done} {label}")
                 self._done(checkpoint, key)
             elif done.endswith(RETRY_HINTS):
-                self._conflict(label, done)
+                self._conflict(key, label, done)
             else:
-                self.report.skipped.append(SkippedItem(item=label, reason=done))
+                self._skip(key, label, done)
         for parts, document in documents.items():
             save_notebook_in(self.root, parts, document)
 

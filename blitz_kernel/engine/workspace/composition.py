@@ -24,6 +24,7 @@ from .history import SessionService
 from .notices import NoticeBoard
 from .outside import OutsideCalls
 from .resolution import Resolver
+from .review import ReviewService
 from .turns import Turns
 
 
@@ -47,6 +48,8 @@ class Services:
     history: SessionService
     outside: OutsideCalls
     """Calls and turns from clients outside the notebook (docs/mcp-server.md)."""
+    review: ReviewService
+    """A turn's change list, kept or reverted change by change (docs/undo.md)."""
 
 
 class Options(TypedDict, total=False):
@@ -96,6 +99,7 @@ def compose(root: Path, model: Model | None, **options: Unpack[Options]) -> Serv
     turns = Turns(configuration, resolver, builder, sessions)
     history = SessionService(root, sessions, contexts, configuration, builder)
     outside = OutsideCalls(turns)
+    review = ReviewService(root, sessions, builder)
     return Services(
         tools,
         configuration,
@@ -110,4 +114,5 @@ def compose(root: Path, model: Model | None, **options: Unpack[Options]) -> Serv
         turns,
         history,
         outside,
+        review,
     )

@@ -1,12 +1,12 @@
 """`Workspace`: the engine's front door. Its services are built by the composition root
 (composition.py); each public method is a thin delegation, and services with a concern of their
 own are public: `turns` (replay), `history` (truncate), `outside` (outside clients), `builder`
-(skills). Opening never fails because of the model: a placeholder explains what is wrong.
+(skills), `review` (keep). Opening never fails because of the model: a placeholder explains so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -30,6 +30,7 @@ from ..turn.modes import PlanReviewer, TurnMode
 from ..turn.options import EventHandler, FrontEnd, RunOptions
 from ..turn.setup import TurnResult
 from ..turn.structured import output_schema
+from ..undo.review import RevertReport, TurnChanges
 from ..undo.undo import UndoReport
 from .composition import Options, compose
 from .delegated import Delegated
@@ -46,7 +47,7 @@ class Workspace:
         self.notices, self.sessions, self.contexts = services.notices, services.sessions, services.contexts
         self.waiting_approvals, self.mcp, self.builder = services.waiting_approvals, services.mcp, services.builder
         self.subagents, self.turns, self.history = services.subagents, services.turns, services.history
-        self.outside = services.outside
+        self.outside, self.review = services.outside, services.review
 
     @classmethod
     def open(cls, path: str | Path = ".", *, model: str | Model | None = None, **options: Unpack[Options]) -> Workspace:
@@ -86,6 +87,9 @@ class Workspace:
     """The project-memory files the next turn's instructions include."""
     mcp_servers: Delegated[Callable[[], McpManager]] = Delegated("builder", "mcp_servers")
     """The MCP servers as the configuration says now, for a turn or `%blitz_mcp`."""
+    changes: Delegated[Callable[..., TurnChanges]] = Delegated("review", "changes")
+    revert: Delegated[Callable[..., Awaitable[RevertReport]]] = Delegated("review", "revert")
+    """`changes(turn=None, *, session)`: a turn's change list; `revert(ids, force)`: some of it back."""
 
     def session(self, name: str = "default") -> Session:
         return self.sessions.get(name)

@@ -142,8 +142,11 @@ class TurnState:
     undoable: bool = False
     """The turn changed files, cells or variables that `Workspace.undo` can restore."""
     undone: str = ""
-    """Set once the turn was undone from its Undo this turn button: the static rendering
+    """Set once the turn was undone from its Undo all button: the static rendering
     says so (the report in short)."""
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    """The turn's change list, read when it ends (undo.py `change_list`) and after each
+    decision in the Review changes panel: the static rendering lists it."""
     review: dict[str, Any] = field(default_factory=dict)
     """The plan waiting for Approve plan / Reject ({} when none): review_id and the plan."""
     offer: dict[str, Any] = field(default_factory=dict)

@@ -103,6 +103,7 @@ def turn_record(state: TurnState, final_text: str) -> dict[str, Any]:
         "steering": [{"text": s["text"], "status": s["status"]} for s in state.steers],
         "attachments": [{"kind": c["kind"], "name": c["name"], "size": c["size"]} for c in state.attachments],
         "undone": bool(state.undone),
+        "changes": [{k: c.get(k) for k in ("id", "kind", "summary", "status")} for c in state.changes],
     }
 
 
@@ -277,6 +278,17 @@ def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
     return pieces
 
 
+def changes_block(changes: list[dict[str, Any]]) -> tuple[str, str]:
+    """The turn's change list, for a reader with no kernel: what changed and its status;
+    reverting needs a running kernel, and the block says how."""
+    title, needs, how = "Changes in this turn", "reverting one needs a running kernel", "%blitz_review --revert ID"
+    rows = [(str(c.get("id", "")), str(c.get("summary", "")), str(c.get("status", ""))) for c in changes]
+    markdown = [f"**{title}** ({needs}: {code_span(how)})"]
+    markdown.extend(f"- {code_span(i)} {escape_html(what)} — *{escape_html(status)}*" for i, what, status in rows)
+    plain = [f"{title} ({needs}: {how})", *(f"  {i}  {what}  [{status}]" for i, what, status in rows)]
+    return "\n".join(markdown), "\n".join(plain)
+
+
 def static_bundle(state: TurnState, final_text: str) -> tuple[dict[str, str], dict[str, Any]]:
     """(data, metadata) of the output that replaces the widget when the turn ends."""
     markdown: list[str] = []
@@ -303,6 +315,10 @@ def static_bundle(state: TurnState, final_text: str) -> tuple[dict[str, str], di
     if state.undone:
         markdown.append(f"\n\n**{escape_html(state.undone)}**")
         plain.append(state.undone)
+    if state.changes:
+        md, text = changes_block(state.changes)
+        markdown.append(f"\n\n{md}")
+        plain.append(text)
     footer = usage_line(state)
     small = f"<sub>{escape_html(footer)}</sub>"
     markdown.append(f"\n\n{small}" if markdown else small)

@@ -82,6 +82,11 @@ class NotebookBridge:
           replace_cell {"index", "source", "cell_type"?} → {"index", "id", "cell_type",
                        "previous_source", "cell_count"}
           delete_cell  {"index"} → {"deleted": {"id", "cell_type", "source"}, "cell_count"}
+          set_outputs  {"id", "outputs": [nbformat output], "execution_count", "metadata"?}
+                       → {"index", "id", "previous_outputs", "previous_execution_count",
+                       "previous_metadata"}: the outputs of a cell notebook_run ran (or undo
+                       puts back); "metadata" is the cell's `blitz` metadata key.
+        CELL may carry "blitz", the cell's `blitz` metadata (who made or ran it).
         Error codes: bad_request, bad_index, running_cell, unknown_op, internal.
 
     Replies that come after their request timed out (or from a stale comm) are ignored.

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 CellType = Literal["code", "markdown", "raw"]
 ErrorCode = Literal["bad_request", "bad_index", "running_cell", "unknown_op", "internal"]
-Op = Literal["list_cells", "read_cells", "insert_cell", "replace_cell", "delete_cell"]
+Op = Literal["list_cells", "read_cells", "insert_cell", "replace_cell", "delete_cell", "set_outputs"]
 
 
 class _Sent(BaseModel):
@@ -69,6 +69,16 @@ class ReplaceCellParams(_Sent):
 
 class DeleteCellParams(_Sent):
     index: int
+
+
+class SetOutputsParams(_Sent):
+    id: str
+    """The cell, by id: indices shift while the cell runs if the user inserts cells."""
+    outputs: list[dict[str, Any]]
+    """nbformat 4 outputs, as the cell's output area takes them."""
+    execution_count: int | None
+    metadata: dict[str, Any] | None = None
+    """The cell's `blitz` metadata key (who ran it); null removes the key."""
 
 
 class Request(_Sent):
@@ -128,6 +138,9 @@ class Cell(_Received):
     execution_count: int | None
     running: bool
     outputs: list[StreamOutput | ErrorOutput | RichOutput] = Field(default_factory=list)
+    blitz: dict[str, Any] | None = None
+    """The cell's `blitz` metadata (which session and turn made or ran it); a front end of
+    an older version sends none."""
 
 
 class ListCellsResult(_Received):
@@ -167,6 +180,14 @@ class DeleteCellResult(_Received):
     cell_count: int
 
 
+class SetOutputsResult(_Received):
+    index: int
+    id: str
+    previous_outputs: list[dict[str, Any]]
+    previous_execution_count: int | None
+    previous_metadata: dict[str, Any] | None = None
+
+
 class ReplyError(_Received):
     code: ErrorCode | str
     """One of the known codes; another one (a newer front end) is shown as it is."""
@@ -195,6 +216,7 @@ OPS: dict[str, tuple[type[_Sent], type[_Received]]] = {
     "insert_cell": (InsertCellParams, InsertCellResult),
     "replace_cell": (ReplaceCellParams, ReplaceCellResult),
     "delete_cell": (DeleteCellParams, DeleteCellResult),
+    "set_outputs": (SetOutputsParams, SetOutputsResult),
 }
 """Each op's params and result models."""
 

@@ -21,7 +21,7 @@ import difflib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -39,7 +39,7 @@ __all__ = [
     "NotebookUnavailableError",
     "cell_image",
     "find_notebook_file",
-    "notebook_edit",
+    "edit_cell",
     "notebook_read",
 ]
 
@@ -129,6 +129,7 @@ def _disk_cell(index: int, cell: dict[str, Any], include_images: bool) -> dict[s
         "execution_count": cell.get("execution_count"),
         "running": False,
         "outputs": outputs,
+        **({"blitz": cell["metadata"]["blitz"]} if isinstance((cell.get("metadata") or {}).get("blitz"), dict) else {}),
     }
 
 
@@ -212,14 +213,30 @@ def output_lines(index: int, outputs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _cell_header(cell: dict[str, Any]) -> str:
+ExecutedSource = Callable[[int], str | None]
+"""What ran as In[n] in this kernel (None: not run in it), to tell a stale cell."""
+
+
+def _cell_header(cell: dict[str, Any], executed: ExecutedSource | None = None) -> str:
     parts = [f"[{cell['index']}] {cell.get('cell_type', 'code')}"]
-    if cell.get("execution_count") is not None:
-        parts.append(f"execution count {cell['execution_count']}")
+    count = cell.get("execution_count")
+    if count is not None:
+        parts.append(f"execution count {count}")
+        ran = executed(count) if executed is not None else None
+        if ran is not None and ran.rstrip("\n") != str(cell.get("source", "")).rstrip("\n") and not cell.get("running"):
+            parts.append("STALE (edited since it ran)")
+    failed = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+    if failed is not None:
+        parts.append(f"FAILED ({failed.get('ename') or 'error'})")
     if cell.get("running"):
         parts.append("RUNNING NOW (the %%blitz cell of this turn)" if _is_blitz(cell) else "running now")
     if cell.get("id"):
         parts.append(f"id {cell['id']}")
+    blitz = cell.get("blitz")
+    if isinstance(blitz, dict) and blitz.get("session") is not None:
+        turn = f", turn {blitz['turn']}" if blitz.get("turn") is not None else ""
+        verb = "ran" if blitz.get("ran") else "edited"
+        parts.append(f"{verb} by the agent (session {blitz['session']}{turn})")
     return " · ".join(parts)
 
 
@@ -227,8 +244,12 @@ def _is_blitz(cell: dict[str, Any]) -> bool:
     return str(cell.get("source", "")).lstrip().startswith("%%blitz")
 
 
-def format_cells(result: dict[str, Any], include_outputs: bool, origin: str) -> str:
-    """The notebook as the model reads it: a header, then each cell's source and outputs."""
+def format_cells(
+    result: dict[str, Any], include_outputs: bool, origin: str, executed: ExecutedSource | None = None
+) -> str:
+    """The notebook as the model reads it: a header, then each cell's source and outputs;
+    each cell's header says its execution count, whether it is stale or failed, and whether
+    the agent ran or edited it."""
     cells = result.get("cells", [])
     header = f"notebook {result.get('path') or '(unsaved)'} — {result.get('cell_count', len(cells))} cells; {origin}"
     blocks = [header]
@@ -236,7 +257,7 @@ def format_cells(result: dict[str, Any], include_outputs: bool, origin: str) -> 
     for position, cell in enumerate(cells):
         block = "\n".join(
             [
-                _cell_header(cell),
+                _cell_header(cell, executed),
                 cap_cell_text(cell.get("source", ""), MAX_SOURCE_CHARS),
                 *(output_lines(cell["index"], cell.get("outputs", [])) if include_outputs else []),
             ]
@@ -273,7 +294,9 @@ class NotebookReadArgs(BaseModel):
 @tool("notebook_read", ToolKind.READ_ONLY, NotebookReadArgs)
 async def notebook_read(args: NotebookReadArgs, ctx: ToolContext) -> str:
     """Read the notebook this kernel runs: every cell (or the given indices) with its index,
-    type, source, execution count and outputs. The %%blitz cell running this turn is marked.
+    type, source, execution count and outputs; cells edited since they ran are marked STALE,
+    cells whose last run failed FAILED, and cells you ran or edited say so. The %%blitz cell
+    running this turn is marked.
     Image outputs are listed as view_image(output="cell:N:K"). Use it before notebook_edit,
     since indices change when cells are inserted or deleted."""
     bridge = notebook_access(ctx)
@@ -291,7 +314,7 @@ async def notebook_read(args: NotebookReadArgs, ctx: ToolContext) -> str:
         except NotebookUnavailableError:
             pass
         else:
-            return format_cells(result, args.include_outputs, "live from the open notebook")
+            return format_cells(result, args.include_outputs, "live from the open notebook", _executed(ctx))
     path = _file_or_error(ctx)
     result = read_notebook_file(path)
     result["cells"] = _select(result["cells"], args.cells)
@@ -299,7 +322,13 @@ async def notebook_read(args: NotebookReadArgs, ctx: ToolContext) -> str:
         "read from the file on disk: no JupyterLab/Notebook 7 front end with the blitz_kernel "
         "extension is connected, so unsaved edits and outputs of this session may be missing"
     )
-    return format_cells(result, args.include_outputs, origin)
+    return format_cells(result, args.include_outputs, origin, _executed(ctx))
+
+
+def _executed(ctx: ToolContext) -> ExecutedSource | None:
+    """The kernel's input history by execution count, when it keeps one (IPython)."""
+    executed = getattr(ctx.kernel, "executed_source", None)
+    return executed if callable(executed) else None
 
 
 def _file_or_error(ctx: ToolContext) -> Path:
@@ -365,14 +394,15 @@ class NotebookEditArgs(BaseModel):
         default="code",
         description="The new cell's type (insert); for replace, the type to change the cell to (default: keep its type).",
     )
+    run: bool = Field(
+        default=False,
+        description="Run the cell right after inserting or replacing it (as notebook_run does): one call.",
+    )
 
 
-@tool("notebook_edit", ToolKind.MUTATING, NotebookEditArgs)
-async def notebook_edit(args: NotebookEditArgs, ctx: ToolContext) -> str:
-    """Change the open notebook: insert a cell, replace a cell's source, or delete a cell. The
-    user sees the change at once (the cell is scrolled into view and highlighted); cells are
-    not run. Read the notebook first (notebook_read): indices shift after inserts and
-    deletes. The running %%blitz cell cannot be replaced or deleted."""
+async def edit_cell(args: NotebookEditArgs, ctx: ToolContext) -> str:
+    """notebook_edit's change (notebook_run.py holds the tool, which may also run the cell):
+    through the bridge, else in the .ipynb on disk."""
     if args.action != "delete" and args.source is None:
         raise ToolError(f"{args.action} needs `source`, the cell's text")
     bridge = notebook_access(ctx)
@@ -522,4 +552,5 @@ def _replaced_text(index: int, result: dict[str, Any], source: str) -> str:
     return f"replaced the source of cell {index} ({kind}); it has not been run:\n{changes}"
 
 
-NOTEBOOK_TOOLS: list[Tool] = [notebook_read, notebook_edit]
+NOTEBOOK_TOOLS: list[Tool] = [notebook_read]
+"""notebook_edit and notebook_run: notebook_run.py (an edit may run its cell)."""

@@ -43,6 +43,10 @@ export class PanelDocument implements NotebookDocument {
       running: false,
       outputs: []
     };
+    const blitz = model.getMetadata('blitz');
+    if (typeof blitz === 'object' && blitz !== null && !Array.isArray(blitz)) {
+      snapshot.blitz = blitz as Record<string, unknown>;
+    }
     if (type === 'code') {
       const code = model as ICodeCellModel;
       snapshot.execution_count = code.executionCount ?? null;
@@ -73,6 +77,27 @@ export class PanelDocument implements NotebookDocument {
 
   deleteCell(index: number): void {
     this.shared.deleteCell(index);
+  }
+
+  setOutputs(
+    index: number,
+    outputs: OutputJSON[],
+    executionCount: number | null,
+    blitz: Record<string, unknown> | null
+  ): void {
+    const model = this.panel.content.model!.cells.get(index) as ICodeCellModel;
+    this.shared.transact(() => {
+      model.outputs.clear();
+      for (const output of outputs) {
+        model.outputs.add(output as unknown as Parameters<typeof model.outputs.add>[0]);
+      }
+      model.executionCount = executionCount;
+      if (blitz === null) {
+        model.deleteMetadata('blitz');
+      } else {
+        model.setMetadata('blitz', blitz as Parameters<typeof model.setMetadata>[1]);
+      }
+    });
   }
 
   reveal(index: number): void {

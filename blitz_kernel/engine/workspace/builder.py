@@ -100,6 +100,7 @@ class TurnBuilder:
                 variable_values=config.privacy.variables == "full",
                 transcript=self.sessions,  # search_session reads the transcript
                 home=self.configuration.home,  # load_skill reads ~/.blitz/skills there
+                vision=supports_vision(model),
             ),
             gate=ApprovalGate(
                 front_end.approver or HeadlessApprover(),

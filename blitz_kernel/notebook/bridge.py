@@ -78,8 +78,8 @@ class NotebookBridge:
                        {"output_type": "execute_result" | "display_data", "mime_types", "text",
                        "images": [{"mime_type", "width"?, "height"?, "data"? (base64, when
                        include_images)}]}
-          insert_cell  {"index", "cell_type", "source"} → {"index", "id", "cell_count"}
-          replace_cell {"index", "source", "cell_type"?} → {"index", "id", "cell_type",
+          insert_cell  {"index", "cell_type", "source", "metadata"?} → {"index", "id", "cell_count"}
+          replace_cell {"index", "source", "cell_type"?, "metadata"?} → {"index", "id", "cell_type",
                        "previous_source", "cell_count"}
           delete_cell  {"index"} → {"deleted": {"id", "cell_type", "source"}, "cell_count"}
           set_outputs  {"id", "outputs": [nbformat output], "execution_count", "metadata"?}

@@ -58,6 +58,8 @@ class InsertCellParams(_Sent):
     index: int
     cell_type: CellType = "code"
     source: str
+    metadata: dict[str, Any] | None = None
+    """The new cell's `blitz` metadata key (the agent's mark)."""
 
 
 class ReplaceCellParams(_Sent):
@@ -65,6 +67,8 @@ class ReplaceCellParams(_Sent):
     source: str
     cell_type: CellType | None = None
     """Left out (not null) when the cell keeps its type."""
+    metadata: dict[str, Any] | None = None
+    """The cell's `blitz` metadata key (the agent's mark); left out: unchanged."""
 
 
 class DeleteCellParams(_Sent):

@@ -408,20 +408,28 @@ async def edit_cell(args: NotebookEditArgs, ctx: ToolContext) -> str:
     bridge = notebook_access(ctx)
     if bridge is not None:
         try:
-            return await _edit_through_bridge(bridge, args, change_recorder(ctx))
+            return await _edit_through_bridge(bridge, args, change_recorder(ctx), agent_mark(ctx))
         except NotebookUnavailableError:
             pass
     user_ns = ctx.kernel.user_ns if ctx.kernel is not None else {}
     path = find_notebook_file(user_ns, os.environ, Path.cwd())
     if path is None:
         raise NotebookUnavailableError(NEEDS_EXTENSION)
-    return edit_notebook_file(path, args, change_recorder(ctx))
+    return edit_notebook_file(path, args, change_recorder(ctx), agent_mark(ctx))
 
 
-async def _edit_through_bridge(bridge: NotebookAccess, args: NotebookEditArgs, recorder: ChangeRecorder | None) -> str:
+def agent_mark(ctx: ToolContext, action: str = "edited") -> dict[str, Any]:
+    """The `blitz` metadata of a cell the agent edited or ran: which session and turn, so a
+    later `@cell:N` or a review knows where the cell came from."""
+    return {"session": ctx.session, "turn": getattr(change_recorder(ctx), "turn", None), action: True}
+
+
+async def _edit_through_bridge(
+    bridge: NotebookAccess, args: NotebookEditArgs, recorder: ChangeRecorder | None, mark: dict[str, Any]
+) -> str:
     if args.action == "insert":
         result = await bridge.request(
-            "insert_cell", {"index": args.index, "cell_type": args.cell_type, "source": args.source}
+            "insert_cell", {"index": args.index, "cell_type": args.cell_type, "source": args.source, "metadata": mark}
         )
         _record(
             recorder,
@@ -437,7 +445,7 @@ async def _edit_through_bridge(bridge: NotebookAccess, args: NotebookEditArgs, r
             f"{result['cell_count']} cells (cells after it moved down by one). It has not been run."
         )
     if args.action == "replace":
-        params: dict[str, Any] = {"index": args.index, "source": args.source}
+        params: dict[str, Any] = {"index": args.index, "source": args.source, "metadata": mark}
         before_type = before_id = None
         if "cell_type" in args.model_fields_set:
             params["cell_type"] = args.cell_type
@@ -491,7 +499,9 @@ ON_DISK_NOTE = (
 )
 
 
-def edit_notebook_file(path: Path, args: NotebookEditArgs, recorder: ChangeRecorder | None) -> str:
+def edit_notebook_file(
+    path: Path, args: NotebookEditArgs, recorder: ChangeRecorder | None, mark: dict[str, Any] | None = None
+) -> str:
     """notebook_edit on the .ipynb itself (notebook_file.py says when and why)."""
     document = load_notebook(path)
     cells: list[dict[str, Any]] = document["cells"]
@@ -502,6 +512,8 @@ def edit_notebook_file(path: Path, args: NotebookEditArgs, recorder: ChangeRecor
     base = {"action": args.action, "via": "file", "notebook": str(path), "index": args.index}
     if args.action == "insert":
         cell = new_cell(document, args.cell_type, args.source or "")
+        if mark is not None:
+            cell["metadata"]["blitz"] = mark
         cells.insert(args.index, cell)
         save_notebook(path, document)
         _record(recorder, **base, cell_id=cell.get("id"), cell_type_after=args.cell_type, source_after=args.source)
@@ -512,6 +524,8 @@ def edit_notebook_file(path: Path, args: NotebookEditArgs, recorder: ChangeRecor
     if args.action == "replace":
         cell_type = args.cell_type if "cell_type" in args.model_fields_set else before.get("cell_type", "code")
         cells[args.index] = retyped(document, before, cell_type, args.source or "")
+        if mark is not None:
+            cells[args.index]["metadata"] = {**cells[args.index].get("metadata", {}), "blitz": mark}
         save_notebook(path, document)
         _record(
             recorder,

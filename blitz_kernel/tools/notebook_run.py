@@ -35,6 +35,7 @@ from .notebook import (
     NotebookAccess,
     NotebookEditArgs,
     NotebookUnavailableError,
+    agent_mark,
     cap_cell_text,
     edit_cell,
     find_notebook_file,
@@ -137,6 +138,7 @@ class _OnDisk:
                 "id": cell.get("id", ""),
                 "cell_type": cell.get("cell_type", "code"),
                 "source": cell_source(cell),
+                "blitz": (cell.get("metadata") or {}).get("blitz"),
             }
             for index, cell in enumerate(document["cells"])
         ]
@@ -278,7 +280,7 @@ async def _write(
 ) -> dict[str, Any] | None:
     """Put the run's outputs into the cell and report what reverses it; None when the front
     end could not be reached (an interrupt cancelling the turn, a closed tab)."""
-    metadata = {"session": ctx.session, "turn": getattr(recorder, "turn", None), "ran": True}
+    metadata = {**(cell.get("blitz") or {}), **agent_mark(ctx, "ran")}
     try:
         before = await place.write(cell, run, metadata)
     except (ToolError, asyncio.CancelledError):

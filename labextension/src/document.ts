@@ -79,6 +79,15 @@ export class PanelDocument implements NotebookDocument {
     this.shared.deleteCell(index);
   }
 
+  setBlitz(index: number, blitz: Record<string, unknown> | null): void {
+    const model = this.panel.content.model!.cells.get(index);
+    if (blitz === null) {
+      model.deleteMetadata('blitz');
+    } else {
+      model.setMetadata('blitz', blitz as Parameters<typeof model.setMetadata>[1]);
+    }
+  }
+
   setOutputs(
     index: number,
     outputs: OutputJSON[],
@@ -92,11 +101,7 @@ export class PanelDocument implements NotebookDocument {
         model.outputs.add(output as unknown as Parameters<typeof model.outputs.add>[0]);
       }
       model.executionCount = executionCount;
-      if (blitz === null) {
-        model.deleteMetadata('blitz');
-      } else {
-        model.setMetadata('blitz', blitz as Parameters<typeof model.setMetadata>[1]);
-      }
+      this.setBlitz(index, blitz);
     });
   }
 

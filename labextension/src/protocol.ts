@@ -61,6 +61,8 @@ export interface NotebookDocument {
   deleteCell(index: number): void;
   /** Put nbformat outputs, an execution count and the `blitz` metadata key (null: removed)
    * into code cell `index`, as if it had run. */
+  /** Set (or, with null, remove) code cell `index`'s `blitz` metadata key. */
+  setBlitz(index: number, blitz: Record<string, unknown> | null): void;
   setOutputs(index: number, outputs: OutputJSON[], executionCount: number | null, blitz: Record<string, unknown> | null): void;
   /** Scroll cell `index` into view and highlight it briefly. */
   reveal(index: number): void;
@@ -161,7 +163,11 @@ const HANDLERS: Record<string, Handler> = {
       throw new BridgeError('bad_index', `cannot insert at ${index}: the notebook has ${count} cells (0..${count} allowed)`);
     }
     const cellType = cellTypeOf(params.cell_type ?? 'code');
+    const blitz = blitzOf(params.metadata);
     const id = doc.insertCell(index, cellType, text(params.source, 'source'));
+    if (blitz !== null) {
+      doc.setBlitz(index, blitz);
+    }
     doc.reveal(index);
     return { index, id, cell_count: doc.cellCount() };
   },
@@ -172,11 +178,15 @@ const HANDLERS: Record<string, Handler> = {
     const cell = doc.cell(index);
     refuseRunning(cell, index, 'replace');
     const cellType = params.cell_type === undefined ? cell.cell_type : cellTypeOf(params.cell_type);
+    const blitz = blitzOf(params.metadata);
     let id = cell.id;
     if (cellType === cell.cell_type) {
       doc.setSource(index, source);
     } else {
       id = doc.replaceWithType(index, cellType, source);
+    }
+    if (blitz !== null) {
+      doc.setBlitz(index, blitz);
     }
     doc.reveal(index);
     return { index, id, cell_type: cellType, previous_source: cell.source, cell_count: doc.cellCount() };
@@ -207,11 +217,8 @@ const HANDLERS: Record<string, Handler> = {
     if (count !== null && (typeof count !== 'number' || !Number.isInteger(count))) {
       throw new BridgeError('bad_request', 'execution_count must be an integer or null');
     }
-    const blitz = params.metadata ?? null;
-    if (blitz !== null && (typeof blitz !== 'object' || Array.isArray(blitz))) {
-      throw new BridgeError('bad_request', 'metadata must be an object or null');
-    }
-    doc.setOutputs(index, params.outputs as OutputJSON[], count, blitz as Record<string, unknown> | null);
+    const blitz = blitzOf(params.metadata);
+    doc.setOutputs(index, params.outputs as OutputJSON[], count, blitz);
     doc.reveal(index);
     return {
       index,
@@ -222,6 +229,17 @@ const HANDLERS: Record<string, Handler> = {
     };
   }
 };
+
+/** A request's `metadata` (the cell's `blitz` key): an object, or null / left out. */
+function blitzOf(value: unknown): Record<string, unknown> | null {
+  if (value === undefined || value === null) {
+    return null;
+  }
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw new BridgeError('bad_request', 'metadata must be an object or null');
+  }
+  return value as Record<string, unknown>;
+}
 
 function isOutput(value: unknown): boolean {
   return typeof value === 'object' && value !== null && typeof (value as OutputJSON).output_type === 'string';

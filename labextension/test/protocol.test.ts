@@ -54,6 +54,11 @@ class MemoryNotebook implements NotebookDocument {
     this.cells.splice(index, 1);
   }
 
+  setBlitz(index: number, blitz: Record<string, unknown> | null): void {
+    const { blitz: _old, ...rest } = this.cells[index];
+    this.cells[index] = blitz === null ? rest : { ...rest, blitz };
+  }
+
   setOutputs(
     index: number,
     outputs: CellSnapshot['outputs'],
@@ -232,6 +237,21 @@ describe('delete_cell', () => {
     expect(running.ok ? null : running.error.code).toBe('running_cell');
     expect(missing.ok ? null : missing.error.message).toBe('no cell 3: the notebook has 3 cells (0..2)');
     expect(doc.cellCount()).toBe(3);
+  });
+});
+
+describe('the agent\'s mark', () => {
+  it('insert_cell and replace_cell put the metadata they are given under the cell\'s blitz key', async () => {
+    const doc = notebook();
+    const mark = { session: 'default', turn: 2, edited: true };
+    result(await ask(doc, 'insert_cell', { index: 0, source: 'x = 1', metadata: mark }));
+    result(await ask(doc, 'replace_cell', { index: 2, source: 'df = load(2)', metadata: mark }));
+    expect([doc.cells[0].blitz, doc.cells[2].blitz]).toEqual([mark, mark]);
+    result(await ask(doc, 'replace_cell', { index: 2, source: 'df = load(3)' }));
+    expect(doc.cells[2].blitz).toEqual(mark);
+    const bad = await ask(doc, 'insert_cell', { index: 0, source: 'y', metadata: [1] });
+    expect(bad.ok ? null : bad.error.message).toBe('metadata must be an object or null');
+    expect(doc.cellCount()).toBe(4);
   });
 });
 

@@ -211,15 +211,16 @@ async def run_cell_source(
                     exec(compiled.body, ns)
                     if compiled.last_expression is not None:
                         value = eval(compiled.last_expression, ns)
+                    if value is not None:  # its reprs are the user's code too: time-limited
+                        data, metadata = (
+                            host.rich_result(value) if host is not None else ({"text/plain": repr(value)}, {})
+                        )
+                        result = {"output_type": "execute_result", "execution_count": count}
+                        collector.outputs.append({**result, "data": data, "metadata": metadata})
                 finally:
                     state.in_user_code = False
         except BaseException as error:  # user code may raise anything, SystemExit included
             _record_error(run, collector, host, error, filename, timeout_s, code_lines=code)
-    if value is not None and run.error is None:
-        data, metadata = host.rich_result(value) if host is not None else ({"text/plain": repr(value)}, {})
-        collector.outputs.append(
-            {"output_type": "execute_result", "execution_count": count, "data": data, "metadata": metadata}
-        )
     collector.finish()
     run.interrupted, run.timed_out = state.interrupted, state.timed_out
     run.images = capture.images

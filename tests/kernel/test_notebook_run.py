@@ -27,7 +27,7 @@ SOURCES = [
 
 
 def write_notebook(path: Path) -> None:
-    cells = [
+    cells: list[dict[str, Any]] = [
         {"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "source": s, "outputs": []}
         for i, s in enumerate(SOURCES)
     ]
@@ -88,7 +88,7 @@ def test_cells_run_in_the_namespace_and_their_outputs_go_into_the_file(
     assert kinds == ["execute_result", "display_data"]  # Text(0.5, 1.0, 'sales'), then the figure
     assert "image/png" in second["outputs"][1]["data"]
     assert second["execution_count"] == first["execution_count"] + 1
-    after = kernel.run("print(total, In[%d].splitlines()[0])" % first["execution_count"])
+    after = kernel.run(f"print(total, In[{first['execution_count']}].splitlines()[0])")
     assert after.stdout == "42 total = 40 + 2\n"
     assert after.reply["execution_count"] > second["execution_count"]  # the counter moved past them
 

@@ -38,6 +38,7 @@ __all__ = [
     "NotebookRequestError",
     "NotebookUnavailableError",
     "cell_image",
+    "disk_cell",
     "find_notebook_file",
     "edit_cell",
     "notebook_read",
@@ -111,7 +112,7 @@ def read_notebook_file(path: Path, include_images: bool = False) -> dict[str, An
         raw_cells = document["cells"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ToolError(f"cannot read the notebook file {path}: {error}") from None
-    cells = [_disk_cell(index, cell, include_images) for index, cell in enumerate(raw_cells)]
+    cells = [disk_cell(index, cell, include_images) for index, cell in enumerate(raw_cells)]
     return {"path": str(path), "cell_count": len(cells), "cells": cells}
 
 
@@ -119,7 +120,8 @@ def _text(value: Any) -> str:
     return "".join(value) if isinstance(value, list) else str(value or "")
 
 
-def _disk_cell(index: int, cell: dict[str, Any], include_images: bool) -> dict[str, Any]:
+def disk_cell(index: int, cell: dict[str, Any], include_images: bool) -> dict[str, Any]:
+    """An nbformat cell in the bridge's CELL shape (bridge.py)."""
     outputs = [_disk_output(o, include_images) for o in cell.get("outputs", [])]
     return {
         "index": index,

@@ -28,7 +28,9 @@ COMM_TARGET = "blitz.notebook"
 PROTOCOL = 1
 
 
-class _Refusal(Exception):
+class HostRefusal(Exception):
+    """A request the host refuses, with the protocol's error code."""
+
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
@@ -48,7 +50,7 @@ class NotebookHost:
     def answer(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
         handler = getattr(self, f"_op_{op}", None)
         if handler is None:
-            raise _Refusal("unknown_op", f"unknown op {op!r}")
+            raise HostRefusal("unknown_op", f"unknown op {op!r}")
         result: dict[str, Any] = handler(params)
         return result
 
@@ -60,7 +62,7 @@ class NotebookHost:
         count = len(self._cells())
         top = count - 1 if limit is None else limit
         if not isinstance(index, int) or not 0 <= index <= top:
-            raise _Refusal("bad_index", f"no cell {index}: the notebook has {count} cells")
+            raise HostRefusal("bad_index", f"no cell {index}: the notebook has {count} cells")
         return index
 
     def _shown(self, index: int, cell: Any, include_images: bool = False) -> dict[str, Any]:
@@ -117,7 +119,7 @@ class NotebookHost:
 
     def _refuse_running(self, cell: Any, index: int, action: str) -> None:
         if cell is self.running:
-            raise _Refusal("running_cell", f"cannot {action} cell {index}: it is the running %%blitz cell")
+            raise HostRefusal("running_cell", f"cannot {action} cell {index}: it is the running %%blitz cell")
 
     def _op_replace_cell(self, params: dict[str, Any]) -> dict[str, Any]:
         index = self._index(params.get("index"))
@@ -147,10 +149,10 @@ class NotebookHost:
     def _op_set_outputs(self, params: dict[str, Any]) -> dict[str, Any]:
         found = [(i, c) for i, c in enumerate(self._cells()) if c.get("id") == params.get("id")]
         if not found:
-            raise _Refusal("bad_index", f"no cell with id {params.get('id')!r}: it was deleted or replaced")
+            raise HostRefusal("bad_index", f"no cell with id {params.get('id')!r}: it was deleted or replaced")
         index, cell = found[0]
         if cell.get("cell_type") != "code":
-            raise _Refusal(
+            raise HostRefusal(
                 "bad_request", f"cell {index} is a {cell.get('cell_type')} cell; only code cells have outputs"
             )
         metadata = cell.setdefault("metadata", {})
@@ -184,7 +186,7 @@ class _HostComm:
         reply: dict[str, Any] = {"kind": "reply", "id": data.get("id")}
         try:
             reply.update(ok=True, result=self.client.host.answer(str(data.get("op")), data.get("params") or {}))
-        except _Refusal as refusal:
+        except HostRefusal as refusal:
             reply.update(ok=False, error={"code": refusal.code, "message": str(refusal)})
         except Exception as error:  # a bug here must answer, not leave the kernel waiting
             reply.update(ok=False, error={"code": "internal", "message": f"{type(error).__name__}: {error}"})

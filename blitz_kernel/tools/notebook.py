@@ -34,6 +34,7 @@ from .registry import ChangeRecorder, Tool, ToolContext, ToolError, ToolKind, ch
 
 __all__ = [
     "NOTEBOOK_TOOLS",
+    "agent_note",
     "NotebookAccess",
     "NotebookRequestError",
     "NotebookUnavailableError",
@@ -234,12 +235,20 @@ def _cell_header(cell: dict[str, Any], executed: ExecutedSource | None = None) -
         parts.append("RUNNING NOW (the %%blitz cell of this turn)" if _is_blitz(cell) else "running now")
     if cell.get("id"):
         parts.append(f"id {cell['id']}")
-    blitz = cell.get("blitz")
-    if isinstance(blitz, dict) and blitz.get("session") is not None:
-        turn = f", turn {blitz['turn']}" if blitz.get("turn") is not None else ""
-        verb = "ran" if blitz.get("ran") else "edited"
-        parts.append(f"{verb} by the agent (session {blitz['session']}{turn})")
+    note = agent_note(cell)
+    if note:
+        parts.append(note)
     return " · ".join(parts)
+
+
+def agent_note(cell: dict[str, Any]) -> str:
+    """'ran by the agent (session default, turn 3)' for a cell with the agent's mark, else ''."""
+    blitz = cell.get("blitz")
+    if not isinstance(blitz, dict) or blitz.get("session") is None:
+        return ""
+    turn = f", turn {blitz['turn']}" if blitz.get("turn") is not None else ""
+    verb = "ran" if blitz.get("ran") else "edited"
+    return f"{verb} by the agent (session {blitz['session']}{turn})"
 
 
 def _is_blitz(cell: dict[str, Any]) -> bool:

@@ -95,14 +95,14 @@ export class PanelDocument implements NotebookDocument {
     blitz: Record<string, unknown> | null
   ): void {
     const model = this.panel.content.model!.cells.get(index) as ICodeCellModel;
-    this.shared.transact(() => {
-      model.outputs.clear();
-      for (const output of outputs) {
-        model.outputs.add(output as unknown as Parameters<typeof model.outputs.add>[0]);
-      }
-      model.executionCount = executionCount;
-      this.setBlitz(index, blitz);
-    });
+    // Not inside a shared-model transaction: the output model mirrors each change into the
+    // shared model at once, and a deferred mirror would come back as a second copy.
+    model.outputs.clear();
+    for (const output of outputs) {
+      model.outputs.add(output as unknown as Parameters<typeof model.outputs.add>[0]);
+    }
+    model.executionCount = executionCount;
+    this.setBlitz(index, blitz);
   }
 
   reveal(index: number): void {

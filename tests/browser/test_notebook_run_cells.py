@@ -75,5 +75,5 @@ def test_run_cells_show_their_outputs_plot_and_count_and_an_error_is_fixed(
     assert [o["output_type"] for o in plotted["outputs"]] == ["stream", "display_data"]
     assert "image/png" in plotted["outputs"][1]["data"]
     assert [plotted["execution_count"], total["execution_count"]] == counts
-    assert total["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "total 6\n"}]
+    assert [(o["output_type"], "".join(o["text"])) for o in total["outputs"]] == [("stream", "total 6\n")]
     assert plotted["metadata"]["blitz"]["ran"] is True and plotted["metadata"]["blitz"]["session"] == "cells"

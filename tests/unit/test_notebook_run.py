@@ -241,3 +241,18 @@ async def test_with_the_live_notebook_outputs_go_into_the_cell_not_the_file(tmp_
     assert live.cells[0]["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "hi\n"}]
     assert live.cells[0]["execution_count"] == 6
     assert "on disk" not in text and "stdout:\nhi" in text
+
+
+def test_an_at_cell_reference_says_the_agent_ran_the_cell() -> None:
+    from blitz_kernel.notebook.references import _format_cell
+
+    cell = {
+        "index": 2,
+        "execution_count": 7,
+        "source": "x = 1",
+        "outputs": [],
+        "blitz": {"session": "s1", "turn": 3, "ran": True},
+    }
+    assert _format_cell(cell, "live from the open notebook").splitlines()[0] == (
+        "In[7] (cell 2 of the notebook), live from the open notebook; ran by the agent (session s1, turn 3)"
+    )

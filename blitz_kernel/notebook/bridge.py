@@ -125,6 +125,10 @@ class NotebookBridge:
         """The client that loaded the extension (see the class docstring)."""
         self.cell_session: str | None = None
         """The client that ran the current (or last) cell."""
+        self.cell_ids: dict[int, str] = {}
+        """Execution count → the id of the notebook cell that ran as In[count] in this kernel
+        (JupyterLab sends it with each execute request; notebook_run records its own), so a
+        cell showing a count from an earlier kernel is not taken for one that ran here."""
 
     @property
     def connected(self) -> bool:
@@ -175,6 +179,9 @@ class NotebookBridge:
         session = _parent_session(self._shell)
         if session is not None:
             self.cell_session = session
+        cell_id = _parent_cell_id(self._shell)
+        if cell_id is not None and getattr(info, "store_history", False):
+            self.cell_ids[int(self._shell.execution_count) - 1] = cell_id  # the counter moved on already
         self._choose()
         self.ping()
 
@@ -336,6 +343,17 @@ def _parent_session(ipython: Any) -> str | None:
     except Exception:
         return None
     return _session_of(parent) if isinstance(parent, dict) else None
+
+
+def _parent_cell_id(ipython: Any) -> str | None:
+    """The notebook cell id the front end sent with the request being handled (`cellId`)."""
+    get_parent = getattr(getattr(ipython, "kernel", None), "get_parent", None)
+    try:
+        metadata = get_parent().get("metadata") if get_parent is not None else None
+    except Exception:
+        return None
+    cell_id = metadata.get("cellId") if isinstance(metadata, dict) else None
+    return cell_id if isinstance(cell_id, str) and cell_id else None
 
 
 def install(ipython: Any) -> NotebookBridge | None:

@@ -123,13 +123,16 @@ class IPythonKernelContext:
             return []
         return lines
 
-    def take_execution_count(self, source: str) -> int:
+    def take_execution_count(self, source: str, cell_id: str | None = None) -> int:
         """The next count, as if the user ran the cell: it goes into the input history, and
         the running %%blitz cell's own reply (ipykernel reports the counter minus one) moves
         past the cells it ran instead of repeating the last one's number."""
         shell = self._shell
         count: int = shell.execution_count
         shell.execution_count = count + 1
+        bridge = self.notebook
+        if bridge is not None and cell_id:
+            bridge.cell_ids[count] = cell_id
         history = getattr(shell, "history_manager", None)
         if history is not None:
             with contextlib.suppress(Exception):
@@ -154,10 +157,11 @@ class IPythonKernelContext:
         with contextlib.suppress(ValueError):
             self._shell.events.unregister("post_run_cell", self._bump_after_cell)
 
-    def executed_source(self, count: int) -> str | None:
+    def executed_cell(self, count: int) -> tuple[str | None, str] | None:
+        """(the notebook cell's id, when known; the source) of In[count] in this kernel."""
         history = getattr(self._shell, "history_manager", None)
         raw = getattr(history, "input_hist_raw", None)
-        if not isinstance(raw, list) or not 0 < count < len(raw):
+        if not isinstance(raw, list) or not 0 < count < len(raw) or not isinstance(raw[count], str):
             return None
-        source = raw[count]
-        return source if isinstance(source, str) else None
+        bridge = self.notebook
+        return (bridge.cell_ids.get(count) if bridge is not None else None), raw[count]

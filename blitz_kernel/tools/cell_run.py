@@ -58,12 +58,14 @@ class CellHost(Protocol):
         """The traceback as the shell shows it (its lines, with terminal colours)."""
         ...
 
-    def take_execution_count(self, source: str) -> int:
-        """The next execution count, taken (the source goes into the input history as In[n])."""
+    def take_execution_count(self, source: str, cell_id: str | None = None) -> int:
+        """The next execution count, taken (the source goes into the input history as In[n],
+        run by cell `cell_id`)."""
         ...
 
-    def executed_source(self, count: int) -> str | None:
-        """What ran as In[count] in this kernel; None when this kernel did not run it."""
+    def executed_cell(self, count: int) -> tuple[str | None, str] | None:
+        """(the id of the notebook cell that ran it, when known; the source) of In[count] in
+        this kernel; None when this kernel did not run it."""
         ...
 
 
@@ -179,9 +181,10 @@ async def run_cell_source(
     host: CellHost | None,
     timeout_s: float | None,
     before_exec: Callable[[], None] | None = None,
+    cell_id: str | None = None,
 ) -> CellRun:
-    """Run `source` in `ns` as a notebook cell; never raises for what the code did."""
-    count = host.take_execution_count(source) if host is not None else None
+    """Run `source` in `ns` as notebook cell `cell_id`; never raises for what the code did."""
+    count = host.take_execution_count(source, cell_id) if host is not None else None
     collector = OutputCollector()
     filename = f"<cell-{next(run_numbers)}>"
     state = RunState()

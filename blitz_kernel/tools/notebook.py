@@ -216,8 +216,9 @@ def output_lines(index: int, outputs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-ExecutedSource = Callable[[int], str | None]
-"""What ran as In[n] in this kernel (None: not run in it), to tell a stale cell."""
+ExecutedSource = Callable[[int], tuple[str | None, str] | None]
+"""(the id of the cell that ran it, the source) of In[n] in this kernel, None: not run in it;
+to tell a stale cell."""
 
 
 def _cell_header(cell: dict[str, Any], executed: ExecutedSource | None = None) -> str:
@@ -225,8 +226,7 @@ def _cell_header(cell: dict[str, Any], executed: ExecutedSource | None = None) -
     count = cell.get("execution_count")
     if count is not None:
         parts.append(f"execution count {count}")
-        ran = executed(count) if executed is not None else None
-        if ran is not None and ran.rstrip("\n") != str(cell.get("source", "")).rstrip("\n") and not cell.get("running"):
+        if _stale(cell, executed(count) if executed is not None else None):
             parts.append("STALE (edited since it ran)")
     failed = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
     if failed is not None:
@@ -239,6 +239,15 @@ def _cell_header(cell: dict[str, Any], executed: ExecutedSource | None = None) -
     if note:
         parts.append(note)
     return " · ".join(parts)
+
+
+def _stale(cell: dict[str, Any], ran: tuple[str | None, str] | None) -> bool:
+    """The cell ran in this kernel (In[its count] was run by this very cell) and its source
+    has changed since. A count from an earlier kernel, or a run whose cell is not known (no
+    cell id), is never called stale."""
+    if ran is None or cell.get("running") or not cell.get("id") or ran[0] != cell.get("id"):
+        return False
+    return ran[1].rstrip("\n") != str(cell.get("source", "")).rstrip("\n")
 
 
 def agent_note(cell: dict[str, Any]) -> str:
@@ -338,7 +347,7 @@ async def notebook_read(args: NotebookReadArgs, ctx: ToolContext) -> str:
 
 def _executed(ctx: ToolContext) -> ExecutedSource | None:
     """The kernel's input history by execution count, when it keeps one (IPython)."""
-    executed = getattr(ctx.kernel, "executed_source", None)
+    executed = getattr(ctx.kernel, "executed_cell", None)
     return executed if callable(executed) else None
 
 

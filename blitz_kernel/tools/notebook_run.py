@@ -268,7 +268,8 @@ async def _run_one(
     started = time.monotonic()
     try:
         async with one_at_a_time():
-            run = await run_cell_source(source, ns, cell_host(ctx.kernel), effective_timeout(None, ctx), snapshot)
+            host, limit = cell_host(ctx.kernel), effective_timeout(None, ctx)
+            run = await run_cell_source(source, ns, host, limit, snapshot, cell.get("id") or None)
     finally:
         namespace = recorder.namespace_after(taken[0], ctx.call_id, source) if recorder and taken else ""
     run.notes.insert(0, f"ran in {time.monotonic() - started:.2f} s")

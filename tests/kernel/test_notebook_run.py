@@ -92,6 +92,17 @@ def test_cells_run_in_the_namespace_and_their_outputs_go_into_the_file(
     assert after.stdout == "42 total = 40 + 2\n"
     assert after.reply["execution_count"] > second["execution_count"]  # the counter moved past them
 
+    document = json.loads(notebook.read_text())
+    document["cells"][0]["source"] = "total = 0"  # edited since the agent ran it
+    notebook.write_text(json.dumps(document))
+    server.enqueue({"tool_calls": [{"name": "notebook_read", "arguments": {}}]}, {"text": "Read."})
+    assert kernel.run("%%blitz -s run\nWhat is stale?").status == "ok"
+    [read] = tool_results(server.requests[-1].body)[-1:]
+    assert (
+        f"[0] code · execution count {first['execution_count']} · STALE (edited since it ran) · id c0" in read["result"]
+    )
+    assert f"[1] code · execution count {second['execution_count']} · id c1 · ran by the agent" in read["result"]
+
 
 def test_undo_puts_back_the_outputs_and_the_variables(
     kernel: KernelDriver, server: FakeOpenAIServer, notebook: Path

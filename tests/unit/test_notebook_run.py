@@ -27,7 +27,7 @@ class CellKernel:
     hidden_names: dict[str, Any] = field(default_factory=dict)
     notebook: Any = None
     count: int = 5
-    history: dict[int, str] = field(default_factory=dict)
+    history: dict[int, tuple[str | None, str]] = field(default_factory=dict)
 
     def transform_source(self, source: str) -> str:
         return source
@@ -48,12 +48,12 @@ class CellKernel:
     def error_lines(self, error: BaseException) -> list[str]:
         return []
 
-    def take_execution_count(self, source: str) -> int:
+    def take_execution_count(self, source: str, cell_id: str | None = None) -> int:
         self.count += 1
-        self.history[self.count] = source
+        self.history[self.count] = (cell_id, source)
         return self.count
 
-    def executed_source(self, count: int) -> str | None:
+    def executed_cell(self, count: int) -> tuple[str | None, str] | None:
         return self.history.get(count)
 
 
@@ -189,8 +189,11 @@ async def test_read_reports_counts_stale_and_failed_cells(on_disk: tuple[Path, T
         await use(notebook_run, ctx, cell=3)
     document = json.loads(path.read_text())
     document["cells"][2]["source"] = "b = 3"  # edited since it ran
+    yesterday = {"cell_type": "code", "id": "old", "metadata": {}, "execution_count": 7, "outputs": []}
+    document["cells"].append({**yesterday, "source": "print('from an earlier kernel')"})
     path.write_text(json.dumps(document))
     text = await use(notebook_read, ctx)
+    assert "[4] code · execution count 7 · id old\n" in text  # In[7] here was another cell: not stale
     assert "[1] code · execution count 6 · id c0 · ran by the agent (session s1)" in text
     assert "[2] code · execution count 7 · STALE (edited since it ran)" in text
     assert "[3] code · execution count 8 · FAILED (ValueError)" in text

@@ -81,18 +81,24 @@ class IPythonKernelContext:
         return transformed
 
     @contextlib.contextmanager
-    def cell_displays(
-        self, sink: Callable[[dict[str, Any], dict[str, Any]], None], clear: Callable[[], None]
-    ) -> Iterator[None]:
+    def cell_displays(self, sink: Callable[..., None], clear: Callable[[], None]) -> Iterator[None]:
         """Displays go to `sink` (and `clear_output()` to `clear`), not to the running %%blitz
         cell: they belong to the cell being run."""
         publisher = self._shell.display_pub
         had_publish, had_clear = "publish" in vars(publisher), "clear_output" in vars(publisher)
         original_publish, original_clear = publisher.publish, publisher.clear_output
 
-        def publish(data: dict[str, Any], metadata: dict[str, Any] | None = None, *args: Any, **kwargs: Any) -> None:
+        def publish(
+            data: dict[str, Any],
+            metadata: dict[str, Any] | None = None,
+            *args: Any,
+            transient: dict[str, Any] | None = None,
+            update: bool = False,
+            **kwargs: Any,
+        ) -> None:
             if isinstance(data, dict):
-                sink(data, metadata or {})
+                display_id = (transient or {}).get("display_id")
+                sink(data, metadata or {}, display_id=display_id, update=update)
 
         def clear_output(wait: bool = False) -> None:
             clear()

@@ -29,10 +29,23 @@ from .images import FigureCapture
 from .run_python import compile_source, deliver_pending_interrupts, format_error, run_numbers
 from .signals import RunState, UserCodeTimeout, interruptible
 
-__all__ = ["CellHost", "CellRun", "OutputCollector", "cell_host", "run_cell_source"]
+__all__ = ["CellHost", "CellRun", "DisplaySink", "OutputCollector", "cell_host", "run_cell_source"]
 
 MAX_STREAM_CHARS = 100_000
 """What one cell keeps of its stdout and stderr together (a runaway loop must not fill the notebook)."""
+
+
+class DisplaySink(Protocol):
+    """Where a cell's displays go: the bundle, its metadata, its display id and whether it
+    updates the earlier displays of that id."""
+
+    def __call__(
+        self,
+        data: dict[str, Any],
+        metadata: dict[str, Any] | None = None,
+        display_id: str | None = None,
+        update: bool = False,
+    ) -> None: ...
 
 
 @runtime_checkable
@@ -43,11 +56,9 @@ class CellHost(Protocol):
         """The cell's source as the shell would run it (`%magic`, `!command` made Python)."""
         ...
 
-    def cell_displays(
-        self, sink: Callable[[dict[str, Any], dict[str, Any]], None], clear: Callable[[], None]
-    ) -> AbstractContextManager[None]:
-        """While open, every displayed MIME bundle goes to `sink(data, metadata)` (and
-        `clear_output()` to `clear`) instead of the running cell's output."""
+    def cell_displays(self, sink: DisplaySink, clear: Callable[[], None]) -> AbstractContextManager[None]:
+        """While open, every displayed MIME bundle goes to `sink` (and `clear_output()` to
+        `clear`) instead of the running cell's output."""
         ...
 
     def rich_result(self, value: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -82,6 +93,7 @@ class OutputCollector:
         """Every displayed bundle (FigureCapture reads the images among them)."""
         self._stream_chars = 0
         self._cut = 0
+        self._by_id: dict[str, list[dict[str, Any]]] = {}
 
     def write(self, name: str, text: str) -> None:
         room = MAX_STREAM_CHARS - self._stream_chars
@@ -98,9 +110,24 @@ class OutputCollector:
         else:
             self.outputs.append({"output_type": "stream", "name": name, "text": text})
 
-    def display(self, data: dict[str, Any], metadata: dict[str, Any] | None = None) -> None:
+    def display(
+        self,
+        data: dict[str, Any],
+        metadata: dict[str, Any] | None = None,
+        display_id: str | None = None,
+        update: bool = False,
+    ) -> None:
+        """A displayed bundle; with `update`, it replaces what earlier displays of that
+        `display_id` show (progress bars, `display_handle.update`)."""
         self.bundles.append(dict(data))
-        self.outputs.append({"output_type": "display_data", "data": dict(data), "metadata": dict(metadata or {})})
+        if update:
+            for shown in self._by_id.get(display_id or "", []):
+                shown.update(data=dict(data), metadata=dict(metadata or {}))
+            return
+        output = {"output_type": "display_data", "data": dict(data), "metadata": dict(metadata or {})}
+        self.outputs.append(output)
+        if display_id:
+            self._by_id.setdefault(display_id, []).append(output)
 
     def clear(self) -> None:
         """`clear_output()` in the cell."""

@@ -23,6 +23,7 @@ SOURCES = [
     "total = 40 + 2\nprint('total is', total)",
     "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('sales')",
     "print('spinning', flush=True)\nopen('spinning.flag', 'w').close()\nwhile True:\n    pass",
+    "handle = display('step 1', display_id=True)\nhandle.update('step 2')\nfrom IPython.display import clear_output",
 ]
 
 
@@ -81,7 +82,7 @@ def test_cells_run_in_the_namespace_and_their_outputs_go_into_the_file(
     text = result["result"]
     assert "namespace: created total" in text and "stdout:\ntotal is 42" in text
     assert "fig-1" in text and "written into the .ipynb file on disk" in text
-    first, second, _ = cells(notebook)
+    first, second = cells(notebook)[:2]
     assert first["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "total is 42\n"}]
     assert first["metadata"]["blitz"]["session"] == "run" and first["metadata"]["blitz"]["ran"] is True
     kinds = [o["output_type"] for o in second["outputs"]]
@@ -153,3 +154,12 @@ def test_interrupt_during_a_cell_cancels_the_turn_and_the_history_stays_valid(
     assert kernel.run("%%blitz -s stop\nOK?").status == "ok"
     [result] = tool_results(server.requests[-1].body)
     assert "error" in result
+
+
+def test_a_display_updated_in_place_shows_its_last_content(
+    kernel: KernelDriver, server: FakeOpenAIServer, notebook: Path
+) -> None:
+    server.enqueue(run_cell(cell=3), {"text": "Shown."})
+    assert kernel.run("%%blitz -s update --approve allow\nRun the progress cell.").status == "ok"
+    outputs = cells(notebook)[3]["outputs"]
+    assert [(o["output_type"], o["data"]["text/plain"]) for o in outputs] == [("display_data", "'step 2'")]

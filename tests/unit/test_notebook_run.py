@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from blitz_kernel.tools import builtin_tools
+from blitz_kernel.tools.cell_run import DisplaySink
 from blitz_kernel.tools.notebook import notebook_read
 from blitz_kernel.tools.notebook_run import notebook_edit, notebook_run
 from blitz_kernel.tools.registry import Tool, ToolContext, ToolError, ToolOutput
@@ -33,10 +34,11 @@ class CellKernel:
         return source
 
     @contextlib.contextmanager
-    def cell_displays(
-        self, sink: Callable[[dict[str, Any], dict[str, Any]], None], clear: Callable[[], None]
-    ) -> Iterator[None]:
-        self.user_ns["display"] = lambda value: sink({"text/plain": repr(value)}, {})
+    def cell_displays(self, sink: DisplaySink, clear: Callable[[], None]) -> Iterator[None]:
+        self.user_ns["display"] = lambda value, display_id=None, update=False: sink(
+            {"text/plain": repr(value)}, {}, display_id=display_id, update=update
+        )
+        self.user_ns["clear_output"] = clear
         try:
             yield
         finally:
@@ -259,3 +261,15 @@ def test_an_at_cell_reference_says_the_agent_ran_the_cell() -> None:
     assert _format_cell(cell, "live from the open notebook").splitlines()[0] == (
         "In[7] (cell 2 of the notebook), live from the open notebook; ran by the agent (session s1, turn 3)"
     )
+
+
+async def test_updated_and_cleared_displays_keep_only_what_the_cell_shows_last(
+    on_disk: tuple[Path, ToolContext],
+) -> None:
+    path, ctx = on_disk
+    source = (
+        "print('gone')\nclear_output()\ndisplay(1, display_id='p')\ndisplay(2)\ndisplay(3, display_id='p', update=True)"
+    )
+    write_notebook(path, [source])
+    await use(notebook_run, ctx, cell=1)
+    assert [o["data"]["text/plain"] for o in cells_of(path)[1]["outputs"]] == ["3", "2"]

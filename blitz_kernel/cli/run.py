@@ -229,6 +229,8 @@ def _progress_engine(progress: Progress) -> str:
     """Register (once per process) a papermill engine that reports progress; returns its name."""
     from papermill.engines import NBClientEngine, papermill_engines
 
+    from .notebook_host import execute_hosted
+
     class ProgressEngine(NBClientEngine):
         watcher: ClassVar[Progress | None] = None
 
@@ -236,7 +238,8 @@ def _progress_engine(progress: Progress) -> str:
         def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, **kwargs: Any) -> Any:
             if cls.watcher is not None:
                 cls.watcher.watch(nb_man)
-            return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+            # the kernel's notebook tools edit papermill's notebook in memory (notebook_host.py)
+            return execute_hosted(nb_man, kernel_name, **kwargs)
 
     ProgressEngine.watcher = progress
     papermill_engines.register("blitz-run", ProgressEngine)

@@ -112,17 +112,17 @@ SHELL_CASES: list[ShellCase] = [
     ShellCase(
         "tools-nosuch",
         "%%blitz --tools nosuch\nhi",
-        "unknown tool(s) nosuch in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
+        "unknown tool(s) nosuch in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, notebook_run, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
     ),
     ShellCase(
         "tools-read_file,nosuch",
         "%%blitz --tools read_file,nosuch\nhi",
-        "unknown tool(s) nosuch in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
+        "unknown tool(s) nosuch in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, notebook_run, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
     ),
     ShellCase(
         "tools-' '",
         "%%blitz --tools ' '\nhi",
-        "unknown tool(s) ' ' in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
+        "unknown tool(s) ' ' in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, notebook_run, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
     ),
     ShellCase("out-1bad", "%%blitz --out 1bad\nhi", "--out needs a Python variable name, got '1bad'"),
     ShellCase("out-'a b'", "%%blitz --out 'a b'\nhi", "--out needs a Python variable name, got 'a b'"),
@@ -1196,6 +1196,24 @@ TOOL_CASES: list[ToolCase] = [
         "invalid arguments for notebook_edit: action: Input should be 'insert', 'replace' or 'delete'",
     ),
     ToolCase(
+        "notebook_run-no-cell",
+        "notebook_run",
+        "{}",
+        "invalid arguments for notebook_run: (arguments): Value error, give either `cell` (an index or id) or `start` and `end`",
+    ),
+    ToolCase(
+        "notebook_run-backwards-range",
+        "notebook_run",
+        '{"start": 4, "end": 2}',
+        "invalid arguments for notebook_run: (arguments): Value error, `end` (2) is before `start` (4)",
+    ),
+    ToolCase(
+        "notebook_edit-run-a-deleted-cell",
+        "notebook_edit",
+        '{"action": "delete", "index": 0, "run": true}',
+        "run: true needs insert or replace; a deleted cell cannot be run",
+    ),
+    ToolCase(
         "todo-not-a-list", "todo", '{"items": 3}', "invalid arguments for todo: items: Input should be a valid list"
     ),
     ToolCase(
@@ -1214,7 +1232,7 @@ TOOL_CASES: list[ToolCase] = [
         "unknown-tool",
         "format_disk",
         "{}",
-        "unknown tool 'format_disk'; available: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
+        "unknown tool 'format_disk'; available: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, notebook_run, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
     ),
     ToolCase(
         "grep-pattern-too-long",

@@ -112,6 +112,7 @@ class TurnBuilder:
                 transcript=self.sessions,  # search_session reads the transcript
                 home=self.configuration.home,  # load_skill reads ~/.blitz/skills there
                 web=config.web,
+                vision=supports_vision(model),
             ),
             gate=ApprovalGate(
                 front_end.approver or HeadlessApprover(),

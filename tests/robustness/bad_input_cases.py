@@ -433,7 +433,7 @@ SHELL_CASES: list[ShellCase] = [
     ShellCase(
         "config-limits.nosuch=1",
         "%blitz_config limits.nosuch=1",
-        "bad configuration 'limits.nosuch' in %blitz_config: unknown key; known keys: max_turns, max_cost_usd, timeout_s, max_cost_usd_session, repeat_warn, repeat_stop, max_concurrent_turns",
+        "bad configuration 'limits.nosuch' in %blitz_config: unknown key; known keys: max_turns, max_cost_usd, timeout_s, max_cost_usd_session, shared_budget_file, repeat_warn, repeat_stop, max_concurrent_turns",
     ),
     ShellCase(
         "config-telemetry.exporter=bogus",

@@ -65,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--store", metavar="URL", help="record the sessions in this store (BLITZ_STORE_URL)")
     parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="replay the saved agent cells' tool calls (no model call); exit 5 when a result changed",
+    )
+    parser.add_argument(
         "-p",
         "--parameter",
         nargs=2,
@@ -427,9 +432,23 @@ def main(argv: list[str] | None = None, err: TextIO | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse printed the usage; its status is already 2
         return int(exit_.code or 0)
+    if args.replay:
+        return replay(args, err or sys.stderr)
     if len(args.notebooks) > 1 or args.jobs is not None or args.report_dir is not None:
         from .fanout import run_many
 
         return run_many(args, err or sys.stderr)
     args.notebook = args.notebooks[0]
     return run(args, err or sys.stderr)
+
+
+def replay(args: argparse.Namespace, err: TextIO) -> int:
+    """`blitz run --replay NOTEBOOK` (cli/replay_run.py), on this module's papermill run."""
+    from .replay_run import run_replay
+
+    if len(args.notebooks) > 1 or args.jobs is not None or args.report_dir is not None:
+        print("blitz run: --replay takes one notebook (no -j, no --report-dir)", file=err)
+        return EXIT_CODES["usage"]
+    args.notebook = args.notebooks[0]
+    logging.getLogger("papermill").addFilter(_QuietCommTargets())
+    return run_replay(args, err, execute, Progress(err, run_redactor(args.cwd or args.notebook.parent)))

@@ -65,7 +65,7 @@ blitz_kernel — an agent in your kernel. Magics:
   %blitz_rewind N [same options]   undo the last N turns, newest first
   %blitz_truncate N [-s NAME]      drop the last N turns from the conversation only
   %blitz_skills              the skills the agent can load, where each comes from
-  %blitz_replay [CELL | --turn N] [-s NAME] [-o NAME] [--approve allow]
+  %blitz_replay [CELL | --turn N | --index I] [--notebook PATH] [-s NAME] [-o NAME] [--approve allow]
                              re-run a turn's tool calls with no model call, compare results
   %blitz_help                this text
 

@@ -6,6 +6,7 @@ because of the model: a placeholder model explains what is wrong on every call.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -114,6 +115,20 @@ class Workspace:
             raise ValueError(f"turn is counted from 1, got {turn}")
         front_end = FrontEnd(approver=approver, on_event=on_event, kernel=kernel)
         return await self.turns.replay(session, None if turn is None else turn - 1, front_end, approve)
+
+    async def replay_record(
+        self,
+        record: Mapping[str, Any],
+        *,
+        approve: Policy | None = None,
+        approver: Approver | None = None,
+        on_event: EventHandler | None = None,
+        kernel: KernelContext | None = None,
+    ) -> ReplayReport:
+        """Replay the tool calls of a saved cell's turn record (its output metadata's `blitz`
+        entry), for a notebook whose kernel and store are gone (docs/replay.md)."""
+        front_end = FrontEnd(approver=approver, on_event=on_event, kernel=kernel)
+        return await self.turns.replay_record(record, front_end, approve)
 
     def mcp_servers(self) -> McpManager:
         """The MCP servers as the configuration says now, for a turn or `%blitz_mcp`."""

@@ -80,7 +80,8 @@ class ReplayMagics(Magics):
         if args.cell is not None:
             count = whole_number(args.cell, "CELL", usage)
             if notebook is not None or count not in self.main.cell_turns:
-                path = saved_notebook(notebook, usage, f"cell {count} ran no %%blitz turn in this kernel")
+                why = "" if notebook is not None else f"cell {count} ran no %%blitz turn in this kernel"
+                path = saved_notebook(notebook, usage, why)
                 return self._from_notebook(path, ("count", count), out, args.approve)
             session, index = self.main.cell_turns[count]
             turn = index + 1
@@ -132,7 +133,7 @@ def saved_notebook(given: str | None, usage: str, why: str = "") -> Path:
     if given is None:
         named = os.environ.get("JPY_SESSION_NAME", "")
         if not named or not Path(named).is_file():
-            raise UsageError(f"{lead}the saved notebook is not known here: pass --notebook PATH\n{usage}")
+            raise UsageError(f"{lead}the saved notebook is not known here: use --turn N, or --notebook PATH\n{usage}")
         given = named
     path = Path(given).expanduser()
     if not path.is_file():

@@ -67,3 +67,27 @@ def test_a_missing_or_broken_ledger_is_one_clear_error(tmp_path: Path):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(BlitzError, match="cannot be read"):
         BudgetLedger(tmp_path / "bad.json").state()
+
+
+async def test_a_turn_reserves_each_call_in_the_shared_budget_and_stops_before_passing_it(tmp_path: Path):
+    """Each call costs $0.20 (2,000 prompt tokens at $100/M) and is estimated above that (the real
+    prompt, tools included): with $0.50 shared, the first call is made, the second refused."""
+    from blitz_kernel.core.usage import Price
+    from tests.helpers.workspaces import scripted_workspace
+
+    ledger = BudgetLedger.create(tmp_path / "budget.json", 0.5)
+    spend = {"usage": {"prompt_tokens": 2000, "completion_tokens": 0}}
+    steps = [
+        {"text": "", "tool_calls": [{"name": "list_variables", "arguments": {}}], **spend},
+        {"text": "never made", **spend},
+    ]
+    workspace, model = scripted_workspace(
+        tmp_path, steps, price=Price(input=100.0, output=0.0), **{"limits.shared_budget_file": str(ledger.path)}
+    )
+    result = await workspace.run("go")
+    assert result.stop_reason == "max_cost" and "left of the shared budget" in (result.error or "")
+    assert len(model.requests) == 1
+    state = ledger.state()
+    assert state.spent_usd == pytest.approx(0.2) and (state.calls, state.refused) == (1, 1)
+    assert state.reservations == {}  # nothing is held once the turn is over
+    assert 0.2 < state.largest_total_usd <= 0.5  # the call was reserved at more than it cost

@@ -3,10 +3,16 @@ call; results compared on the part the record kept; what the record lacks is sai
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
 
 from blitz_kernel.cli.replay_run import replay_copy
 from blitz_kernel.engine.turn.replay_record import record_calls
+from blitz_kernel.notebook.magics import BlitzCellError
 from tests.helpers.workspaces import scripted_workspace
 
 
@@ -84,3 +90,40 @@ def test_the_copy_to_run_replays_cells_with_records_and_never_calls_the_model(tm
     assert copy["cells"][1]["source"] == f"%blitz_replay --notebook '{tmp_path / 'my nb.ipynb'}' --index 1"
     assert "not replayed" in copy["cells"][2]["source"] and copy["cells"][0]["source"] == "import pandas"
     assert nb["cells"][1]["source"] == "%%blitz\nGo."  # the saved notebook itself is left as it was
+
+
+def test_blitz_replay_of_a_cell_this_kernel_did_not_run_reads_the_saved_notebook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("BLITZ_MODEL", "BLITZ_API_BASE", "BLITZ_AGENT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "same.txt").write_text("unchanged\n")
+    saved = {
+        "cells": [
+            {"cell_type": "markdown", "source": "# Sales"},
+            {
+                "cell_type": "code",
+                "execution_count": 4,
+                "source": "%%blitz\nRead it.",
+                "outputs": [
+                    {"metadata": {"blitz": record(entry(1, "read_file", {"path": "same.txt"}, "     1\tunchanged"))}}
+                ],
+            },
+        ]
+    }
+    (tmp_path / "sales.ipynb").write_text(json.dumps(saved))
+    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "sales.ipynb"))
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "blitz_kernel")
+    try:
+        asyncio.run(shell.run_line_magic("blitz_replay", "4 -o rep"))
+        report = shell.user_ns["rep"]
+        assert (report.source, [c.status for c in report.calls]) == ("notebook", ["same"])
+        with pytest.raises(BlitzCellError, match=r"sales.ipynb has no cell that ran as In\[7\]"):
+            asyncio.run(shell.run_line_magic("blitz_replay", "7"))
+        with pytest.raises(BlitzCellError, match="cell 0 of sales.ipynb has no turn record in its saved outputs"):
+            asyncio.run(shell.run_line_magic("blitz_replay", "--index 0"))
+    finally:
+        shell.run_line_magic("unload_ext", "blitz_kernel")

@@ -5,8 +5,9 @@ This module adds what papermill cannot know: the kernel's settings through the e
 config reads, so `%%blitz` cells need no edits; an exit status that says why the run stopped (a
 failing `%%blitz` cell raises, so papermill stops there too: papermill#501); progress on stderr
 and the JSON report; and the kernel's redaction on everything it prints or writes, since CI logs
-keep it. Bad input is one line and exit status 2 before any kernel starts. Options, report and
-exit statuses: docs/blitz-run.md.
+keep it. Bad input is one line and exit status 2 before any kernel starts. Several notebooks
+(`-j N`, one shared budget) are cli/fanout.py's; `--replay` is cli/replay_run.py's. Options,
+report and exit statuses: docs/blitz-run.md.
 """
 
 from __future__ import annotations

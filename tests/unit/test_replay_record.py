@@ -127,3 +127,20 @@ def test_blitz_replay_of_a_cell_this_kernel_did_not_run_reads_the_saved_notebook
             asyncio.run(shell.run_line_magic("blitz_replay", "--index 0"))
     finally:
         shell.run_line_magic("unload_ext", "blitz_kernel")
+
+
+def test_the_cell_record_says_when_it_cut_a_calls_arguments() -> None:
+    from blitz_kernel.engine.events import ToolCallEvent, TurnStarted
+    from blitz_kernel.notebook.widgets.state import TurnState
+    from blitz_kernel.notebook.widgets.static import turn_record
+
+    state = TurnState(turn_id="t1", prompt="", session="")
+    state.apply(TurnStarted(session="s", turn_index=0, prompt="go", agent="blitz", model="m"))
+    state.apply(ToolCallEvent(id="c1", name="write_file", args={"path": "a", "content": "x" * 5000}))
+    state.apply(ToolCallEvent(id="c2", name="read_file", args={"path": "b"}))
+    cut, whole = turn_record(state, "")["tool_calls"]
+    assert cut["args_cut"] is True and len(cut["args"]["content"]) == 2000
+    assert "args_cut" not in whole
+    assert record_calls(record({**cut, "result": "", "status": "done"}))[2] == {
+        "c1": "its arguments were cut in the notebook's record (a value over 2,000 characters)"
+    }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -83,6 +84,10 @@ class LimitsConfig(_Section):
     max_cost_usd_session: float | None = Field(default=None, gt=0)
     """Spend ceiling for a whole session: once passed, later turns are refused before
     any model call until `%blitz_usage --add-budget USD`."""
+    shared_budget_file: Path | None = None
+    """A budget ledger several runs spend from together (`blitz run -j`, `blitz eval` set it
+    with BLITZ_SHARED_BUDGET): each model call is refused when its estimate would pass
+    what is left of it."""
     repeat_warn: int = Field(default=3, ge=2)
     """Identical consecutive tool calls after which the result tells the model it is
     repeating itself."""

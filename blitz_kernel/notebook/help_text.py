@@ -35,7 +35,7 @@ blitz_kernel — an agent in your kernel. Magics:
   %blitz_review [TURN] [--diff] [--revert ID … [--force] | --keep ID … | --keep-all] [-s NAME]
                              a turn's changes with ids; revert or keep them one by one
   %blitz_skills              the skills the agent can load, where each comes from
-  %blitz_replay [CELL | --turn N] [-s NAME] [-o NAME] [--approve allow]
+  %blitz_replay [CELL | --turn N | --index I] [--notebook PATH] [-s NAME] [-o NAME] [--approve allow]
                              re-run a turn's tool calls with no model call, compare results
   %blitz_help                this text
 

@@ -441,7 +441,7 @@ SHELL_CASES: list[ShellCase] = [
     ShellCase(
         "config-limits.nosuch=1",
         "%blitz_config limits.nosuch=1",
-        "bad configuration 'limits.nosuch' in %blitz_config: unknown key; known keys: max_turns, max_cost_usd, timeout_s, max_cost_usd_session, repeat_warn, repeat_stop, max_concurrent_turns",
+        "bad configuration 'limits.nosuch' in %blitz_config: unknown key; known keys: max_turns, max_cost_usd, timeout_s, max_cost_usd_session, shared_budget_file, repeat_warn, repeat_stop, max_concurrent_turns",
     ),
     ShellCase(
         "config-telemetry.exporter=bogus",
@@ -892,7 +892,20 @@ SHELL_CASES: list[ShellCase] = [
     ShellCase("replay-turn-x", "%blitz_replay --turn x", "--turn N must be a whole number, 1 or more; got 'x'"),
     ShellCase("replay-turn-0", "%blitz_replay --turn 0", "--turn N must be a whole number, 1 or more; got '0'"),
     ShellCase("replay-cell-and-turn", "%blitz_replay 3 --turn 1", "give a CELL or --turn N, not both"),
-    ShellCase("replay-cell-unknown", "%blitz_replay 99", "cell 99 ran no %%blitz turn in this kernel; use --turn N"),
+    ShellCase(
+        "replay-cell-unknown",
+        "%blitz_replay 99",
+        "cell 99 ran no %%blitz turn in this kernel; the saved notebook is not known here: use --turn N, or --notebook PATH",
+    ),
+    ShellCase("replay-index-words", "%blitz_replay --index x", "--index must be a cell position, 0 or more; got 'x'"),
+    ShellCase(
+        "replay-index-and-turn", "%blitz_replay --index 1 --turn 1", "give --index I, CELL or --turn N, one of them"
+    ),
+    ShellCase(
+        "replay-notebook-missing",
+        "%blitz_replay 3 --notebook nosuch.ipynb",
+        "no notebook at nosuch.ipynb",
+    ),
     ShellCase("replay-cell-words", "%blitz_replay four", "CELL must be a whole number, 1 or more; got 'four'"),
     ShellCase("replay-out-bad", "%blitz_replay -o 1x", "--out needs a Python variable name, got '1x'"),
     ShellCase("replay-no-turns", "%blitz_replay -s empty", "session 'empty' has no recorded turns to replay"),

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from ...core.budget_ledger import BudgetLedger
 from ...core.history import ToolResultMessage
 from ...core.redact import Redactor
 from ...core.terms import PlanStatus, Policy, StopReason, ToolPolicy
@@ -89,6 +90,8 @@ class TurnLimits:
     max_cost_usd_session: float | None = None
     repeat_warn: int = 3
     repeat_stop: int = 5
+    shared_budget: BudgetLedger | None = None
+    """The budget several runs share (`limits.shared_budget_file`), checked before each call."""
     spent_before_s: float = 0.0
     """Wall-clock seconds the turn's setup already used (model lookups): `timeout_s` covers them."""
 

@@ -43,6 +43,7 @@ class TurnSpend:
         cost = price.cost(usage) if price is not None else None
         self.usage.add(usage, cost)
         self._session.ledger.record(model, usage, cost)
+        self._budget.settle(cost)
         await self._emit(UsageEvent(model=model, usage=usage, cost_usd=cost))
         if self._caller is not None:
             self._caller.charge(model, usage, cost)
@@ -79,6 +80,7 @@ class TurnSpend:
         (a spent ceiling ends the sub-agent; this turn stops before its next call)."""
         self.usage.add(usage, cost)
         self._session.ledger.record(model, usage, cost)
+        self._budget.settle(cost)
         if self._caller is not None:
             self._caller.charge(model, usage, cost)
         self._budget.check_after_usage(self.usage.cost_usd)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.budget_ledger import BudgetLedger
 from ...core.usage import PriceBook
 from ...mcp.manager import McpManager, server_entries
 from ...mcp.toolset import Offer, offer
@@ -172,6 +173,7 @@ class TurnBuilder:
             max_cost_usd_session=defaults.max_cost_usd_session,
             repeat_warn=defaults.repeat_warn,
             repeat_stop=defaults.repeat_stop,
+            shared_budget=BudgetLedger(defaults.shared_budget_file) if defaults.shared_budget_file else None,
         )
 
     def _notices(self, depth: int, mode: TurnMode) -> tuple[Event, ...]:

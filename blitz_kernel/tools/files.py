@@ -193,15 +193,16 @@ class _Page:
     cut_by_size: bool
 
 
-def _read_page(lines: Iterator[_Line], offset: int, limit: int, budget: Budget) -> _Page:
-    """Go through the file's lines once: keep the requested lines, count the rest."""
+def _read_page(lines: Iterator[_Line], offset: int, limit: int, budget: Budget | None) -> _Page:
+    """Go through the file's lines once: keep the requested lines, count the rest. `budget`
+    None: the lines are in memory already (a small file), so there is no reading to stop."""
     kept: list[str] = []
     size = 0
     total = 0
     cut_by_size = False
     for line in lines:
         total = line.number
-        if budget.exhausted() and (len(kept) >= limit or cut_by_size):
+        if budget is not None and budget.exhausted() and (len(kept) >= limit or cut_by_size):
             return _Page(lines=kept, first=offset + 1, total=None, cut_by_size=cut_by_size)
         if total <= offset or len(kept) >= limit or cut_by_size:
             continue
@@ -211,7 +212,7 @@ def _read_page(lines: Iterator[_Line], offset: int, limit: int, budget: Budget) 
             continue
         kept.append(numbered)
         size += len(numbered) + 1
-        if budget.exhausted():
+        if budget is not None and budget.exhausted():
             raise ToolError(
                 f"reading stopped: out of time (the call's {budget.seconds:g} s budget or the "
                 "turn's --timeout); read a smaller part with offset and limit"
@@ -256,12 +257,12 @@ def _read_file_sync(root: Path, args: ReadFileArgs, budget: Budget, *, checked: 
             return _describe_binary(name, size, head, "it contains NUL bytes")
         data = head + handle.read(INLINE_READ_BYTES + 1 - len(head)) if size <= INLINE_READ_BYTES else b""
         if data and len(data) <= INLINE_READ_BYTES:
-            lines = _split_lines(data)
+            lines, watched = _split_lines(data), None
         else:  # a large file (or one that grew past the size since the fstat): streamed
             handle.seek(0)
-            lines = _scan_lines(handle)
+            lines, watched = _scan_lines(handle), budget
         try:
-            page = _read_page(lines, args.offset, args.limit or DEFAULT_LINE_LIMIT, budget)
+            page = _read_page(lines, args.offset, args.limit or DEFAULT_LINE_LIMIT, watched)
         except _NotTextError as error:
             return _describe_binary(name, size, head, f"not UTF-8 text at byte {error.position}")
     return _render_page(page, args.offset, name)

@@ -37,8 +37,9 @@ from ..protocol import SEARCH_LIMIT, StoreError
 from ..records import SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail
 from . import reads
 from . import rows as writes
+from .checkpointer import BACKSTOP_PAGES, Checkpointer
 from .edge import edge, translate
-from .schema import connect
+from .schema import BUSY_TIMEOUT_S, connect
 
 DB_NAME = "blitz.db"
 _EMPTY_USAGE = UsageLedger().model_dump_json()
@@ -65,12 +66,20 @@ class Store:
         self._db = connection
         self._lock = threading.RLock()
         self._live: dict[int, reads.Live] = {}
+        self._checkpoints: Checkpointer | None = None
+        """WAL mode: checkpoints on a thread of their own (checkpointer.py)."""
+        with contextlib.suppress(sqlite3.Error):
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                connection.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+                self._checkpoints = Checkpointer(path, BUSY_TIMEOUT_S)
 
     @classmethod
     def for_workspace(cls, root: Path) -> Store:
         return cls(root / ".blitz" / DB_NAME, location=f".blitz/{DB_NAME}")
 
     def close(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.close()
         with self._lock, contextlib.suppress(sqlite3.Error):
             self._db.close()
 
@@ -82,6 +91,8 @@ class Store:
             try:
                 yield self._db
                 self._db.execute("COMMIT")
+                if self._checkpoints is not None:
+                    self._checkpoints.committed()
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):
                     self._db.execute("ROLLBACK")

@@ -187,17 +187,24 @@ class Store:
                 (session_id, turn, now, len(messages), first, body, " ".join(variables) or None),
             )
             writes.transcribe(db, session_id, event_id, first, turn, now, messages)
-            db.execute(
-                "INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)", (session_id, turn, now)
-            )
-            db.execute(
-                "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ? WHERE id = ?",
-                (now, first + len(messages), turn, session_id),
-            )
+            if live.open_turn != turn:  # the turn's first unit: its row and the open marker
+                db.execute(
+                    "INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)", (session_id, turn, now)
+                )
+            if ledger is None:
+                db.execute(
+                    "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ? WHERE id = ?",
+                    (now, first + len(messages), turn, session_id),
+                )
+            else:
+                db.execute(
+                    "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ?, last_prompt_tokens = ? WHERE id = ?",
+                    (now, first + len(messages), turn, ledger.last_prompt_tokens, session_id),
+                )
+                writes.save_usage(db, session_id, ledger, live, prompt_tokens=False)
             writes.insert_audit(db, session_id, audit)
-            if ledger is not None:
-                writes.save_usage(db, session_id, ledger, live)
         live.next_message = first + len(messages)
+        live.open_turn = turn
         live.rows.append([event_id, first, len(messages)])
         return event_id
 
@@ -268,6 +275,7 @@ class Store:
                 writes.insert_span(db, session_id, span)
             writes.save_usage(db, session_id, ledger, live)
             writes.index_transcript(db)
+        live.open_turn = None
 
     @edge("write to")
     def save_usage(self, session_id: int, ledger: UsageLedger) -> None:

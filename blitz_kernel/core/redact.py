@@ -319,6 +319,8 @@ def _unquoted(literal: str) -> str:
     return value if isinstance(value, str) else literal[1:-1]
 
 
+_WALKED: dict[type[BaseModel], tuple[str, ...]] = {}
+"""Per model class, the fields the walk visits (all but KEPT_FIELDS)."""
 _SCALARS = (type(None), int, float, bool)
 """Values that hold no text: returned as they are before any other check."""
 
@@ -330,9 +332,11 @@ def _walk(redactor: Redactor, value: Any) -> Any:
         return value
     if isinstance(value, BaseModel):
         updates = {}
-        for name in type(value).model_fields:
-            if name in KEPT_FIELDS:
-                continue
+        cls = type(value)
+        names = _WALKED.get(cls)
+        if names is None:
+            names = _WALKED[cls] = tuple(name for name in cls.model_fields if name not in KEPT_FIELDS)
+        for name in names:
             old = getattr(value, name)
             new = _walk(redactor, old)
             if new is not old:

@@ -141,7 +141,8 @@ class SessionLocks:
             if not _try_lock(fd, tries=ACQUIRE_TRIES):
                 raise SessionBusyError(busy_message(name, _read_holder(fd)))
             record = Holder.current().model_dump_json().encode()
-            os.ftruncate(fd, 0)
+            if not created:  # a file made just now is empty
+                os.ftruncate(fd, 0)
             os.pwrite(fd, record, 0)
         except BaseException:
             os.close(fd)

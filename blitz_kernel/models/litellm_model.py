@@ -466,4 +466,4 @@ class _DirectTransport(_Transport):
             cause = "no API key: set OPENAI_API_KEY, or name the variable that holds it in api_key_env"
             raise AttemptFailed(ModelAuthError(model.name, cause))
         client = openai_direct.client_for(openai_direct.endpoint(model.api_base), key, model.request_timeout)
-        return await client.chat.completions.create(**self.arguments)
+        return await openai_direct.open_stream(client, self.arguments)

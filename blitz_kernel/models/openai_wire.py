@@ -238,8 +238,33 @@ def _reasoning_of(delta: Any) -> str | None:
     return reasoning if isinstance(reasoning, str) else None
 
 
+class WireObject:
+    """A chunk as the endpoint sent it (decoded JSON), read the way SDK objects are read:
+    `chunk.choices[0].delta.content`; a field that is missing reads as None. Nested objects
+    are wrapped as they are reached, so a chunk costs what its reader touches."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self._fields = fields
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_fields":  # protocols (copy, pickle) and an unset slot
+            raise AttributeError(name)
+        value = self._fields.get(name)
+        if isinstance(value, dict):
+            return WireObject(value)
+        if isinstance(value, list):
+            return [WireObject(item) if isinstance(item, dict) else item for item in value]
+        return value
+
+    def __repr__(self) -> str:
+        return f"WireObject({self._fields!r})"
+
+
 class StreamReader:
-    """Accumulates one streamed response; `feed` returns the deltas to show for a chunk."""
+    """Accumulates one streamed response; `feed` returns the deltas to show for a chunk
+    (an SDK or litellm chunk object, or the chunk's JSON on the direct path)."""
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -249,6 +274,8 @@ class StreamReader:
         self.finished = False
 
     def feed(self, chunk: Any) -> list[TextDelta]:
+        if isinstance(chunk, dict):
+            chunk = WireObject(chunk)
         shown: list[TextDelta] = []
         choices = chunk.choices
         if choices:

@@ -62,7 +62,14 @@ MAX_AGENT_BYTES = 1024 * 1024
 def folder_state(workspace: Path) -> FolderState:
     """What `.blitz/agents` holds now, cheaply (one stat per entry, nothing read). The folder
     is opened with the file tools' confinement: a `.blitz` or `.blitz/agents` that is a
-    symlink out of the workspace reads as empty (and `folder_problem` says why)."""
+    symlink out of the workspace reads as empty (and `folder_problem` says why). Checked
+    before every turn, so a workspace without the folder costs one `lstat`."""
+    try:
+        os.lstat(workspace.joinpath(*AGENTS_FOLDER))
+    except FileNotFoundError:
+        return ()
+    except OSError:
+        pass  # the confined open below words it
     try:
         fd, _path = open_in_workspace(workspace, FOLDER_SHOWN, directory=True)
     except ToolError:

@@ -37,8 +37,9 @@ from ..protocol import SEARCH_LIMIT, StoreError
 from ..records import BetweenTurns, SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail
 from . import reads
 from . import rows as writes
+from .checkpointer import BACKSTOP_PAGES, Checkpointer
 from .edge import edge, translate
-from .schema import connect
+from .schema import BUSY_TIMEOUT_S, connect
 
 DB_NAME = "blitz.db"
 _EMPTY_USAGE = UsageLedger().model_dump_json()
@@ -65,12 +66,20 @@ class Store:
         self._db = connection
         self._lock = threading.RLock()
         self._live: dict[int, reads.Live] = {}
+        self._checkpoints: Checkpointer | None = None
+        """WAL mode: checkpoints on a thread of their own (checkpointer.py)."""
+        with contextlib.suppress(sqlite3.Error):
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                connection.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+                self._checkpoints = Checkpointer(path, BUSY_TIMEOUT_S)
 
     @classmethod
     def for_workspace(cls, root: Path) -> Store:
         return cls(root / ".blitz" / DB_NAME, location=f".blitz/{DB_NAME}")
 
     def close(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.close()
         with self._lock, contextlib.suppress(sqlite3.Error):
             self._db.close()
 
@@ -82,6 +91,8 @@ class Store:
             try:
                 yield self._db
                 self._db.execute("COMMIT")
+                if self._checkpoints is not None:
+                    self._checkpoints.committed()
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):
                     self._db.execute("ROLLBACK")
@@ -176,17 +187,24 @@ class Store:
                 (session_id, turn, now, len(messages), first, body, " ".join(variables) or None),
             )
             writes.transcribe(db, session_id, event_id, first, turn, now, messages)
-            db.execute(
-                "INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)", (session_id, turn, now)
-            )
-            db.execute(
-                "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ? WHERE id = ?",
-                (now, first + len(messages), turn, session_id),
-            )
+            if live.open_turn != turn:  # the turn's first unit: its row and the open marker
+                db.execute(
+                    "INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)", (session_id, turn, now)
+                )
+            if ledger is None:
+                db.execute(
+                    "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ? WHERE id = ?",
+                    (now, first + len(messages), turn, session_id),
+                )
+            else:
+                db.execute(
+                    "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ?, last_prompt_tokens = ? WHERE id = ?",
+                    (now, first + len(messages), turn, ledger.last_prompt_tokens, session_id),
+                )
+                writes.save_usage(db, session_id, ledger, live, prompt_tokens=False)
             writes.insert_audit(db, session_id, audit)
-            if ledger is not None:
-                writes.save_usage(db, session_id, ledger, live)
         live.next_message = first + len(messages)
+        live.open_turn = turn
         live.rows.append([event_id, first, len(messages)])
         return event_id
 
@@ -257,6 +275,7 @@ class Store:
                 writes.insert_span(db, session_id, span)
             writes.save_usage(db, session_id, ledger, live)
             writes.index_transcript(db)
+        live.open_turn = None
 
     @edge("write to")
     def save_usage(self, session_id: int, ledger: UsageLedger) -> None:

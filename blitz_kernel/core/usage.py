@@ -23,6 +23,8 @@ class TokenUsage(BaseModel):
     """Prompt tokens written to the cache (clamped to the uncached input)."""
     output_tokens: int = 0
     """Completion tokens, reasoning included."""
+    reasoning_tokens: int = 0
+    """Of the output, the tokens spent thinking (where the provider reports them)."""
 
     def clamped(self) -> TokenUsage:
         """Cached ≤ input, cache writes ≤ uncached input."""
@@ -81,6 +83,7 @@ class UsageTotals(BaseModel):
     cached_tokens: int = 0
     cache_write_tokens: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int = 0
     cost_usd: float = 0.0
     priced: bool = True
     calls: int = 0
@@ -91,6 +94,7 @@ class UsageTotals(BaseModel):
         self.cached_tokens += usage.cached_tokens
         self.cache_write_tokens += usage.cache_write_tokens
         self.output_tokens += usage.output_tokens
+        self.reasoning_tokens += usage.reasoning_tokens
         self.calls += 1
         if cost is None:
             self.priced = False
@@ -102,6 +106,7 @@ class UsageTotals(BaseModel):
         self.cached_tokens += other.cached_tokens
         self.cache_write_tokens += other.cache_write_tokens
         self.output_tokens += other.output_tokens
+        self.reasoning_tokens += other.reasoning_tokens
         self.cost_usd += other.cost_usd
         self.calls += other.calls
         self.priced = self.priced and other.priced

@@ -291,7 +291,7 @@ class LiteLLMModel:
         arguments: dict[str, Any] = dict(self.extra)
         arguments.update(
             model=self.name,
-            messages=to_openai_messages(request.system, request.messages),
+            messages=to_openai_messages(request.system, request.messages, thinking_model=self.name),
             stream=True,
             stream_options={"include_usage": True},
             num_retries=0,

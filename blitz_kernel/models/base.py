@@ -15,6 +15,7 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from ..core.history import AssistantMessage, Message, ThinkingBlock, ToolCall
+from ..core.terms import Reasoning
 from ..core.tools import ToolSpec
 from ..core.usage import Price, TokenUsage
 
@@ -27,6 +28,8 @@ class ModelRequest(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list)
     temperature: float | None = None
     max_tokens: int | None = None
+    reasoning: Reasoning | None = None
+    """How hard the model thinks ("off" turns thinking off); None: the provider's default."""
 
 
 class TextDelta(BaseModel):

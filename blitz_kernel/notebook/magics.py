@@ -37,7 +37,7 @@ HELP = """\
 blitz_kernel — an agent in your kernel. Magics:
 
   %%blitz [options]          the cell body is the prompt; runs one turn
-      -s/--session NAME  -a/--agent NAME  -m/--model MODEL  --plan
+      -s/--session NAME  -a/--agent NAME  -m/--model MODEL  --plan  --think off|low|medium|high
       --max-turns N  --max-cost USD  --timeout SECONDS  --tools a,b,c
       --approve ask|allow|deny  -o/--out NAME  --plain
       example:  %%blitz --max-turns 5 --out r
@@ -213,6 +213,7 @@ class BlitzMagics(Magics):
     @argument("-a", "--agent", help="agent for this turn only")
     @argument("-m", "--model", help="model for this turn only (litellm name or scripted:PATH)")
     @argument("--plan", action="store_true", help="plan-only turn")
+    @argument("--think", choices=["off", "low", "medium", "high"], help="how hard the model thinks this turn")
     @argument("--max-turns", help="cap on model calls")
     @argument("--max-cost", help="cost ceiling for this turn in USD")
     @argument("--timeout", help="wall-clock limit in seconds")
@@ -247,6 +248,7 @@ class BlitzMagics(Magics):
                 timeout_s=positive_option(float, args.timeout, "--timeout") if args.timeout else None,
                 tools=tuple(t.strip() for t in args.tools.split(",") if t.strip()) if args.tools is not None else None,
                 approve=args.approve,
+                reasoning=args.think,
             )
         workspace = self.workspace()
         session = args.session or self._current_session()

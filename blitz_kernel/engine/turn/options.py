@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...core.numbers import MAX_COST_USD, MAX_TIMEOUT_S, MAX_TURNS, RunOptionError, check_number
-from ...core.terms import Policy
+from ...core.terms import Policy, Reasoning
 from .modes import TurnMode
 
 if TYPE_CHECKING:
@@ -47,6 +47,8 @@ class RunOptions:
     """The approval policy for mutating tools this turn (`--approve`)."""
     inherited_model: str | Model | None = None
     """A sub-agent's caller's per-run model (`-m`): used when the agent pins no model."""
+    reasoning: Reasoning | None = None
+    """How hard the model thinks this turn (`--think`); None: the agent's, else the config's."""
 
     def __post_init__(self) -> None:
         check_number("max_turns", self.max_turns, upper=MAX_TURNS, integer=True)

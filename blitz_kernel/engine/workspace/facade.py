@@ -12,7 +12,7 @@ from typing import Any, Unpack
 from ...config.settings import BlitzConfig
 from ...config.trust import TrustState
 from ...core.attachments import Attachment
-from ...core.terms import Policy
+from ...core.terms import Policy, Reasoning
 from ...core.usage import UsageLedger
 from ...mcp.manager import McpManager
 from ...models.base import Model
@@ -173,9 +173,10 @@ class Workspace:
         plan: bool = False,
         plan_reviewer: PlanReviewer | None = None,
         attachments: list[Attachment] | None = None,
+        think: Reasoning | None = None,
     ) -> TurnResult:
         """Run one turn in `session`; per-run options override the configuration for this turn
-        only; `plan=True` is a plan-only turn (the contract: docs/interface.md)."""
+        only; `plan=True` is a plan-only turn; `think` is `--think` (docs/interface.md)."""
         options = RunOptions(
             agent=agent,
             model=model,
@@ -185,6 +186,7 @@ class Workspace:
             timeout_s=timeout,
             tools=tuple(tools) if tools is not None else None,
             approve=approve,
+            reasoning=think,
         )
         front_end = FrontEnd(approver=approver, plan_reviewer=plan_reviewer, on_event=on_event, kernel=kernel)
         return await self.run_turn(prompt, session, options, front_end, attachments=attachments)

@@ -278,7 +278,7 @@ _ids = iter(range(1, 1 << 62))
 def stream_events(step: Step, model: str, usage: dict[str, int]) -> Iterator[bytes]:
     """The SSE events of one answer, in the order the Messages API sends them."""
     start_usage = {**usage, "output_tokens": 1}
-    message = {
+    message: dict[str, Any] = {
         "id": f"msg_fake{next(_ids)}",
         "type": "message",
         "role": "assistant",
@@ -423,7 +423,7 @@ class _AnthropicServer(_Server):
 
     def __init__(self, address: tuple[str, int], fake: FakeAnthropicServer) -> None:
         self.fake = fake
-        self.owner = fake  # type: ignore[assignment] - the base reads owner.stopping only
+        self.owner = fake  # type: ignore[assignment]  # the base's handler reads owner.stopping only
         self.connections = set()
         self.connections_lock = threading.Lock()
         super(_Server, self).__init__(address, _AnthropicHandler)

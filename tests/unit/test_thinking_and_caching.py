@@ -11,6 +11,7 @@ import pytest
 
 from blitz_kernel.core.history import (
     AssistantMessage,
+    Message,
     RedactedThinkingPart,
     ThinkingPart,
     ToolCall,
@@ -57,7 +58,11 @@ def _step(model: str) -> AssistantMessage:
 
 
 def test_thinking_blocks_go_back_only_to_the_model_that_wrote_them() -> None:
-    history = [user_prompt("go"), _step(CLAUDE), ToolResultMessage(call_id="toolu_1", name="list_files", output="a")]
+    history: list[Message] = [
+        user_prompt("go"),
+        _step(CLAUDE),
+        ToolResultMessage(call_id="toolu_1", name="list_files", output="a"),
+    ]
     same = to_openai_messages("sys", history, thinking_model=CLAUDE)
     assert same[2]["thinking_blocks"] == [{"type": "thinking", "thinking": "hmm", "signature": "sig-hmm"}]
     for other in (
@@ -70,14 +75,14 @@ def test_thinking_blocks_go_back_only_to_the_model_that_wrote_them() -> None:
 def test_thinking_parts_survive_the_store_round_trip() -> None:
     from blitz_kernel.core.history import HISTORY_ADAPTER
 
-    history = [user_prompt("go"), _step(CLAUDE)]
+    history: list[Message] = [user_prompt("go"), _step(CLAUDE)]
     loaded = HISTORY_ADAPTER.validate_json(HISTORY_ADAPTER.dump_json(history))
     assert loaded == history
     assert AssistantMessage.model_validate({"kind": "assistant", "text": "old"}).thinking == []  # older stores
 
 
 def test_breakpoints_sit_on_the_system_prompt_the_previous_step_and_the_end() -> None:
-    history = [
+    history: list[Message] = [
         user_prompt("go"),
         _step(CLAUDE),
         ToolResultMessage(call_id="toolu_1", name="list_files", output="a"),

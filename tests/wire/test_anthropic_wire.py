@@ -79,7 +79,7 @@ async def test_thinking_with_parallel_tool_calls_goes_back_signed_and_the_next_t
     assert [r["tool_use_id"] for r in results] == ["toolu_a", "toolu_b"] and "alpha" in json.dumps(results)
     steps = [m for m in workspace.session("s").history if isinstance(m, AssistantMessage)]
     assert steps[0].thinking == [
-        ThinkingPart(text="I should read both files.", signature=steps[0].thinking[0].signature)
+        ThinkingPart(text="I should read both files.", signature=signature_for("I should read both files."))
     ]
     assert result.usage.reasoning_tokens > 0
     again = await workspace.run("and now?", session="s")

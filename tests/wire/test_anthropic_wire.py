@@ -86,6 +86,28 @@ async def test_thinking_with_parallel_tool_calls_goes_back_signed_and_the_next_t
     assert again.text == "Still here." and fake.refusals == []
 
 
+async def test_after_compaction_no_signature_goes_back_and_the_next_turn_is_accepted(
+    fake: FakeAnthropicServer, tmp_path: Path
+):
+    fake.enqueue(
+        {"thinking": "Look first.", "tool_calls": [{"name": "list_files", "arguments": {}}]},
+        {"thinking": "Seen.", "text": "One file."},
+        {"text": "Two."},
+        {"text": "SUMMARY: the user listed files."},
+        {"thinking": "Go on.", "text": "Three."},
+    )
+    workspace = workspace_for(tmp_path, fake, reasoning="low")
+    await workspace.run("list the files", session="s")
+    await workspace.run("and again", session="s")
+    await workspace.compact("s", keep_turns=1)
+    summariser = json.dumps(fake.requests[3].body)
+    assert "signature" not in summariser and "Look first." not in summariser
+    result = await workspace.run("go on", session="s")
+    assert result.text == "Three." and fake.refusals == []
+    sent = json.dumps(fake.requests[4].body["messages"])
+    assert "SUMMARY: the user listed files." in sent and signature_for("Look first.") not in sent
+
+
 async def test_redacted_thinking_goes_back_as_it_came(fake: FakeAnthropicServer, tmp_path: Path):
     fake.enqueue(
         {"redacted_thinking": "ENCRYPTED-BLOB", "tool_calls": [{"name": "list_files", "arguments": {}}]},

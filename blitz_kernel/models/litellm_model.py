@@ -27,6 +27,7 @@ from ..errors import (
     ModelAuthError,
     ModelBadRequestError,
     ModelError,
+    ModelRefusedError,
     ModelStallError,
     ModelTimeoutError,
     ModelUnavailableError,
@@ -367,6 +368,8 @@ class LiteLLMModel:
         if not reader.finished:
             error = ModelUnavailableError(self.name, "the stream ended before the answer was complete")
             raise AttemptFailed(error)
+        if reader.blocked:
+            raise AttemptFailed(ModelRefusedError(self.name, "the provider's safety filter blocked the answer"))
         yield reader.response(self.name)
 
     def _stall_error(self, watch: _StallWatch) -> ModelStallError:

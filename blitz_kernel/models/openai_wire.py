@@ -309,6 +309,7 @@ class StreamReader:
         self.thinking = ThinkingAssembler()
         self.usage: TokenUsage | None = None
         self.finished = False
+        self.finish_reason: str | None = None
 
     def feed(self, chunk: Any) -> list[TextDelta]:
         shown: list[TextDelta] = []
@@ -332,10 +333,17 @@ class StreamReader:
                     self.thinking.add(blocks)
             if choice.finish_reason:
                 self.finished = True
+                self.finish_reason = str(choice.finish_reason)
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self.usage = usage_from(usage)
         return shown
+
+    @property
+    def blocked(self) -> bool:
+        """The provider's content filter ended the answer before anything came (a Gemini
+        SAFETY finish): an empty answer would pass for a real one."""
+        return self.finish_reason == "content_filter" and not self.text and not self.tool_calls.calls()
 
     def response(self, model: str) -> ModelResponse:
         return ModelResponse(

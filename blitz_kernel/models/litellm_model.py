@@ -324,14 +324,24 @@ class LiteLLMModel:
             arguments["api_key"] = self._api_key
         if self.request_timeout is not None:
             arguments["timeout"] = self.request_timeout
-        if request.temperature is not None:
+        effort = reasoning_effort(request)
+        claude_thinks = effort is not None and self.caches_explicitly()
+        if request.temperature is not None and not claude_thinks:
             arguments["temperature"] = request.temperature
         if request.max_tokens is not None:
-            arguments["max_tokens"] = request.max_tokens
-        effort = reasoning_effort(request)
+            arguments["max_tokens"] = request.max_tokens + (self._thinking_budget(effort) if claude_thinks else 0)
         if effort is not None:
             arguments["reasoning_effort"] = effort  # litellm maps it to each provider's setting
         return arguments
+
+    def _thinking_budget(self, effort: str | None) -> int:
+        """The thinking budget litellm gives Claude for `effort` (its own constants). Claude
+        counts thinking inside `max_tokens` and refuses a cap at or below the budget, so a
+        configured `max_tokens` caps the answer and the budget comes on top. (Claude thinking
+        also refuses any temperature but 1: a configured one is left out while it thinks.)"""
+        constants = load_litellm().constants
+        name = f"DEFAULT_REASONING_EFFORT_{str(effort).upper()}_THINKING_BUDGET"
+        return int(getattr(constants, name, 0) or 0)
 
     async def _attempt(self, transport: _Transport) -> AsyncIterator[StreamItem]:
         """One request: raises AttemptFailed (with the typed error) on any failure."""

@@ -204,3 +204,20 @@ async def test_think_off_sends_no_thinking(fake: FakeAnthropicServer, tmp_path: 
     assert result.text == "Quick." and "thinking" in fake.requests[0].body
     await workspace.run("hi", think="off")  # ...and --think off wins for one turn
     assert "thinking" not in fake.requests[1].body
+
+
+async def test_a_configured_temperature_and_max_tokens_do_not_break_claude_thinking(
+    fake: FakeAnthropicServer, tmp_path: Path
+):
+    """Claude refuses thinking with a temperature other than 1 or a max_tokens at or below the
+    thinking budget; the configured values still apply to turns without thinking."""
+    fake.enqueue({"thinking": "Hmm.", "text": "Thought."}, {"text": "Plain."})
+    workspace = workspace_for(tmp_path, fake, reasoning="high", temperature=0.2, max_tokens=1000)
+    result = await workspace.run("think", session="s")
+    assert result.text == "Thought." and fake.refusals == []
+    thinking = fake.requests[0].body
+    assert "temperature" not in thinking
+    assert thinking["max_tokens"] == 1000 + thinking["thinking"]["budget_tokens"]
+    await workspace.run("do not think", session="s", think="off")
+    plain = fake.requests[1].body
+    assert plain["temperature"] == 0.2 and plain["max_tokens"] == 1000 and "thinking" not in plain

@@ -90,4 +90,4 @@ async def test_an_input_over_the_limit_is_a_one_line_error(fake: FakeGeminiServe
     fake.enqueue({"fault": "status", "status": 400, "message": message})
     result = await workspace_for(tmp_path, fake).run("hello")
     assert result.stop_reason == "error" and result.error is not None
-    assert "exceeds the maximum number of tokens" in result.error and "\n" not in result.error
+    assert result.error == f"model {MODEL!r} failed: HTTP 400: {message}"

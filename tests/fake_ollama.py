@@ -67,10 +67,10 @@ class _OllamaHandler(_Handler):
             self.wfile.flush()
             self._abort_connection()
         else:
-            self._send_events(self._answer(step, model))
+            self._send_events(self._answer_lines(step, model))
 
     @staticmethod
-    def _answer(step: Step, model: str) -> list[bytes]:
+    def _answer_lines(step: Step, model: str) -> list[bytes]:
         lines = [_line(model, {"role": "assistant", "content": piece}) for piece in split_text(step.get("text", ""))]
         calls = [
             {"function": {"name": call["name"], "arguments": call.get("arguments", {})}}

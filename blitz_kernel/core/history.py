@@ -139,6 +139,21 @@ Message = Annotated[
 HISTORY_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
+def keep_signed_thinking(original: Message, redacted: Message) -> Message:
+    """`redacted` (a message after secret redaction), without thinking blocks the redaction
+    changed: a changed block no longer matches its signature, and the provider refuses a
+    request that carries it. Dropping it keeps the secret out of the history; the provider
+    then may ask for the thinking of that step, but never sees a forged one."""
+    if (
+        isinstance(original, AssistantMessage)
+        and isinstance(redacted, AssistantMessage)
+        and redacted.thinking != original.thinking
+    ):
+        kept = [block for block in redacted.thinking if block in original.thinking]
+        return redacted.model_copy(update={"thinking": kept})
+    return redacted
+
+
 class InvalidHistoryError(ValueError):
     """A history broke the call ↔ result rule; raised before anything is written."""
 

@@ -221,3 +221,24 @@ async def test_a_configured_temperature_and_max_tokens_do_not_break_claude_think
     await workspace.run("do not think", session="s", think="off")
     plain = fake.requests[1].body
     assert plain["temperature"] == 0.2 and plain["max_tokens"] == 1000 and "thinking" not in plain
+
+
+async def test_thinking_that_quotes_a_secret_is_not_kept_and_no_forged_signature_goes_back(
+    fake: FakeAnthropicServer, tmp_path: Path
+):
+    """Redaction would change the thinking text, so its signature would no longer match (the
+    provider refuses that); the block is left out of the history instead, secret and all."""
+    secret = "Zq81sEcReTvAlUe0000xyzw"
+    fake.enqueue(
+        {"thinking": f"The token is {secret}.", "tool_calls": [{"name": "list_files", "arguments": {}}]},
+        {"text": "Done."},
+    )
+    settings = {"api_base": fake.base_url, "model_retries": 0}
+    environ = {"ANTHROPIC_API_KEY": "sk-ant-wire-not-a-real-key", "SERVICE_TOKEN": secret}
+    workspace = open_workspace(tmp_path, MODEL, overrides=settings, environ=environ)
+    result = await workspace.run("list", session="s")
+    assert result.text == "Done."
+    assert secret not in json.dumps(fake.requests[1].body)
+    assert [b["type"] for b in assistant_blocks(fake, 1)[0]] == ["tool_use"]
+    steps = [m for m in workspace.session("s").history if isinstance(m, AssistantMessage)]
+    assert steps[0].thinking == [] and secret not in steps[0].model_dump_json()

@@ -141,3 +141,13 @@ def test_an_agent_file_may_choose_its_reasoning() -> None:
     assert agent.reasoning == "high"
     with pytest.raises(ValueError, match="reasoning"):
         AgentDefinition.model_validate({"name": "deep", "instructions": "think", "reasoning": "max"})
+
+
+def test_the_widget_footer_says_what_the_cache_saved() -> None:
+    from blitz_kernel.engine.events import UsageEvent
+    from blitz_kernel.notebook.widgets.state import TurnState
+
+    state = TurnState(turn_id="", prompt="p", session="s")
+    usage = TokenUsage(input_tokens=1000, cached_tokens=900, output_tokens=10)
+    state.apply(UsageEvent(model=CLAUDE, usage=usage, cost_usd=0.001, saved_usd=0.0024))
+    assert state.footer()["saving"] == "cache saved $0.0024"

@@ -98,6 +98,10 @@ class ModelBadRequestError(ModelError):
     """The provider rejected the request as malformed."""
 
 
+class ModelRefusedError(ModelError):
+    """The provider's safety filter blocked the prompt or the answer (nothing came back)."""
+
+
 class ContextWindowError(ModelError):
     """The prompt is longer than the model's context window."""
 

@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticCustomError
 
 from ..core.store_url import StoreUrlError, check_store_url
-from ..core.terms import HeadlessPolicy, ToolPolicy
+from ..core.terms import HeadlessPolicy, Reasoning, ToolPolicy
 from ..core.usage import Price
 from ..core.web_access import WebAccess
 from .mcp_servers import McpConfig
@@ -109,6 +109,7 @@ class ModelSettings(_Section):
 
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
+    reasoning: Reasoning | None = None
     context_window: int | None = Field(default=None, ge=1024)
     """Tokens the model can read; needed for auto-compaction of models litellm does not know
     (local `openai/<name>` servers)."""
@@ -305,6 +306,8 @@ class BlitzConfig(_Section):
     """Sampling temperature; unset means the provider default."""
     max_tokens: int | None = Field(default=None, ge=1)
     """Completion token cap per call; unset means the provider default."""
+    reasoning: Reasoning | None = None
+    """How hard models think (off, low, medium, high); unset means the provider default."""
     model_retries: int = Field(default=3, ge=0, le=MAX_MODEL_RETRIES)
     """Retries of a retryable model failure (rate limit, 5xx, timeout, stall) before it surfaces."""
     stall: StallConfig = StallConfig()
@@ -355,6 +358,7 @@ class BlitzConfig(_Section):
         return ModelSettings(
             temperature=chosen.temperature if chosen.temperature is not None else self.temperature,
             max_tokens=chosen.max_tokens if chosen.max_tokens is not None else self.max_tokens,
+            reasoning=chosen.reasoning if chosen.reasoning is not None else self.reasoning,
             context_window=chosen.context_window,
         )
 

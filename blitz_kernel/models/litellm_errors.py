@@ -112,6 +112,25 @@ def _body_message(exc: BaseException) -> str | None:
     return None
 
 
+_JSON_BODY = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def embedded_message(text: str) -> str | None:
+    """The provider's own message when litellm quotes the raw error body in its text
+    (Anthropic's `b'{"type":"error","error":{"message":…}}'`, Google's `{"error":{"message":…}}`,
+    Ollama's `{"error":"…"}`), or None when there is no such body."""
+    found = _JSON_BODY.search(text)
+    if found is None:
+        return None
+    try:
+        data = json.loads(found.group(0))
+    except ValueError:
+        return None
+    inner = data.get("error", data) if isinstance(data, dict) else None
+    message = inner.get("message") if isinstance(inner, dict) else inner
+    return message if isinstance(message, str) and message.strip() else None
+
+
 def status_of(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     if status is None:
@@ -175,6 +194,7 @@ class ErrorMapper:
         """`body`: prefer the provider's own message from the SDK's parsed error body."""
         message = _body_message(exc) if body else None
         message = message or str(getattr(exc, "message", None) or exc or type(exc).__name__)
+        message = embedded_message(message) or message
         message = _PREFIXES.sub("", message.strip()).strip()
         message = " ".join(message.split())  # one line
         if len(message) > _MAX_CAUSE:

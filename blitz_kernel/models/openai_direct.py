@@ -125,6 +125,7 @@ def request_arguments(
     *,
     temperature: float | None,
     max_tokens: int | None,
+    reasoning_effort: str | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments of `client.chat.completions.create` for one streamed step."""
     model = wire_name(name)
@@ -140,4 +141,6 @@ def request_arguments(
         arguments["temperature"] = temperature
     if max_tokens is not None:
         arguments["max_completion_tokens" if _REASONING.match(model) else "max_tokens"] = max_tokens
+    if reasoning_effort is not None:
+        arguments["reasoning_effort"] = reasoning_effort
     return arguments

@@ -5,7 +5,7 @@ HELP = """\
 blitz_kernel — an agent in your kernel. Magics:
 
   %%blitz [options]          the cell body is the prompt; runs one turn
-      -s/--session NAME  -a/--agent NAME  -m/--model MODEL  --plan
+      -s/--session NAME  -a/--agent NAME  -m/--model MODEL  --plan  --think off|low|medium|high
       --max-turns N  --max-cost USD  --timeout SECONDS  --tools a,b,c
       --approve ask|allow|deny  -o/--out NAME  --schema NAME  --plain
       example:  %%blitz --max-turns 5 --out r

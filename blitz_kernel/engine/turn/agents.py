@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from ...core.terms import Reasoning
 from ...errors import BlitzError, ConfigError, UnknownAgentError
 from ...mcp import is_mcp_name
 from ...tools.confined import read_capped
@@ -43,6 +44,8 @@ class AgentDefinition(BaseModel):
     """A model pin: this agent always runs on it unless a run overrides the model."""
     tools: list[str] | None = None
     """The tools it gets; None means every built-in tool."""
+    reasoning: Reasoning | None = None
+    """How hard its model thinks; beats the config's `reasoning`, a run's `--think` beats it."""
 
 
 BUILTIN_AGENT = AgentDefinition(

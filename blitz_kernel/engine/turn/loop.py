@@ -84,8 +84,7 @@ class TurnRunner:
         self.recorder: TurnRecorder | None = None
         """What the turn changed, for undo; a user's turn only, once it started."""
         self.tool_context = dataclasses.replace(setup.runtime.context, turn=self)
-        """The turn's own tool context: the setup's template with this turn's access and,
-        once the turn starts, its deadline (a sub-agent's is its caller's)."""
+        """The setup's tool context with this turn's access and, once started, its deadline."""
         self.outgoing = OutgoingEvents(setup.runtime.redactor)
         """Every event is redacted before anyone sees it (docs/safety.md)."""
         self.nested = SubagentRecords()

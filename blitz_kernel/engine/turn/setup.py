@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from ...core.budget_ledger import BudgetLedger
 from ...core.history import ToolResultMessage
 from ...core.redact import Redactor
-from ...core.terms import PlanStatus, Policy, StopReason, ToolPolicy
+from ...core.terms import PlanStatus, Policy, Reasoning, StopReason, ToolPolicy
 from ...core.usage import PriceBook, UsageTotals
 from ...models.base import Model
 from ...tools.registry import Tool, ToolContext
@@ -118,6 +118,7 @@ class ModelChoice:
     )
     temperature: float | None = None
     max_tokens: int | None = None
+    reasoning: Reasoning | None = None
     compaction: bool = True
     """Automatic compaction allowed (asides never compact: they must not change the session)."""
     retain_events: int = 20

@@ -94,6 +94,7 @@ class TurnBuilder:
             context=await self.contexts.lookup(model, config),
             temperature=settings.temperature,
             max_tokens=settings.max_tokens,
+            reasoning=options.reasoning or definition.reasoning or settings.reasoning,
             compaction=not aside,  # asides never compact
             retain_events=config.context.retain_events,
             override=options.model or options.inherited_model,

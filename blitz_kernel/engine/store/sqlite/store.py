@@ -33,8 +33,9 @@ from ....core.history import HISTORY_ADAPTER, Message, SummaryMessage
 from ....core.todos import TodoItem
 from ....core.usage import UsageLedger
 from ...safety.audit import AuditRecord
+from .. import event_log
 from ..protocol import SEARCH_LIMIT, StoreError
-from ..records import BetweenTurns, SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail
+from ..records import BetweenTurns, SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome
 from . import reads
 from . import rows as writes
 from .checkpointer import BACKSTOP_PAGES, Checkpointer
@@ -210,37 +211,22 @@ class Store:
 
     @edge("write to")
     def append_summary(self, session_id: int, summary: SummaryMessage, covered: int, turn: int) -> int:
-        """Compaction replaced the first `covered` live messages with `summary`: a row naming
-        the rows it stands for. Nothing is deleted; the transcript keeps every message."""
         live = self._live[session_id]
-        now = time.time()
-        rows, covered_ids = cut(live.rows, covered)
-        number = live.next_message
-        first_live = rows[0][1] if rows else number + 1
         with self._write() as db:
-            event_id = writes.insert(
+            written = event_log.summary_event(
                 db,
-                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
-                "covers_to, covered) VALUES (?, ?, ?, 'summary', 1, ?, ?, ?, ?, ?)",
-                (
-                    session_id,
-                    turn,
-                    now,
-                    number,
-                    HISTORY_ADAPTER.dump_json([summary]).decode(),
-                    covered_ids[0] if covered_ids else None,
-                    covered_ids[-1] if covered_ids else None,
-                    covered,
+                lambda sql, parameters: writes.insert(db, sql, tuple(parameters)),
+                lambda event, first, at_turn, now, messages: writes.transcribe(
+                    db, session_id, event, first, at_turn, now, messages
                 ),
+                live.rows,
+                live.next_message,
+                (session_id, turn, time.time()),
+                summary,
+                covered,
             )
-            writes.transcribe(db, session_id, event_id, number, turn, now, [summary])
-            db.execute(
-                "UPDATE sessions SET last_used = ?, messages = ?, first_live = ?, live_summary = ? WHERE id = ?",
-                (now, number + 1, first_live, number, session_id),
-            )
-        live.next_message = number + 1
-        live.rows = [[event_id, number, 1], *rows]
-        return event_id
+        live.next_message, live.rows = written.next_message, written.rows
+        return written.event_id
 
     @edge("write to")
     def end_turn(
@@ -300,30 +286,14 @@ class Store:
 
     @edge("write to")
     def append_rewind(self, session_id: int, covered: int, turn: int) -> int:
-        """An undo took the last `covered` live messages out of the history: a row saying so
-        (replay honours it). Nothing is deleted; the transcript keeps them, marked rewound by
-        the range of rows this one names."""
         live = self._live[session_id]
-        rows, removed = cut_tail(live.rows, covered)
-        now = time.time()
         with self._write() as db:
-            event_id = writes.insert(
-                db,
-                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
-                "covers_to, covered) VALUES (?, ?, ?, 'rewind', 0, ?, '[]', ?, ?, ?)",
-                (
-                    session_id,
-                    turn,
-                    now,
-                    live.next_message,
-                    min(removed, default=None),
-                    max(removed, default=None),
-                    covered,
-                ),
+            insert = lambda sql, parameters: writes.insert(db, sql, tuple(parameters))  # noqa: E731
+            written = event_log.rewind_event(
+                db, insert, live.rows, live.next_message, (session_id, turn, time.time()), covered
             )
-            db.execute("UPDATE sessions SET last_used = ? WHERE id = ?", (now, session_id))
-        live.rows = rows
-        return event_id
+        live.rows = written.rows
+        return written.event_id
 
     @edge("write to")
     def save_budget(self, session_id: int, added_usd: float, tripped: bool) -> None:

@@ -1,0 +1,567 @@
+"""`blitz acp`: blitz as an ACP agent over stdio (docs/acp.md), on the official
+`agent-client-protocol` SDK, so Jupyter AI's chat, Zed and other ACP clients can talk to it.
+
+Like `blitz mcp`, it never runs the agent itself: every prompt becomes a blitz turn in the
+notebook's kernel (kernel_link.py, the kernel's own signed connection), with the notebook's
+model, tools, approvals, audit and undo. The turn's events stream back and map onto ACP:
+text and thinking to message and thought chunks, tool calls to `tool_call`/`tool_call_update`
+(a diff for file and cell edits), permission requests and a plan to review to
+`session/request_permission`, plan mode to the session modes. The answers, Stop and steering
+go back into the running turn as controls. With no kernel given it starts one of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..core.outside_wire import OutsideControl, OutsideDecision, OutsideEvent, OutsideReply, OutsideRequest
+from ..engine.events import (
+    EVENT_ADAPTER,
+    ErrorEvent,
+    PermissionRequest,
+    PlanEvent,
+    SubagentEvent,
+    TextEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from .kernel_link import KernelLink, KernelLinkError, check_server_kernel, find_connection_file
+
+DEFAULT_CALL_TIMEOUT_S = 600.0
+MODES = {"normal": "Normal", "plan": "Plan"}
+"""The ACP session modes: a normal turn, or a plan-only one (`%%blitz --plan`)."""
+TOOL_KINDS = {
+    "read_file": "read",
+    "list_files": "read",
+    "view_image": "read",
+    "notebook_read": "read",
+    "list_variables": "read",
+    "describe_variable": "read",
+    "glob": "search",
+    "grep": "search",
+    "search_session": "search",
+    "write_file": "edit",
+    "edit_file": "edit",
+    "notebook_edit": "edit",
+    "run_python": "execute",
+    "notebook_run": "execute",
+    "web_fetch": "fetch",
+    "enter_plan_mode": "switch_mode",
+    "exit_plan_mode": "switch_mode",
+}
+STOP_REASONS = {"end_turn": "end_turn", "cancelled": "cancelled", "max_turns": "max_turn_requests"}
+
+
+def parser(prog: str) -> argparse.ArgumentParser:
+    command = argparse.ArgumentParser(
+        prog=f"{prog} acp",
+        description="Speak ACP (Agent Client Protocol) over stdio: each prompt is a blitz turn in the "
+        "notebook's kernel, with its approvals, audit and undo. See docs/acp.md.",
+    )
+    command.add_argument("--connection-file", metavar="F", help="the kernel's connection file (kernel-*.json)")
+    command.add_argument("--kernel-id", metavar="ID", help="a kernel of a Jupyter server on this machine")
+    command.add_argument(
+        "--server-url", metavar="URL", help="that server's URL, checked to run the kernel (with --kernel-id)"
+    )
+    command.add_argument(
+        "--call-timeout",
+        type=float,
+        default=DEFAULT_CALL_TIMEOUT_S,
+        metavar="S",
+        help=f"seconds a request waits for a busy kernel (default {DEFAULT_CALL_TIMEOUT_S:g})",
+    )
+    return command
+
+
+def main(argv: list[str], prog: str = "blitz") -> int:
+    args = parser(prog).parse_args(argv)
+    own = None
+    try:
+        if args.call_timeout <= 0:
+            raise KernelLinkError("--call-timeout must be a positive number of seconds")
+        connection = connection_file(args)
+        if connection is None:
+            own = OwnKernel.start(Path.cwd())
+            connection = own.connection_file
+            print(
+                f"blitz acp: no kernel given: started a kernel of its own in {Path.cwd()} "
+                f"(connection file {connection})",
+                file=sys.stderr,
+            )
+        link = KernelLink(connection, args.call_timeout)
+    except KernelLinkError as error:
+        print(f"blitz acp: {error}", file=sys.stderr)
+        if own is not None:
+            own.stop()
+        return 1
+    try:
+        if own is not None:
+            own.load_extension(link)
+        listed = link.ask(OutsideRequest(kind="tools", client="acp:blitz-acp"))
+        if listed.status != "ok":
+            raise KernelLinkError(listed.text)
+        asyncio.run(serve(BlitzAgent(link)))
+    except KernelLinkError as error:
+        print(f"blitz acp: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        link.close()
+        if own is not None:
+            own.stop()
+    return 0
+
+
+async def serve(agent: BlitzAgent) -> None:
+    from acp import run_agent
+
+    await run_agent(agent, use_unstable_protocol=True)  # session/resume is still "unstable" in the SDK
+
+
+def connection_file(args: argparse.Namespace) -> Path | None:
+    """The kernel to attach to; None: none given, start one."""
+    if args.connection_file and args.kernel_id:
+        raise KernelLinkError("give --connection-file or --kernel-id, not both")
+    if args.server_url and not args.kernel_id:
+        raise KernelLinkError("--server-url goes with --kernel-id")
+    if args.connection_file:
+        return Path(args.connection_file).expanduser()
+    if args.kernel_id:
+        if args.server_url:
+            check_server_kernel(args.server_url, args.kernel_id)
+        return find_connection_file(args.kernel_id)
+    return None
+
+
+class OwnKernel:
+    """The kernel `blitz acp` starts when given none: IPython in the current folder, with the
+    blitz extension loaded, ended when the agent ends."""
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+        self.connection_file = Path(manager.connection_file)
+
+    @classmethod
+    def start(cls, folder: Path) -> OwnKernel:
+        from jupyter_client.manager import KernelManager
+
+        manager = KernelManager(kernel_name="python3")
+        try:
+            manager.start_kernel(cwd=os.fspath(folder))
+        except Exception as error:  # noqa: BLE001 - any failure to start is one line for the user
+            raise KernelLinkError(f"could not start a kernel: {error}") from None
+        return cls(manager)
+
+    def load_extension(self, link: KernelLink) -> None:
+        client = link.client
+        msg_id = client.execute("%load_ext blitz_kernel", silent=True, store_history=False)
+        reply = client.get_shell_msg(timeout=link.call_timeout_s)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = client.get_shell_msg(timeout=link.call_timeout_s)
+        if reply["content"].get("status") != "ok":
+            raise KernelLinkError(f"could not load blitz_kernel in its kernel: {reply['content'].get('evalue')}")
+
+    def stop(self) -> None:
+        self.manager.shutdown_kernel(now=True)
+
+
+class AcpSession:
+    """What the agent keeps per ACP session: its blitz session and mode, the running turn."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.mode = "normal"
+        self.stream: str | None = None
+        self.cancelled = False
+
+
+class BlitzAgent:
+    """The ACP agent (the SDK's `Agent` protocol); each ACP session is a durable blitz session."""
+
+    def __init__(self, link: KernelLink) -> None:
+        self.link = link
+        self.conn: Any = None
+        self.client = "acp:client"
+        self.sessions: dict[str, AcpSession] = {}
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def initialize(self, protocol_version: int, client_info: Any = None, **_: Any) -> Any:
+        from acp import PROTOCOL_VERSION
+        from acp.schema import (
+            AgentCapabilities,
+            Implementation,
+            InitializeResponse,
+            SessionCapabilities,
+            SessionResumeCapabilities,
+        )
+
+        from .. import __version__
+
+        self.client = f"acp:{safe_name(getattr(client_info, 'name', None))}"
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True, session_capabilities=SessionCapabilities(resume=SessionResumeCapabilities())
+            ),
+            agent_info=Implementation(name="blitz", title="Blitz", version=__version__),
+        )
+
+    async def authenticate(self, method_id: str, **_: Any) -> None:
+        return None
+
+    async def new_session(self, cwd: str, **_: Any) -> Any:
+        from acp.schema import NewSessionResponse
+
+        name = f"acp-{uuid.uuid4().hex[:12]}"
+        self.sessions[name] = AcpSession(name)
+        return NewSessionResponse(session_id=name, modes=modes("normal"))
+
+    async def load_session(self, cwd: str, session_id: str, **_: Any) -> Any:
+        """Attach to a blitz session (an earlier ACP session, or a notebook's, e.g. "default")
+        and replay its conversation as message chunks."""
+        from acp import update_agent_message_text, update_agent_thought_text, update_user_message_text
+        from acp.schema import LoadSessionResponse
+
+        reply = await self._ask(OutsideRequest(kind="history", client=self.client, session=session_id))
+        state = self.sessions.setdefault(session_id, AcpSession(session_id))
+        for message in reply.history:
+            if message.role == "user":
+                update: Any = update_user_message_text(message.text)
+            elif message.role == "thought":
+                update = update_agent_thought_text(message.text)
+            else:
+                update = update_agent_message_text(message.text)
+            await self.conn.session_update(session_id=session_id, update=update)
+        return LoadSessionResponse(modes=modes(state.mode))
+
+    async def resume_session(self, session_id: str, cwd: str, **_: Any) -> Any:
+        from acp.schema import ResumeSessionResponse
+
+        await self._ask(OutsideRequest(kind="history", client=self.client, session=session_id))  # the name is valid
+        state = self.sessions.setdefault(session_id, AcpSession(session_id))
+        return ResumeSessionResponse(modes=modes(state.mode))
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> Any:
+        from acp import RequestError, update_current_mode
+        from acp.schema import SetSessionModeResponse
+
+        if mode_id not in MODES:
+            raise RequestError.invalid_params({"modeId": f"unknown mode {mode_id!r}: one of {', '.join(MODES)}"})
+        self._session(session_id).mode = mode_id
+        await self.conn.session_update(session_id=session_id, update=update_current_mode(mode_id))
+        return SetSessionModeResponse()
+
+    async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> Any:
+        from acp import RequestError, update_agent_message_text
+        from acp.schema import PromptResponse
+
+        state = self._session(session_id)
+        if state.stream is not None:
+            raise RequestError.invalid_request({"sessionId": "a prompt of this session is still running"})
+        text = prompt_text(prompt)
+        if not text.strip():
+            raise RequestError.invalid_params({"prompt": "the prompt has no text"})
+        state.stream, state.cancelled = uuid.uuid4().hex, False
+        request = OutsideRequest(
+            kind="prompt",
+            client=self.client,
+            prompt=text,
+            session=state.name,
+            stream=state.stream,
+            plan=state.mode == "plan",
+        )
+        events: asyncio.Queue[OutsideEvent | None] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        shown = EventMapper(self, session_id)
+        consumer = asyncio.create_task(self._consume(events, shown))
+        try:
+            reply = await asyncio.to_thread(
+                self.link.ask, request, lambda event: loop.call_soon_threadsafe(events.put_nowait, event)
+            )
+        except KernelLinkError as error:
+            raise RequestError.internal_error({"message": str(error)}) from None
+        finally:
+            loop.call_soon_threadsafe(events.put_nowait, None)
+            await consumer
+            state.stream = None
+        if reply.status != "ok" and reply.text:
+            await self.conn.session_update(session_id=session_id, update=update_agent_message_text(reply.text))
+        if state.cancelled:
+            return PromptResponse(stop_reason="cancelled")
+        return PromptResponse(stop_reason=STOP_REASONS.get(reply.stop_reason or "", "end_turn"))
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        """`session/cancel` is Stop: the turn stops after its current step."""
+        state = self.sessions.get(session_id)
+        if state is not None and state.stream is not None:
+            state.cancelled = True
+            await asyncio.to_thread(self.link.control, OutsideControl(stream=state.stream, kind="stop"))
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The `_blitz/…` extension methods (docs/acp.md): steer a running turn, ask a side
+        question, undo the session's newest turn."""
+        from acp import RequestError
+
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            raise RequestError.invalid_params({"sessionId": "a string is required"})
+        state = self._session(session_id)
+        text = params.get("text") if method == "blitz/steer" else params.get("question")
+        if method == "blitz/undo":
+            reply = await self._ask(OutsideRequest(kind="undo", client=self.client, session=state.name))
+            return {"text": reply.text}
+        if method not in ("blitz/steer", "blitz/aside"):
+            raise RequestError.method_not_found(f"_{method}")
+        if not isinstance(text, str) or not text.strip():
+            raise RequestError.invalid_params({"text" if method == "blitz/steer" else "question": "non-empty text"})
+        if method == "blitz/aside":
+            reply = await self._ask(OutsideRequest(kind="aside", client=self.client, session=state.name, prompt=text))
+            return {"text": reply.text}
+        if state.stream is None:
+            raise RequestError.invalid_request({"sessionId": "no prompt is running: send it as a prompt"})
+        await asyncio.to_thread(self.link.control, OutsideControl(stream=state.stream, kind="steer", text=text))
+        return {"queued": True}
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    def _session(self, session_id: str) -> AcpSession:
+        from acp import RequestError
+
+        state = self.sessions.get(session_id)
+        if state is None:
+            raise RequestError.invalid_params({"sessionId": f"unknown session {session_id!r}: new or load it first"})
+        return state
+
+    async def _ask(self, request: OutsideRequest) -> OutsideReply:
+        from acp import RequestError
+
+        try:
+            reply = await asyncio.to_thread(self.link.ask, request)
+        except KernelLinkError as error:
+            raise RequestError.internal_error({"message": str(error)}) from None
+        if reply.status != "ok":
+            raise RequestError.invalid_params({"message": reply.text})
+        return reply
+
+    async def _consume(self, events: asyncio.Queue[OutsideEvent | None], shown: EventMapper) -> None:
+        while (event := await events.get()) is not None:
+            try:
+                await shown.show(event)
+            except Exception as error:  # noqa: BLE001 - the client went away or sent garbage: the turn must not hang
+                print(f"blitz acp: could not show an event to the client: {error}", file=sys.stderr)
+                shown.fail_open_request(event)
+
+
+class EventMapper:
+    """Turns one prompt's blitz events into ACP session updates, in order."""
+
+    def __init__(self, agent: BlitzAgent, session_id: str) -> None:
+        self.agent = agent
+        self.session_id = session_id
+        self.streamed = False
+
+    async def update(self, update: Any) -> None:
+        await self.agent.conn.session_update(session_id=self.session_id, update=update)
+
+    async def show(self, payload: OutsideEvent) -> None:
+        if payload.plan_review is not None:
+            approved = await self.review_plan(payload.plan_review.request_id, payload.plan_review.plan)
+            self.control(
+                OutsideControl(
+                    stream=payload.stream, kind="plan", request_id=payload.plan_review.request_id, approved=approved
+                )
+            )
+            return
+        try:
+            event = EVENT_ADAPTER.validate_python(payload.event or {})
+        except ValidationError:
+            return  # an event of a newer kernel: nothing to show
+        await self.show_event(event, payload.stream, "")
+
+    async def show_event(self, event: Any, stream: str, prefix: str) -> None:
+        from acp import update_agent_message_text, update_agent_thought_text, update_plan
+
+        if isinstance(event, TextEvent):
+            if event.repeat and self.streamed:
+                self.streamed = False
+                return
+            self.streamed = self.streamed or event.delta
+            thought = event.thought or bool(prefix)
+            await self.update(
+                update_agent_thought_text(event.text) if thought else update_agent_message_text(event.text)
+            )
+        elif isinstance(event, ToolCallEvent):
+            await self.update(tool_start(event, prefix))
+        elif isinstance(event, ToolResultEvent):
+            await self.update(tool_end(event, prefix))
+        elif isinstance(event, PermissionRequest):
+            decisions = [await self.ask(call, prefix) for call in event.calls]
+            self.control(OutsideControl(stream=stream, kind="answer", request_id=event.request_id, decisions=decisions))
+        elif isinstance(event, PlanEvent):
+            await self.update(update_plan(plan_entries(event.plan, event.status)))
+        elif isinstance(event, ErrorEvent):
+            await self.update(update_agent_message_text(f"\n\nerror: {event.message}"))
+        elif isinstance(event, SubagentEvent):
+            await self.show_event(event.event, stream, f"{prefix}{event.call_id}/")
+
+    async def ask(self, call: Any, prefix: str) -> OutsideDecision:
+        """One call of a permission request, as `session/request_permission`."""
+        from acp.schema import PermissionOption, ToolCallUpdate
+
+        content = edit_content(call.name, call.args) or []
+        if call.preview:
+            content.append(text_content(call.preview))
+        options = [
+            PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
+            PermissionOption(option_id="always", name="Always allow in this session", kind="allow_always"),
+            PermissionOption(option_id="deny", name="Deny", kind="reject_once"),
+        ]
+        tool_call = ToolCallUpdate(
+            tool_call_id=f"{prefix}{call.id}",
+            title=title(call.name, call.args),
+            kind=TOOL_KINDS.get(call.name, "other"),  # type: ignore[arg-type]
+            status="pending",
+            content=content or None,
+            raw_input=call.args,
+        )
+        response = await self.agent.conn.request_permission(
+            session_id=self.session_id, tool_call=tool_call, options=options
+        )
+        chosen = getattr(response.outcome, "option_id", None)
+        if chosen in ("allow", "always"):
+            return OutsideDecision(call_id=call.id, decision=chosen)
+        reason = "denied in the ACP client" if chosen == "deny" else "the ACP client cancelled the request"
+        return OutsideDecision(call_id=call.id, decision="deny", reason=reason)
+
+    async def review_plan(self, request_id: str, plan: str) -> bool:
+        from acp.schema import PermissionOption, ToolCallUpdate
+
+        options = [
+            PermissionOption(option_id="approve", name="Approve plan", kind="allow_once"),
+            PermissionOption(option_id="reject", name="Keep planning", kind="reject_once"),
+        ]
+        tool_call = ToolCallUpdate(
+            tool_call_id=request_id, title="Carry out this plan?", kind="switch_mode", content=[text_content(plan)]
+        )
+        response = await self.agent.conn.request_permission(
+            session_id=self.session_id, tool_call=tool_call, options=options
+        )
+        return getattr(response.outcome, "option_id", None) == "approve"
+
+    def control(self, control: OutsideControl) -> None:
+        self.agent.link.control(control)
+
+    def fail_open_request(self, payload: OutsideEvent) -> None:
+        """An answer that could not be asked for is a denial (approvals fail closed)."""
+        if payload.plan_review is not None:
+            self.control(OutsideControl(stream=payload.stream, kind="plan", request_id=payload.plan_review.request_id))
+        elif (payload.event or {}).get("type") == "permission_request":
+            self.control(OutsideControl(stream=payload.stream, kind="answer", request_id=payload.event["request_id"]))
+
+
+def modes(current: str) -> Any:
+    from acp.schema import SessionMode, SessionModeState
+
+    described = {"normal": "tools run, mutating ones after approval", "plan": "read only, ends with a plan to review"}
+    return SessionModeState(
+        current_mode_id=current,
+        available_modes=[SessionMode(id=key, name=name, description=described[key]) for key, name in MODES.items()],
+    )
+
+
+def prompt_text(blocks: list[Any]) -> str:
+    """The prompt's text: text blocks, and embedded text resources as fenced attachments."""
+    parts: list[str] = []
+    for block in blocks:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource" and hasattr(block.resource, "text"):
+            parts.append(f"\n{block.resource.uri}:\n```\n{block.resource.text}\n```")
+        elif kind == "resource_link":
+            parts.append(f"({block.uri})")
+    return "\n".join(parts)
+
+
+def title(name: str, args: dict[str, Any]) -> str:
+    target = args.get("path") or args.get("name") or args.get("pattern")
+    if name == "notebook_edit" and "index" in args:
+        target = f"{args.get('action', 'edit')} cell {args['index']}"
+    return f"{name} {target}" if isinstance(target, (str, int)) else name
+
+
+def text_content(text: str) -> Any:
+    from acp import text_block, tool_content
+
+    return tool_content(text_block(text))
+
+
+def edit_content(name: str, args: dict[str, Any]) -> list[Any] | None:
+    """A diff for file and cell edits: the new file, the replaced text, the cell's new source."""
+    from acp import tool_diff_content
+
+    path = args.get("path")
+    if name == "write_file" and isinstance(path, str) and isinstance(args.get("content"), str):
+        return [tool_diff_content(path, args["content"])]
+    if name == "edit_file" and isinstance(path, str) and isinstance(args.get("new"), str):
+        return [tool_diff_content(path, args["new"], args.get("old") if isinstance(args.get("old"), str) else None)]
+    if name == "notebook_edit" and isinstance(args.get("index"), int):
+        cell = f"notebook cell {args['index']}"
+        return [tool_diff_content(cell, args.get("source") or "", None)]
+    return None
+
+
+def tool_start(event: ToolCallEvent, prefix: str) -> Any:
+    from acp import start_tool_call
+    from acp.schema import ToolCallLocation
+
+    path = event.args.get("path")
+    return start_tool_call(
+        f"{prefix}{event.id}",
+        title(event.name, event.args),
+        kind=TOOL_KINDS.get(event.name, "other"),  # type: ignore[arg-type]
+        status="in_progress",
+        content=edit_content(event.name, event.args),
+        locations=[ToolCallLocation(path=path)] if isinstance(path, str) else None,
+        raw_input=event.args,
+    )
+
+
+def tool_end(event: ToolResultEvent, prefix: str) -> Any:
+    from acp import update_tool_call
+
+    text = event.preview if event.ok else (event.error or event.status)
+    return update_tool_call(
+        f"{prefix}{event.id}",
+        status="completed" if event.ok else "failed",
+        content=[text_content(text)] if text else None,
+        raw_output={"status": event.status, "text": text},
+    )
+
+
+def plan_entries(plan: str, status: str) -> list[Any]:
+    """A plan's steps (its list items, else its lines) as ACP plan entries."""
+    from acp import plan_entry
+
+    lines = [line.strip() for line in plan.splitlines() if line.strip()]
+    items = [line.lstrip("-*0123456789.) ").strip() for line in lines if line[:1] in "-*" or line[:1].isdigit()]
+    entry_status = "completed" if status == "approved" else "pending"
+    return [plan_entry(item, status=entry_status) for item in (items or lines)]  # type: ignore[arg-type]
+
+
+def safe_name(name: object) -> str:
+    """The ACP client's own name (Jupyter AI, Zed), for the audit trail."""
+    text = "".join(c for c in str(name or "client") if c.isalnum() or c in "-_.")[:60]
+    return text or "client"

@@ -1,0 +1,191 @@
+"""`blitz acp` against a real kernel, driven by the official `agent-client-protocol` SDK's
+client over stdio: a prompt is a blitz turn in the kernel with the notebook's model (the fake
+OpenAI-compatible server), its text and tool calls stream back as session updates, a mutating
+call asks through `session/request_permission` and the answer reaches the running turn
+(docs/acp.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from acp import spawn_agent_process, text_block
+from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+
+from tests.fakeserver import FakeOpenAIServer
+
+from .driver import KernelDriver
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 90
+
+
+class RecordingClient:
+    """An ACP client that records every update and answers permission requests as told."""
+
+    def __init__(self, answer: str | None = "allow") -> None:
+        self.answer = answer
+        self.updates: list[Any] = []
+        self.permissions: list[Any] = []
+        self.answering = asyncio.Event()
+        """Set at the first message chunk: the turn is streaming its answer."""
+
+    def on_connect(self, conn: Any) -> None:
+        return None
+
+    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        self.updates.append(update)
+        if update.session_update == "agent_message_chunk":
+            self.answering.set()
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **_: Any) -> Any:
+        self.permissions.append((tool_call, [option.option_id for option in options]))
+        if self.answer is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=self.answer))
+
+    def of_kind(self, kind: str) -> list[Any]:
+        return [update for update in self.updates if update.session_update == kind]
+
+    def message_text(self) -> str:
+        return "".join(update.content.text for update in self.of_kind("agent_message_chunk"))
+
+
+def agent_env() -> dict[str, str]:
+    path = os.pathsep.join(part for part in (str(ROOT), os.environ.get("PYTHONPATH", "")) if part)
+    return {**os.environ, "PYTHONPATH": path, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def over_acp(kernel: KernelDriver, client: RecordingClient, script: Any) -> Any:
+    """Start `blitz acp` for the kernel, initialize, then run `script(conn)`."""
+
+    async def session() -> Any:
+        command = [sys.executable, "-m", "blitz_kernel", "acp", "--connection-file", kernel.manager.connection_file]
+        async with spawn_agent_process(client, *command, env=agent_env(), use_unstable_protocol=True) as (conn, _):
+            await asyncio.wait_for(
+                conn.initialize(protocol_version=1, client_info={"name": "test-client", "version": "1"}), TIMEOUT_S
+            )
+            return await asyncio.wait_for(script(conn), TIMEOUT_S)
+
+    return asyncio.run(session())
+
+
+def ok(run: Any) -> Any:
+    assert run.status == "ok", run.reply
+    return run
+
+
+def test_a_prompt_is_a_blitz_turn_streamed_as_message_chunks(kernel: KernelDriver, server: FakeOpenAIServer) -> None:
+    server.enqueue({"text": "Two regions, north and south."})
+    client = RecordingClient()
+
+    async def script(conn: Any) -> Any:
+        session = await conn.new_session(cwd=str(ROOT))
+        assert [mode.id for mode in session.modes.available_modes] == ["normal", "plan"]
+        response = await conn.prompt(session_id=session.session_id, prompt=[text_block("how many regions?")])
+        return session.session_id, response
+
+    session_id, response = over_acp(kernel, client, script)
+    assert response.stop_reason == "end_turn"
+    assert client.message_text() == "Two regions, north and south."
+    assert len(client.of_kind("agent_message_chunk")) > 1  # streamed in pieces, not repeated at the end
+    assert "how many regions?" in str(server.requests[-1].body)
+    sessions = ok(kernel.run("%blitz_session list")).stdout
+    assert session_id in sessions, sessions
+
+
+def test_a_mutating_call_asks_the_acp_client_with_a_diff_and_runs_once_allowed(
+    kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path
+) -> None:
+    server.enqueue(
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "from_acp.txt", "content": "hello from ACP"}}]},
+        {"text": "Written."},
+    )
+    client = RecordingClient("allow")
+
+    async def script(conn: Any) -> Any:
+        session = await conn.new_session(cwd=str(ROOT))
+        return await conn.prompt(session_id=session.session_id, prompt=[text_block("write the file")])
+
+    response = over_acp(kernel, client, script)
+    assert response.stop_reason == "end_turn"
+    assert (workspace_dir / "from_acp.txt").read_text() == "hello from ACP"
+    ((asked, options),) = client.permissions
+    assert options == ["allow", "always", "deny"]
+    assert asked.kind == "edit" and asked.title == "write_file from_acp.txt"
+    diffs = [part for part in asked.content if part.type == "diff"]
+    assert diffs and diffs[0].path == "from_acp.txt" and diffs[0].new_text == "hello from ACP"
+    (started,) = client.of_kind("tool_call")
+    assert started.kind == "edit" and started.content[0].type == "diff"
+    finished = [u for u in client.of_kind("tool_call_update") if u.tool_call_id == started.tool_call_id]
+    assert finished and finished[-1].status == "completed"
+    audit = ok(kernel.run("%blitz_audit --tool write_file")).stdout
+    assert "acp:test-client" in audit, audit
+    (workspace_dir / "from_acp.txt").unlink()
+
+
+def test_a_denied_call_does_not_run_and_the_model_reads_why(
+    kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path
+) -> None:
+    server.enqueue(
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "never.txt", "content": "no"}}]},
+        {"text": "Understood, not written."},
+    )
+    client = RecordingClient("deny")
+
+    async def script(conn: Any) -> Any:
+        session = await conn.new_session(cwd=str(ROOT))
+        return await conn.prompt(session_id=session.session_id, prompt=[text_block("write it")])
+
+    response = over_acp(kernel, client, script)
+    assert response.stop_reason == "end_turn"
+    assert not (workspace_dir / "never.txt").exists()
+    assert "denied in the ACP client" in str(server.requests[-1].body)
+    failed = [u for u in client.of_kind("tool_call_update") if u.status == "failed"]
+    assert failed, client.updates
+
+
+def test_plan_mode_is_a_session_mode_and_cancel_stops_the_turn(kernel: KernelDriver, server: FakeOpenAIServer) -> None:
+    server.enqueue({"text": "Thinking about it at length", "hold": "acp-cancel"})
+    client = RecordingClient()
+
+    async def script(conn: Any) -> Any:
+        session = await conn.new_session(cwd=str(ROOT))
+        await conn.set_session_mode(session_id=session.session_id, mode_id="plan")
+        running = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("plan it")]))
+        await client.answering.wait()  # the held stream sent its first piece
+        await conn.cancel(session_id=session.session_id)
+        server.release("acp-cancel")
+        return await running
+
+    response = over_acp(kernel, client, script)
+    assert response.stop_reason == "cancelled"
+    assert [u.current_mode_id for u in client.of_kind("current_mode_update")] == ["plan"]
+    assert "plan mode" in str(server.requests[0].body).lower()
+
+
+def test_load_session_replays_the_conversation_and_undo_is_an_extension(
+    kernel: KernelDriver, server: FakeOpenAIServer
+) -> None:
+    server.enqueue({"text": "First answer."})
+    first = RecordingClient()
+
+    async def create(conn: Any) -> str:
+        session = await conn.new_session(cwd=str(ROOT))
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("first question")])
+        return str(session.session_id)
+
+    session_id = over_acp(kernel, first, create)
+    again = RecordingClient()
+
+    async def reload(conn: Any) -> Any:
+        await conn.load_session(cwd=str(ROOT), session_id=session_id)
+        return await conn.ext_method("blitz/undo", {"sessionId": session_id})
+
+    undone = over_acp(kernel, again, reload)
+    said = [(u.session_update, u.content.text) for u in again.updates if hasattr(u, "content")]
+    assert said == [("user_message_chunk", "first question"), ("agent_message_chunk", "First answer.")]
+    assert "turn" in undone["text"].lower(), undone

@@ -18,7 +18,7 @@ import os
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -124,7 +124,8 @@ def main(argv: list[str], prog: str = "blitz") -> int:
 async def serve(agent: BlitzAgent) -> None:
     from acp import run_agent
 
-    await run_agent(agent, use_unstable_protocol=True)  # session/resume is still "unstable" in the SDK
+    # the SDK's Agent protocol lists every optional method; BlitzAgent has the ones blitz serves
+    await run_agent(cast(Any, agent), use_unstable_protocol=True)  # session/resume is still "unstable" in the SDK
 
 
 def connection_file(args: argparse.Namespace) -> Path | None:
@@ -253,7 +254,8 @@ class BlitzAgent:
         return ResumeSessionResponse(modes=modes(state.mode))
 
     async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> Any:
-        from acp import RequestError, update_current_mode
+        from acp import RequestError
+        from acp.helpers import update_current_mode
         from acp.schema import SetSessionModeResponse
 
         if mode_id not in MODES:
@@ -285,10 +287,12 @@ class BlitzAgent:
         loop = asyncio.get_running_loop()
         shown = EventMapper(self, session_id)
         consumer = asyncio.create_task(self._consume(events, shown))
+
+        def deliver(event: OutsideEvent) -> None:  # on the link's thread: in order, onto this loop
+            loop.call_soon_threadsafe(events.put_nowait, event)
+
         try:
-            reply = await asyncio.to_thread(
-                self.link.ask, request, lambda event: loop.call_soon_threadsafe(events.put_nowait, event)
-            )
+            reply = await asyncio.to_thread(self.link.ask, request, deliver)
         except KernelLinkError as error:
             raise RequestError.internal_error({"message": str(error)}) from None
         finally:
@@ -467,8 +471,8 @@ class EventMapper:
         """An answer that could not be asked for is a denial (approvals fail closed)."""
         if payload.plan_review is not None:
             self.control(OutsideControl(stream=payload.stream, kind="plan", request_id=payload.plan_review.request_id))
-        elif (payload.event or {}).get("type") == "permission_request":
-            self.control(OutsideControl(stream=payload.stream, kind="answer", request_id=payload.event["request_id"]))
+        elif (event := payload.event or {}).get("type") == "permission_request":
+            self.control(OutsideControl(stream=payload.stream, kind="answer", request_id=str(event.get("request_id"))))
 
 
 def modes(current: str) -> Any:

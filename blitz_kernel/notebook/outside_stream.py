@@ -43,6 +43,8 @@ class LiveStream:
         self.kernel = get_ipython().kernel
         self.parent = self.kernel.get_parent("shell")
         self.waiting: dict[str, asyncio.Future[Any]] = {}
+        self.early: dict[str, OutsideControl] = {}
+        """Answers that came before their request was waited for (kept, not dropped)."""
 
     def publish(self, payload: OutsideEvent) -> None:
         content = {"data": {EVENT_MIME: payload.model_dump(mode="json"), "text/plain": ""}, "metadata": {}}
@@ -52,6 +54,8 @@ class LiveStream:
         self.publish(OutsideEvent(stream=self.id, event=event.model_dump(mode="json")))
 
     async def wait_for(self, request_id: str) -> Any:
+        if request_id in self.early:
+            return self.early.pop(request_id)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.waiting[request_id] = future
         try:
@@ -64,13 +68,17 @@ class LiveStream:
             self.workspace.stop(self.session)
         elif control.kind == "steer" and control.text:
             self.workspace.steer(self.session, control.text)
-        elif control.request_id in self.waiting and not self.waiting[control.request_id].done():
-            self.waiting[control.request_id].set_result(control)
+        elif control.request_id in self.waiting:
+            if not self.waiting[control.request_id].done():
+                self.waiting[control.request_id].set_result(control)
+        elif control.request_id is not None:
+            self.early[control.request_id] = control
 
 
 class StreamApprover:
-    """Asks the outside client (its `session/request_permission`); fail-closed: a call the
-    answer does not name is denied by the gate."""
+    """Waits for the outside client's answer (its `session/request_permission`) to the
+    request the turn has just shown as an event; fail-closed: a call the answer does not name
+    is denied by the gate."""
 
     interactive = True
 
@@ -78,7 +86,6 @@ class StreamApprover:
         self.stream = stream
 
     async def decide(self, request: PermissionRequest) -> list[PermissionDecision]:
-        self.stream.publish(OutsideEvent(stream=self.stream.id, event=request.model_dump(mode="json")))
         answer: OutsideControl = await self.stream.wait_for(request.request_id)
         return [
             PermissionDecision(call_id=d.call_id, decision=d.decision, reason=d.reason, decided_by="user")

@@ -10,10 +10,10 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from acp import spawn_agent_process, text_block
-from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+from acp.schema import AllowedOutcome, DeniedOutcome, Implementation, RequestPermissionResponse
 
 from tests.fakeserver import FakeOpenAIServer
 
@@ -64,9 +64,13 @@ def over_acp(kernel: KernelDriver, client: RecordingClient, script: Any) -> Any:
 
     async def session() -> Any:
         command = [sys.executable, "-m", "blitz_kernel", "acp", "--connection-file", kernel.manager.connection_file]
-        async with spawn_agent_process(client, *command, env=agent_env(), use_unstable_protocol=True) as (conn, _):
+        async with spawn_agent_process(cast(Any, client), *command, env=agent_env(), use_unstable_protocol=True) as (
+            conn,
+            _,
+        ):
             await asyncio.wait_for(
-                conn.initialize(protocol_version=1, client_info={"name": "test-client", "version": "1"}), TIMEOUT_S
+                conn.initialize(protocol_version=1, client_info=Implementation(name="test-client", version="1")),
+                TIMEOUT_S,
             )
             return await asyncio.wait_for(script(conn), TIMEOUT_S)
 
@@ -108,9 +112,10 @@ def test_a_mutating_call_asks_the_acp_client_with_a_diff_and_runs_once_allowed(
 
     async def script(conn: Any) -> Any:
         session = await conn.new_session(cwd=str(ROOT))
-        return await conn.prompt(session_id=session.session_id, prompt=[text_block("write the file")])
+        done = await conn.prompt(session_id=session.session_id, prompt=[text_block("write the file")])
+        return session.session_id, done
 
-    response = over_acp(kernel, client, script)
+    session_id, response = over_acp(kernel, client, script)
     assert response.stop_reason == "end_turn"
     assert (workspace_dir / "from_acp.txt").read_text() == "hello from ACP"
     ((asked, options),) = client.permissions
@@ -122,7 +127,7 @@ def test_a_mutating_call_asks_the_acp_client_with_a_diff_and_runs_once_allowed(
     assert started.kind == "edit" and started.content[0].type == "diff"
     finished = [u for u in client.of_kind("tool_call_update") if u.tool_call_id == started.tool_call_id]
     assert finished and finished[-1].status == "completed"
-    audit = ok(kernel.run("%blitz_audit --tool write_file")).stdout
+    audit = ok(kernel.run(f"%blitz_audit -s {session_id} --tool write_file")).stdout
     assert "acp:test-client" in audit, audit
     (workspace_dir / "from_acp.txt").unlink()
 

@@ -154,8 +154,12 @@ class OwnKernel:
     @classmethod
     def start(cls, folder: Path) -> OwnKernel:
         from jupyter_client.manager import KernelManager
+        from jupyter_core.paths import jupyter_runtime_dir
 
-        manager = KernelManager(kernel_name="python3")
+        runtime = Path(jupyter_runtime_dir())
+        runtime.mkdir(parents=True, exist_ok=True)
+        connection = runtime / f"kernel-blitz-acp-{uuid.uuid4().hex[:12]}.json"
+        manager = KernelManager(kernel_name="python3", connection_file=os.fspath(connection))
         try:
             manager.start_kernel(cwd=os.fspath(folder))
         except Exception as error:  # noqa: BLE001 - any failure to start is one line for the user
@@ -193,6 +197,7 @@ class BlitzAgent:
         self.conn: Any = None
         self.client = "acp:client"
         self.sessions: dict[str, AcpSession] = {}
+        self.acks: dict[str, asyncio.Future[str | None]] = {}
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -289,7 +294,10 @@ class BlitzAgent:
         consumer = asyncio.create_task(self._consume(events, shown))
 
         def deliver(event: OutsideEvent) -> None:  # on the link's thread: in order, onto this loop
-            loop.call_soon_threadsafe(events.put_nowait, event)
+            if event.acked is not None:
+                loop.call_soon_threadsafe(self._acked, event.acked, event.refused)
+            else:
+                loop.call_soon_threadsafe(events.put_nowait, event)
 
         try:
             reply = await asyncio.to_thread(self.link.ask, request, deliver)
@@ -310,7 +318,7 @@ class BlitzAgent:
         state = self.sessions.get(session_id)
         if state is not None and state.stream is not None:
             state.cancelled = True
-            await asyncio.to_thread(self.link.control, OutsideControl(stream=state.stream, kind="stop"))
+            await self._control(OutsideControl(stream=state.stream, kind="stop"))
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """The `_blitz/…` extension methods (docs/acp.md): steer a running turn, ask a side
@@ -334,11 +342,32 @@ class BlitzAgent:
             return {"text": reply.text}
         if state.stream is None:
             raise RequestError.invalid_request({"sessionId": "no prompt is running: send it as a prompt"})
-        await asyncio.to_thread(self.link.control, OutsideControl(stream=state.stream, kind="steer", text=text))
+        refused = await self._control(OutsideControl(stream=state.stream, kind="steer", text=text))
+        if refused is not None:
+            raise RequestError.invalid_request({"message": f"not steered: {refused}"})
         return {"queued": True}
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         return None
+
+    async def _control(self, control: OutsideControl, timeout_s: float = 10.0) -> str | None:
+        """Send a steer or a stop and wait until the turn has answered it: None when it took
+        it, else why not (it refused, or said nothing in `timeout_s`: the turn ended)."""
+        control = control.model_copy(update={"id": uuid.uuid4().hex})
+        assert control.id is not None
+        taken = self.acks[control.id] = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.to_thread(self.link.control, control)
+            return await asyncio.wait_for(taken, timeout_s)
+        except TimeoutError:
+            return "the turn did not answer (it has ended)"
+        finally:
+            self.acks.pop(control.id, None)
+
+    def _acked(self, control_id: str, refused: str | None) -> None:
+        taken = self.acks.get(control_id)
+        if taken is not None and not taken.done():
+            taken.set_result(refused)
 
     def _session(self, session_id: str) -> AcpSession:
         from acp import RequestError

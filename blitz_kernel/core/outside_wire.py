@@ -90,6 +90,10 @@ class OutsideEvent(BaseModel):
     stream: str
     event: dict[str, Any] | None = None
     plan_review: PlanToReview | None = None
+    acked: str | None = None
+    """The id of a control the turn has answered (a steering message is queued, Stop is asked)."""
+    refused: str | None = None
+    """Why the turn could not take that control (one line), when it could not."""
 
 
 class PlanToReview(BaseModel):
@@ -109,6 +113,8 @@ class OutsideControl(BaseModel):
 
     stream: str
     kind: Literal["answer", "plan", "stop", "steer"]
+    id: str | None = None
+    """When given, the kernel acknowledges a steer or a stop with an event `acked` = id."""
     request_id: str | None = None
     decisions: list[OutsideDecision] = Field(default_factory=list)
     approved: bool = False

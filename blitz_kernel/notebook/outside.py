@@ -84,8 +84,9 @@ async def answer(raw: str) -> OutsideReply:
 def history_of(workspace: Any, session: str) -> list[OutsideMessage]:
     """The session's conversation as text, for a client that loads it (`session/load`)."""
     from ..core.history import AssistantMessage, TextPart, UserMessage
+    from ..engine.store.locks import check_session_name
 
-    if session not in workspace.sessions.names():
+    if check_session_name(session) not in workspace.sessions.names():
         return []
     messages: list[OutsideMessage] = []
     for message in workspace.session(session).history:

@@ -27,6 +27,7 @@ from ..core.outside_wire import (
     PlanToReview,
 )
 from ..engine.events import PermissionDecision, PermissionRequest
+from .live import tick_forever
 
 _streams: dict[str, LiveStream] = {}
 
@@ -64,10 +65,19 @@ class LiveStream:
             self.waiting.pop(request_id, None)
 
     def control(self, control: OutsideControl) -> None:
-        if control.kind == "stop":
-            self.workspace.stop(self.session)
-        elif control.kind == "steer" and control.text:
-            self.workspace.steer(self.session, control.text)
+        if control.kind in ("stop", "steer"):
+            from ..errors import BlitzError
+
+            refused = None
+            try:
+                if control.kind == "stop":
+                    self.workspace.stop(self.session)
+                elif control.text:
+                    self.workspace.steer(self.session, control.text, inbox=False)
+            except BlitzError as error:  # the turn is ending: too late to steer it
+                refused = str(error)
+            if control.id:
+                self.publish(OutsideEvent(stream=self.id, acked=control.id, refused=refused))
         elif control.request_id in self.waiting:
             if not self.waiting[control.request_id].done():
                 self.waiting[control.request_id].set_result(control)
@@ -129,6 +139,7 @@ async def run_prompt(workspace: Any, session: str, request: OutsideRequest) -> O
         caller=request.client,
     )
     queue = [(request.prompt or "", request.plan)]
+    ticker = asyncio.ensure_future(tick_forever())
     try:
         while queue:
             prompt, plan = queue.pop(0)
@@ -136,6 +147,7 @@ async def run_prompt(workspace: Any, session: str, request: OutsideRequest) -> O
             result = await workspace.run_turn(prompt, session, options, front_end)
             queue = follow_ups(result, plan)
     finally:
+        ticker.cancel()
         _streams.pop(stream.id, None)
         for future in stream.waiting.values():
             future.cancel()

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
-from acp import spawn_agent_process, text_block
+from acp import RequestError, spawn_agent_process, text_block
 from acp.schema import AllowedOutcome, DeniedOutcome, Implementation, RequestPermissionResponse
 
 from tests.fakeserver import FakeOpenAIServer
 
-from .driver import KernelDriver
+from .driver import KernelDriver, kernel_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 90
@@ -72,7 +72,10 @@ def over_acp(kernel: KernelDriver, client: RecordingClient, script: Any) -> Any:
                 conn.initialize(protocol_version=1, client_info=Implementation(name="test-client", version="1")),
                 TIMEOUT_S,
             )
-            return await asyncio.wait_for(script(conn), TIMEOUT_S)
+            try:
+                return await asyncio.wait_for(script(conn), TIMEOUT_S)
+            except RequestError as error:  # the error's data says what went wrong
+                raise AssertionError(f"{error}: {error.data}") from None
 
     return asyncio.run(session())
 
@@ -194,3 +197,104 @@ def test_load_session_replays_the_conversation_and_undo_is_an_extension(
     said = [(u.session_update, u.content.text) for u in again.updates if hasattr(u, "content")]
     assert said == [("user_message_chunk", "first question"), ("agent_message_chunk", "First answer.")]
     assert "turn" in undone["text"].lower(), undone
+
+
+def test_steering_reaches_the_running_turn_and_an_aside_answers_from_the_session(
+    kernel: KernelDriver, server: FakeOpenAIServer
+) -> None:
+    server.enqueue(
+        {
+            "text": "Looking at the namespace.",
+            "tool_calls": [{"name": "list_variables", "arguments": {}}],
+            "hold": "acp-steer",
+        },
+        {"text": "Using the sales table then."},
+        {"text": "It was about the sales table."},
+    )
+    client = RecordingClient()
+
+    async def script(conn: Any) -> Any:
+        session = await conn.new_session(cwd=str(ROOT))
+        running = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("look around")]))
+        await client.answering.wait()  # the held stream sent its first piece
+        queued = await conn.ext_method("blitz/steer", {"sessionId": session.session_id, "text": "use the sales table"})
+        server.release("acp-steer")
+        await running
+        aside = await conn.ext_method(
+            "blitz/aside", {"sessionId": session.session_id, "question": "what was it about?"}
+        )
+        return queued, aside
+
+    queued, aside = over_acp(kernel, client, script)
+    assert queued == {"queued": True}
+    assert "use the sales table" in str(server.requests[1].body)
+    assert aside == {"text": "It was about the sales table."}
+
+
+def test_unknown_session_and_unknown_extension_are_clear_errors(kernel: KernelDriver) -> None:
+    async def script(conn: Any) -> list[str]:
+        errors = []
+        for call in (
+            conn.prompt(session_id="acp-nope", prompt=[text_block("hi")]),
+            conn.ext_method("blitz/nothing", {"sessionId": "acp-nope"}),
+            conn.load_session(cwd=str(ROOT), session_id="../escape"),
+        ):
+            try:
+                await call
+            except RequestError as error:
+                errors.append(f"{error} {error.data}")
+        return errors
+
+    unknown, extension, bad_name = over_acp(kernel, RecordingClient(), script)
+    assert "unknown session 'acp-nope'" in unknown
+    assert "unknown session" in extension  # the session is checked first
+    assert "path separator" in bad_name
+
+
+def test_with_no_kernel_given_it_starts_its_own_in_the_folder_and_says_so(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    server.enqueue({"text": "Answered by my own kernel."})
+    client = RecordingClient()
+    (tmp_path / "home").mkdir()
+    env = {
+        **kernel_environment(tmp_path / "home"),
+        "PYTHONPATH": agent_env()["PYTHONPATH"],
+        "BLITZ_MODEL": "openai/fake-model",
+        "BLITZ_API_BASE": server.base_url,
+        "OPENAI_API_KEY": "sk-test-not-a-real-key-4242",
+    }
+
+    async def session() -> tuple[Any, bytes]:
+        command = [sys.executable, "-m", "blitz_kernel", "acp"]
+        transport = {"stderr": asyncio.subprocess.PIPE}
+        async with spawn_agent_process(
+            cast(Any, client), *command, env=env, cwd=tmp_path, transport_kwargs=transport, use_unstable_protocol=True
+        ) as (conn, process):
+            await asyncio.wait_for(conn.initialize(protocol_version=1), TIMEOUT_S)
+            new = await conn.new_session(cwd=str(tmp_path))
+            done = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[text_block("hi")]), TIMEOUT_S)
+            assert process.stderr is not None
+            first_line = await asyncio.wait_for(process.stderr.readline(), TIMEOUT_S)
+            return done, first_line
+
+    done, first_line = asyncio.run(session())
+    assert done.stop_reason == "end_turn"
+    assert client.message_text() == "Answered by my own kernel."
+    assert first_line.decode().startswith(f"blitz acp: no kernel given: started a kernel of its own in {tmp_path}")
+
+
+def test_a_missing_connection_file_is_one_clear_line(tmp_path: Path) -> None:
+    import subprocess
+
+    gone = tmp_path / "kernel-gone.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "blitz_kernel", "acp", "--connection-file", str(gone)],
+        env=agent_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"blitz acp: connection file {gone} does not exist"

@@ -40,6 +40,19 @@ async def answer(raw: str) -> OutsideReply:
         return OutsideReply(status="error", text=f"malformed request: {where}: {first['msg']}")
     if request.expires_at is not None and time.time() > request.expires_at:
         return OutsideReply(status="error", text=EXPIRED)
+    if request.kind == "tools":  # listing at start says nothing about what a client did
+        return await _answer(request)
+    from .clients import book
+
+    refused = book.refusal(request.client)
+    if refused is not None:
+        return OutsideReply(status="denied", text=refused)
+    reply = await _answer(request)
+    book.seen(request.client, request.tool or request.kind, reply.status)
+    return reply
+
+
+async def _answer(request: OutsideRequest) -> OutsideReply:
     from .extension import loaded_magics
 
     magics = loaded_magics()

@@ -275,3 +275,30 @@ def test_the_notebooks_cells_are_resources_read_through_notebook_read(
     assert unknown.startswith("unknown resource 'blitz://notebook/elsewhere'"), unknown
     assert "# Sales" in every and "total = 7" in every and "seven" in every, every
     assert "total = 7" in second and "# Sales" not in second, second
+
+
+def test_blitz_clients_lists_what_a_client_called_and_a_detached_client_is_refused(kernel: KernelDriver) -> None:
+    ok(kernel.run("listed_by_a_client = 1"))
+    _, (first,) = over_mcp(kernel, ("list_variables", {}))
+    assert not first.is_error, text_of(first)
+    listing = ok(kernel.run("%blitz_clients")).stdout
+    client = next(word for word in listing.split() if word.startswith("mcp:"))
+    assert "attached" in listing and "list_variables (ok)" in listing, listing
+
+    detached = ok(kernel.run(f"%blitz_clients --detach {client}")).stdout
+    assert detached.strip() == f"{client} is detached: its requests are refused from now on"
+    before = ok(kernel.run("%blitz_audit")).stdout
+    try:
+        _, (refused,) = over_mcp(kernel, ("list_variables", {}))
+    finally:
+        ok(kernel.run(f"%blitz_clients --reattach {client}"))
+    assert refused.is_error
+    assert text_of(refused) == (
+        f"{client} was detached in the notebook (%blitz_clients --reattach {client} lets it back in)"
+    )
+    assert ok(kernel.run("%blitz_audit")).stdout == before  # nothing recorded for it
+    _, (again,) = over_mcp(kernel, ("list_variables", {}))
+    assert not again.is_error, text_of(again)
+
+    unknown = kernel.run("%blitz_clients --detach mcp:nobody")
+    assert unknown.status == "error" and "no outside client named 'mcp:nobody'" in str(unknown.reply), unknown.reply

@@ -92,7 +92,7 @@ class EventMapper:
             decisions = [await self.ask(call, prefix) for call in event.calls]
             self.control(OutsideControl(stream=stream, kind="answer", request_id=event.request_id, decisions=decisions))
         elif isinstance(event, PlanEvent):
-            await self.update(update_plan(plan_entries(event.plan, event.status)))
+            await self.update(update_plan(plan_entries(event.plan)))
         elif isinstance(event, ErrorEvent):
             await self.update(update_agent_message_text(f"\n\nerror: {event.message}"))
         elif isinstance(event, SubagentEvent):
@@ -209,11 +209,11 @@ def tool_end(event: ToolResultEvent, prefix: str) -> Any:
     )
 
 
-def plan_entries(plan: str, status: str) -> list[Any]:
-    """A plan's steps (its list items, else its lines) as ACP plan entries."""
+def plan_entries(plan: str) -> list[Any]:
+    """A plan's steps (its list items, else its lines) as ACP plan entries, all pending: an
+    approved plan is carried out by the turn that follows, step by step."""
     from acp import plan_entry
 
     lines = [line.strip() for line in plan.splitlines() if line.strip()]
     items = [line.lstrip("-*0123456789.) ").strip() for line in lines if line[:1] in "-*" or line[:1].isdigit()]
-    entry_status = "completed" if status == "approved" else "pending"
-    return [plan_entry(item, status=entry_status) for item in (items or lines)]  # type: ignore[arg-type]
+    return [plan_entry(item) for item in (items or lines)]

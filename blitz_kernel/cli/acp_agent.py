@@ -279,7 +279,7 @@ class BlitzAgent:
             loop.call_soon_threadsafe(events.put_nowait, None)
             await consumer
             state.stream = None
-        if reply.status != "ok" and reply.text:
+        if reply.status != "ok" and reply.text and not shown.shown:  # a turn shows its own error
             await self.conn.session_update(session_id=session_id, update=update_agent_message_text(reply.text))
         if state.cancelled:
             return PromptResponse(stop_reason="cancelled")

@@ -53,11 +53,14 @@ class EventMapper:
         self.agent = agent
         self.session_id = session_id
         self.streamed = False
+        self.shown = 0
+        """How many of the turn's events reached the client."""
 
     async def update(self, update: Any) -> None:
         await self.agent.conn.session_update(session_id=self.session_id, update=update)
 
     async def show(self, payload: OutsideEvent) -> None:
+        self.shown += 1
         if payload.plan_review is not None:
             approved = await self.review_plan(payload.plan_review.request_id, payload.plan_review.plan)
             self.control(

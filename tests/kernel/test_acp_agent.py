@@ -298,3 +298,19 @@ def test_a_missing_connection_file_is_one_clear_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert done.stderr.strip() == f"blitz acp: connection file {gone} does not exist"
+
+
+def test_a_failing_model_is_one_error_line_in_the_client(kernel: KernelDriver, server: FakeOpenAIServer) -> None:
+    server.enqueue({"fault": "status", "status": 400, "message": "bad request from the fake"})
+    client = RecordingClient()
+
+    async def script(conn: Any) -> Any:
+        session = await conn.new_session(cwd=str(ROOT))
+        return await conn.prompt(session_id=session.session_id, prompt=[text_block("fail please")])
+
+    response = over_acp(kernel, client, script)
+    assert response.stop_reason == "end_turn"
+    said = [
+        u.content.text for u in client.of_kind("agent_message_chunk") if "bad request from the fake" in u.content.text
+    ]
+    assert len(said) == 1 and said[0].strip().startswith("error:"), client.updates

@@ -1,10 +1,13 @@
-"""The MCP server's line into the live kernel (docs/mcp-server.md): the kernel's own Jupyter
-connection (its connection file's ports and HMAC key), so nothing new listens anywhere.
+"""The line of `blitz mcp` and `blitz acp` into the live kernel (docs/mcp-server.md,
+docs/acp.md): the kernel's own Jupyter connection (its connection file's ports and HMAC key),
+so nothing new listens anywhere.
 
 Each request is a silent execute of the endpoint's call (core/outside_wire.py); the kernel runs
-it between the user's cells, one at a time. The reply is the execute's display of REPLY_MIME.
-A kernel that does not answer in time is busy (a cell or a `%%blitz` turn runs): the request
-fails with that reason rather than hang the client.
+it between the user's cells, one at a time. The reply is the execute's display of REPLY_MIME;
+a streamed turn's events come before it as displays of EVENT_MIME, and the client's answers,
+Stop and steering go the other way as comm_opens (`control`), which ipykernel handles while the
+turn's async execute runs. A kernel that does not answer in time is busy (a cell or a `%%blitz`
+turn runs): the request fails with that reason rather than hang the client.
 """
 
 from __future__ import annotations

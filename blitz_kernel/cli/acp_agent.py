@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -80,11 +81,12 @@ def main(argv: list[str], prog: str = "blitz") -> int:
         listed = link.ask(OutsideRequest(kind="tools", client="acp:blitz-acp"))
         if listed.status != "ok":
             raise KernelLinkError(listed.text)
+        signal.signal(signal.SIGTERM, _end)  # a client that terminates us: the same clean end as EOF
         asyncio.run(serve(BlitzAgent(link)))
     except KernelLinkError as error:
         print(f"blitz acp: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):
         pass
     finally:
         link.close()
@@ -97,7 +99,14 @@ async def serve(agent: BlitzAgent) -> None:
     from acp import run_agent
 
     # the SDK's Agent protocol lists every optional method; BlitzAgent has the ones blitz serves
-    await run_agent(cast(Any, agent), use_unstable_protocol=True)  # session/resume is still "unstable" in the SDK
+    try:
+        await run_agent(cast(Any, agent), use_unstable_protocol=True)
+    finally:  # the client went away (or we were told to end): no turn may wait for it
+        agent.stop_running()  # session/resume is still "unstable" in the SDK
+
+
+def _end(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
 
 
 def connection_file(args: argparse.Namespace) -> Path | None:
@@ -340,6 +349,13 @@ class BlitzAgent:
         taken = self.acks.get(control_id)
         if taken is not None and not taken.done():
             taken.set_result(refused)
+
+    def stop_running(self) -> None:
+        """Stop every running prompt: its client is gone, so a permission request it waits for
+        is denied (decided by "stop") and the kernel is free again; the history stays valid."""
+        for state in self.sessions.values():
+            if state.stream is not None:
+                self.link.control(OutsideControl(stream=state.stream, kind="stop"))
 
     def _session(self, session_id: str) -> AcpSession:
         from acp import RequestError

@@ -24,6 +24,7 @@ from ..engine.events import (
     ToolResultEvent,
 )
 
+NOT_ASKED = "the ACP client could not be asked (it went away or failed): denied"
 TOOL_KINDS = {
     "read_file": "read",
     "list_files": "read",
@@ -153,7 +154,10 @@ class EventMapper:
         if payload.plan_review is not None:
             self.control(OutsideControl(stream=payload.stream, kind="plan", request_id=payload.plan_review.request_id))
         elif (event := payload.event or {}).get("type") == "permission_request":
-            self.control(OutsideControl(stream=payload.stream, kind="answer", request_id=str(event.get("request_id"))))
+            calls = [call.get("id") for call in event.get("calls") or [] if isinstance(call, dict)]
+            denials = [OutsideDecision(call_id=str(c), decision="deny", reason=NOT_ASKED) for c in calls if c]
+            request_id = str(event.get("request_id"))
+            self.control(OutsideControl(stream=payload.stream, kind="answer", request_id=request_id, decisions=denials))
 
 
 def title(name: str, args: dict[str, Any]) -> str:

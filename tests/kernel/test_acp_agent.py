@@ -314,3 +314,35 @@ def test_a_failing_model_is_one_error_line_in_the_client(kernel: KernelDriver, s
         u.content.text for u in client.of_kind("agent_message_chunk") if "bad request from the fake" in u.content.text
     ]
     assert len(said) == 1 and said[0].strip().startswith("error:"), client.updates
+
+
+def test_a_client_that_goes_away_mid_permission_stops_the_turn_and_frees_the_kernel(
+    kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path
+) -> None:
+    server.enqueue(
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "orphan.txt", "content": "never"}}]},
+        {"text": "Stopped."},
+    )
+    asked = asyncio.Event()
+
+    class GoneClient(RecordingClient):
+        async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **_: Any) -> Any:
+            asked.set()
+            await asyncio.Event().wait()  # nobody ever answers: the client is about to go away
+
+    async def script(conn: Any) -> str:
+        session = await conn.new_session(cwd=str(ROOT))
+        running = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("write it")]))
+        await asked.wait()
+        running.cancel()
+        return str(session.session_id)  # leaving closes the agent's stdin
+
+    session_id = over_acp(kernel, GoneClient(), script)
+    assert ok(kernel.run("print(6 * 7)", timeout=60)).stdout.strip() == "42"  # the kernel is free
+    assert not (workspace_dir / "orphan.txt").exists()
+    audit = ok(kernel.run(f"%blitz_audit -s {session_id} --tool write_file")).stdout
+    assert "denied" in audit, audit  # the unanswered request failed closed
+    assert "the ACP client could not be asked" in str(server.requests[-1].body)  # and the model read why
+    server.enqueue({"text": "Still here."})  # and the session's history is valid for its next turn
+    again = ok(kernel.run(f"%%blitz -s {session_id}\nare you there?", timeout=60))
+    assert "Still here." in str(again.outputs), again.outputs

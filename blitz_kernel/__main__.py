@@ -1,6 +1,6 @@
 """`python -m blitz_kernel install [--user | --sys-prefix | --prefix DIR]`,
 `python -m blitz_kernel run NOTEBOOK.ipynb ...`, `... eval PATH ...`, `... report merge ...` and
-`python -m blitz_kernel mcp ...` (also the `blitz` console script)."""
+`python -m blitz_kernel mcp|acp ...` (also the `blitz` console script)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ def main(argv: list[str] | None = None) -> int:
         from .cli.summary import merge_main
 
         return merge_main(arguments[2:], prog, sys.stderr, sys.stdout)
+    if arguments[:1] == ["acp"]:  # and its own (cli/acp_agent.py)
+        from .cli.acp_agent import main as acp_main
+
+        return acp_main(arguments[1:], prog)
     parser = argparse.ArgumentParser(prog=prog, description="blitz_kernel commands")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("run", help=f"run a notebook with %%%%blitz cells unattended (see `{prog} run --help`)")
@@ -38,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     report.add_subparsers(dest="report_command", required=True).add_parser(
         "merge", help="combine reports of separate runs into one summary"
     )
+    commands.add_parser("acp", help=f"be an ACP agent over stdio, in the live kernel (see `{prog} acp --help`)")
     install = commands.add_parser(
         "install",
         help='install the "Blitz (Python 3)" kernel (IPython with blitz_kernel loaded)',

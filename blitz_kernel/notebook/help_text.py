@@ -28,6 +28,8 @@ blitz_kernel — an agent in your kernel. Magics:
   %blitz_audit [--session NAME] [--last N] [--tool NAME]
                              every tool call, its decision and who made it
   %blitz_mcp [restart NAME]  MCP servers, their tools and approval policies
+  %blitz_clients [--detach NAME | --reattach NAME]
+                             outside clients (blitz mcp, blitz acp) and what they called
   %blitz_undo [--files-only | --conversation-only] [--force] [-s NAME]
                              undo the last turn: files, cells, variables and its conversation
   %blitz_rewind N [same options]   undo the last N turns, newest first

@@ -547,3 +547,18 @@ async def test_the_watchdogs_window_survives_a_restart(store_backend: Backend, t
 
     third, model = store_backend.workspace(tmp_path, [tool_step(a), {"text": "fine"}], **limits)
     assert (await third.run("cell 3", session="s")).stop_reason == "end_turn"  # the stop started afresh
+
+
+async def test_read_session_reads_a_held_session_and_writes_nothing(store_backend: Backend, tmp_path):
+    ws = await a_conversation(store_backend, tmp_path)
+    held = ws.session("s")  # this kernel still holds it: a viewer reads beside it
+    viewer = store_backend.bare(tmp_path)
+    before = viewer.sessions()
+    seen = viewer.read_session("s")
+    assert seen is not None
+    assert (dump(seen.history), dump(seen.archive), seen.turns) == (dump(held.history), dump(held.archive), 3)
+    assert seen.ledger.total.calls == held.ledger.total.calls == 5
+    assert [r.tool for r in seen.audit] == ["read_file", "list_files"]
+    assert viewer.read_session("nobody") is None
+    assert viewer.sessions() == before  # nothing created, no `last_used` moved
+    viewer.close()

@@ -38,11 +38,12 @@ from . import rows as writes
 from .connection import Link, retried
 from .edge import edge, translate
 from .schema import migrate
+from .viewing import Viewing
 
 _EMPTY_USAGE = UsageLedger().model_dump_json()
 
 
-class PostgresStore:
+class PostgresStore(Viewing):
     """One owner's sessions of one workspace in a PostgreSQL database."""
 
     def __init__(self, url: str, *, owner: str, workspace: str) -> None:

@@ -39,12 +39,13 @@ from . import reads
 from . import rows as writes
 from .edge import edge, translate
 from .schema import connect
+from .viewing import Viewing
 
 DB_NAME = "blitz.db"
 _EMPTY_USAGE = UsageLedger().model_dump_json()
 
 
-class Store:
+class Store(Viewing):
     """One SQLite database. Thread-safe; a process opens one per store. `Store(path)` opens
     the file as it is (tests, benches); a kernel opens its store through `factory.open_store`,
     which checks the file and its identity first (opening.py)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,11 +21,11 @@ from pydantic import BaseModel, Field
 
 from ..core.history import Message
 from ..core.store_url import is_postgres, sqlite_path, store_url
-from ..core.usage import UsageTotals
+from ..core.usage import UsageLedger, UsageTotals
 from ..engine.store.factory import open_store
 from ..engine.store.link import StoreLink
 from ..engine.store.protocol import HIGHLIGHT, SessionStore, StoreError
-from ..engine.store.records import StoredSession, role_and_text
+from ..engine.store.records import StoredSession, TurnUsage, role_and_text
 from ..engine.store.sqlite.store import DB_NAME
 from ..errors import BlitzError
 from .completion import Workspaces
@@ -112,12 +113,23 @@ class ModelUsage(BaseModel):
     totals: UsageTotals
 
 
+class DayUsage(BaseModel):
+    """What one model spent on one day (the server's local date, `YYYY-MM-DD`)."""
+
+    day: str
+    model: str
+    totals: UsageTotals
+
+
 class UsageReply(BaseModel):
-    """`GET /blitz/panel/usage`: usage per model, of one session or of all of them."""
+    """`GET /blitz/panel/usage`: usage per model and per day and model, of one session or of
+    all of them. A turn's usage counts on the day it ended; what a session spent outside its
+    kept turn ledgers (turns from before they were kept) counts on the day it was last used."""
 
     session: str | None
     total: UsageTotals
     by_model: list[ModelUsage]
+    by_day: list[DayUsage]
 
 
 class BudgetReply(BaseModel):
@@ -250,17 +262,21 @@ class Panel:
         return Transcript(name=session.name, turns=session.turns, messages=entries)
 
     def usage(self, notebook: str, name: str | None = None) -> UsageReply:
-        if name is not None:
-            ledger = self._session(notebook, name).ledger
-            return UsageReply(session=name, total=ledger.total, by_model=_by_model(ledger.by_model))
-        names = [info.name for info in self._read(notebook, lambda store: store.sessions())]
-        total, models = UsageTotals(), dict[str, UsageTotals]()
-        for each in names:
-            ledger = self._session(notebook, each).ledger
+        infos = self._read(notebook, lambda store: store.sessions())
+        chosen = [info for info in infos if name is None or info.name == name]
+        if name is not None and not chosen:
+            raise PanelError(f"no session {name!r} in this folder")
+        total, models, days = UsageTotals(), dict[str, UsageTotals](), dict[tuple[str, str], UsageTotals]()
+        for info in chosen:
+            ledger = self._session(notebook, info.name).ledger
+            turns = self._turns(notebook, info.name)
             total.merge(ledger.total)
             for model, totals in ledger.by_model.items():
                 models.setdefault(model, UsageTotals()).merge(totals)
-        return UsageReply(session=None, total=total, by_model=_by_model(models))
+            for key, totals in per_day(turns, ledger, info.last_used).items():
+                days.setdefault(key, UsageTotals()).merge(totals)
+        by_day = [DayUsage(day=day, model=model, totals=days[day, model]) for day, model in sorted(days)]
+        return UsageReply(session=name, total=total, by_model=_by_model(models), by_day=by_day)
 
     def budget(self, notebook: str, name: str) -> BudgetReply:
         session = self._session(notebook, name)
@@ -310,6 +326,9 @@ class Panel:
             raise PanelError(f"no session {name!r} in this folder")
         return session
 
+    def _turns(self, notebook: str, name: str) -> list[TurnUsage]:
+        return self._read(notebook, lambda store: store.turn_usage(name))
+
     def _read(self, notebook: str, action: Callable[[SessionStore], T]) -> T:
         """`action` on the folder's store; PanelError saying why when there is none."""
         folder = self.workspaces.folder_of(notebook)
@@ -347,6 +366,46 @@ class Panel:
             if link.store is not None:
                 with contextlib.suppress(StoreError):
                     link.store.close()
+
+
+def per_day(turns: list[TurnUsage], final: UsageLedger, last_used: float) -> dict[tuple[str, str], UsageTotals]:
+    """(day, model) → what was spent then: each kept turn ledger less the one before it, on
+    the day the turn ended; the rest of `final` on the day of `last_used`. The parts add up
+    to `final` exactly."""
+    spent: dict[tuple[str, str], UsageTotals] = {}
+    before: dict[str, UsageTotals] = {}
+    for turn in turns:
+        if turn.ledger is None or turn.ended is None:
+            continue
+        for model, totals in turn.ledger.by_model.items():
+            _add(spent, (_day(turn.ended), model), _minus(totals, before.get(model)))
+        before = dict(turn.ledger.by_model)
+    for model, totals in final.by_model.items():
+        _add(spent, (_day(last_used), model), _minus(totals, before.get(model)))
+    return spent
+
+
+def _add(spent: dict[tuple[str, str], UsageTotals], key: tuple[str, str], part: UsageTotals) -> None:
+    if part.calls or part.input_tokens or part.output_tokens or part.cost_usd:
+        spent.setdefault(key, UsageTotals()).merge(part)
+
+
+def _minus(later: UsageTotals, earlier: UsageTotals | None) -> UsageTotals:
+    if earlier is None:
+        return later.model_copy()
+    return UsageTotals(
+        input_tokens=max(0, later.input_tokens - earlier.input_tokens),
+        cached_tokens=max(0, later.cached_tokens - earlier.cached_tokens),
+        cache_write_tokens=max(0, later.cache_write_tokens - earlier.cache_write_tokens),
+        output_tokens=max(0, later.output_tokens - earlier.output_tokens),
+        cost_usd=max(0.0, later.cost_usd - earlier.cost_usd),
+        priced=later.priced,
+        calls=max(0, later.calls - earlier.calls),
+    )
+
+
+def _day(when: float) -> str:
+    return datetime.fromtimestamp(when).date().isoformat()
 
 
 def _sqlite_file(url: str | None, folder: Path) -> Path:

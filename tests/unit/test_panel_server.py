@@ -164,3 +164,41 @@ async def test_the_audit_trail_filters_by_tool_and_decision(written, panel):
     assert [r.tool for r in panel.audit(NOTEBOOK, "hunt", tool="list_files").records] == ["list_files"]
     assert panel.audit(NOTEBOOK, "hunt", decision="denied").records == []
     assert panel.audit(NOTEBOOK, "hunt", decision="denied").tools == ["list_files", "read_file"]
+
+
+def test_usage_per_day_is_each_turns_ledger_less_the_one_before():
+    from datetime import datetime
+
+    from blitz_kernel.core.usage import UsageLedger, UsageTotals
+    from blitz_kernel.engine.store.records import TurnUsage
+    from blitz_kernel.server.panel import per_day
+
+    def ledger(**models: tuple[int, float]) -> UsageLedger:
+        made = UsageLedger()
+        for model, (calls, cost) in models.items():
+            made.by_model[model] = UsageTotals(calls=calls, cost_usd=cost, input_tokens=10 * calls)
+        return made
+
+    monday, tuesday = datetime(2026, 3, 2, 12).timestamp(), datetime(2026, 3, 3, 12).timestamp()
+    turns = [
+        TurnUsage(turn=0, ended=monday, ledger=ledger(a=(2, 0.2))),
+        TurnUsage(turn=1, ended=None, ledger=None),  # interrupted: its spend falls to the next
+        TurnUsage(turn=2, ended=tuesday, ledger=ledger(a=(3, 0.3), b=(1, 1.0))),
+    ]
+    final = ledger(a=(4, 0.4), b=(1, 1.0))  # one more call after the last turn (a compaction)
+    days = per_day(turns, final, last_used=tuesday)
+    assert {key: (t.calls, round(t.cost_usd, 6), t.input_tokens) for key, t in days.items()} == {
+        ("2026-03-02", "a"): (2, 0.2, 20),
+        ("2026-03-03", "a"): (2, 0.2, 20),
+        ("2026-03-03", "b"): (1, 1.0, 10),
+    }
+    assert per_day([], final, last_used=monday)[("2026-03-02", "b")].calls == 1  # nothing kept per turn
+
+
+async def test_usage_per_day_of_a_real_store_adds_up_to_the_total(written, panel):
+    await fill(written)
+    every = panel.usage(NOTEBOOK)
+    assert every.by_day and sum(item.totals.calls for item in every.by_day) == every.total.calls
+    assert every.by_day[0].day == __import__("datetime").date.today().isoformat()
+    with pytest.raises(PanelError, match="no session 'ghost'"):
+        panel.usage(NOTEBOOK, "ghost")

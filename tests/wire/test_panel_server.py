@@ -89,6 +89,7 @@ def test_transcript_usage_budget_and_audit_of_one_session(server: Server):
     assert texts[0] == "which file has the revenue?" and texts[-1] == "The quarterly revenue table is data.csv."
     usage = read(server, f"/blitz/panel/usage?{query()}")
     assert usage["total"]["calls"] == 3
+    assert sum(item["totals"]["calls"] for item in usage["by_day"]) == 3
     budget = read(server, f"/blitz/panel/budget?{query(session='finance')}")
     assert budget["limit_usd"] is None and budget["spent_usd"] > 0
     audit = read(server, f"/blitz/panel/audit?{query(session='finance', tool='list_files')}")

@@ -562,3 +562,16 @@ async def test_read_session_reads_a_held_session_and_writes_nothing(store_backen
     assert viewer.read_session("nobody") is None
     assert viewer.sessions() == before  # nothing created, no `last_used` moved
     viewer.close()
+
+
+async def test_each_turn_keeps_the_ledger_as_it_ended(store_backend: Backend, tmp_path):
+    ws = await a_conversation(store_backend, tmp_path)
+    final = ws.session("s").ledger
+    viewer = store_backend.bare(tmp_path)
+    kept = viewer.turn_usage("s")
+    assert [t.turn for t in kept] == [0, 1, 2] and all(t.ended is not None for t in kept)
+    calls = [t.ledger.total.calls for t in kept if t.ledger is not None]
+    assert calls == [2, 3, 5]  # the compaction's call is in the third turn's ledger
+    assert kept[-1].ledger == final
+    assert viewer.turn_usage("nobody") == []
+    viewer.close()

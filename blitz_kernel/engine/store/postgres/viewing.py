@@ -8,7 +8,7 @@ import threading
 
 import psycopg
 
-from ..records import StoredSession
+from ..records import StoredSession, TurnUsage
 from ..sqlite import reads
 from . import rows
 from .connection import Link, retried
@@ -29,12 +29,26 @@ class Viewing:
     def read_session(self, name: str) -> StoredSession | None:
         """The session as it is stored now; None when this owner has none of that name here."""
         with self._lock:
-            db: psycopg.Connection = self.link.db
-            row = db.execute(
-                "SELECT id FROM sessions WHERE owner = %s AND workspace = %s AND kind = 'session' AND name = %s",
-                (self.owner, self.workspace, name),
-            ).fetchone()
-            if row is None:
+            session_id = self._session_id(name)
+            if session_id is None:
                 return None
-            loaded, _ = reads.load_session(rows.Sql(db), self.location, int(row[0]), name)
+            loaded, _ = reads.load_session(rows.Sql(self.link.db), self.location, session_id, name)
         return loaded
+
+    @edge("read")
+    @retried()
+    def turn_usage(self, name: str) -> list[TurnUsage]:
+        """Each turn's end and the ledger then; [] for a session this owner does not have."""
+        with self._lock:
+            session_id = self._session_id(name)
+            if session_id is None:
+                return []
+            return reads.turn_usage(rows.Sql(self.link.db), self.location, session_id, name)
+
+    def _session_id(self, name: str) -> int | None:
+        db: psycopg.Connection = self.link.db
+        row = db.execute(
+            "SELECT id FROM sessions WHERE owner = %s AND workspace = %s AND kind = 'session' AND name = %s",
+            (self.owner, self.workspace, name),
+        ).fetchone()
+        return None if row is None else int(row[0])

@@ -244,10 +244,10 @@ class Store(Viewing):
         live = self._live[session_id]
         with self._write() as db:
             db.execute(
-                "INSERT INTO turns (session_id, turn, started, ended, stop_reason, error) VALUES (?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (session_id, turn) DO UPDATE SET ended = excluded.ended, "
-                "stop_reason = excluded.stop_reason, error = excluded.error",
-                (session_id, turn, now, now, stop_reason, error),
+                "INSERT INTO turns (session_id, turn, started, ended, stop_reason, error, usage) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, turn) DO UPDATE SET ended = excluded.ended, "
+                "stop_reason = excluded.stop_reason, error = excluded.error, usage = excluded.usage",
+                (session_id, turn, now, now, stop_reason, error, ledger.model_dump_json()),
             )
             db.execute(
                 "UPDATE sessions SET turns = ?, open_turn = NULL, last_used = ?, todos = ? WHERE id = ?",

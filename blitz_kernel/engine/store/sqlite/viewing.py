@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 
-from ..records import StoredSession
+from ..records import StoredSession, TurnUsage
 from . import reads
 from .edge import edge
 
@@ -29,3 +29,10 @@ class Viewing:
                 return None
             loaded, _ = reads.load_session(self._db, self.location, row[0], name)
         return loaded
+
+    @edge("read")
+    def turn_usage(self, name: str) -> list[TurnUsage]:
+        """Each turn's end and the ledger then; [] for a session that does not exist."""
+        with self._lock:
+            row = self._db.execute("SELECT id FROM sessions WHERE kind = 'session' AND name = ?", (name,)).fetchone()
+            return [] if row is None else reads.turn_usage(self._db, self.location, row[0], name)

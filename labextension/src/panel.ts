@@ -23,6 +23,8 @@ import {
   formatWhen,
   layoutBars,
   type Measure,
+  defaultMeasure,
+  plural,
   panelQuery,
   perDay,
   perModel,
@@ -82,6 +84,7 @@ export class BlitzPanel extends Widget {
   private path = '';
   private usage: UsageReply | null = null;
   private searchTimer = 0;
+  private measureChosen = false;
 
   constructor(
     private readonly client: PanelClient,
@@ -124,7 +127,10 @@ export class BlitzPanel extends Widget {
       option.value = value;
       this.measure.append(option);
     }
-    this.measure.addEventListener('change', () => this.drawUsage());
+    this.measure.addEventListener('change', () => {
+      this.measureChosen = true;
+      this.drawUsage();
+    });
     this.status.setAttribute('role', 'status');
 
     this.node.append(
@@ -166,6 +172,9 @@ export class BlitzPanel extends Widget {
       this.where.textContent = `Folder ${listed.workspace}` + (listed.store ? ` · ${listed.store}` : '');
       this.showSessions(listed);
       this.usage = listed.sessions.length ? await this.client.get<UsageReply>('usage', this.path) : null;
+      if (this.usage && !this.measureChosen) {
+        this.measure.value = defaultMeasure(this.usage);
+      }
       this.drawUsage();
       this.say(listed.problem ?? '');
     } catch (error) {
@@ -190,7 +199,7 @@ export class BlitzPanel extends Widget {
           element(
             'span',
             'blitz-panel-meta',
-            `${row.turns} turn${row.turns === 1 ? '' : 's'} · ${formatWhen(row.last_used, now)} · ` +
+            `${plural(row.turns, 'turn')} · ${formatWhen(row.last_used, now)} · ` +
               `${formatCost(row.cost_usd, row.priced)}`
           )
         );
@@ -294,7 +303,7 @@ export class BlitzPanel extends Widget {
       heading,
       use,
       element('p', 'blitz-panel-budget', budgetLine(budget)),
-      element('h4', '', `Transcript (${transcript.turns} turns)`),
+      element('h4', '', `Transcript (${plural(transcript.turns, 'turn')})`),
       messages,
       auditSection(audit)
     );

@@ -216,6 +216,16 @@ export function layoutBars(
   return { width, height, bars, top };
 }
 
+/** What the chart shows first: tokens when nothing is priced (every cost would be $0). */
+export function defaultMeasure(usage: UsageReply): Measure {
+  return !usage.total.priced && usage.total.cost_usd === 0 ? 'tokens' : 'cost';
+}
+
+/** "1 turn", "3 turns". */
+export function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
 /** Usage summed per day (oldest first, the last `days` days that have any). */
 export function perDay(usage: UsageReply, measure: Measure, days = 14): { label: string; value: number }[] {
   const sums = new Map<string, number>();

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import {
   type AuditEntry,
   budgetLine,
+  defaultMeasure,
   filterAudit,
   formatCost,
   formatTokens,
@@ -96,6 +97,12 @@ describe('the usage chart', () => {
     ]);
     expect(perDay(usage, 'cost', 1).map(item => item.label)).toEqual(['2026-03-03']);
     expect(perModel(usage, 'tokens').map(item => item.label)).toEqual(['large', 'small']);
+  });
+
+  it('shows tokens first when nothing is priced', () => {
+    expect(defaultMeasure(usage)).toBe('cost');
+    expect(defaultMeasure({ ...usage, total: { ...totals(0, 10, 1), priced: false } })).toBe('tokens');
+    expect(defaultMeasure({ ...usage, total: { ...totals(0.2, 10, 1), priced: false } })).toBe('cost');
   });
 });
 

@@ -62,6 +62,9 @@ class JupyterServer:
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("BLITZ_", "JUPYTER"))}
+        # JUPYTER_PATH may name a folder whose labextensions/blitz-kernel is a fresh build
+        # (docs/panel.md): it is found before the installed one
+        env.update({k: v for k, v in os.environ.items() if k == "JUPYTER_PATH"})
         env.update(
             HOME=str(home),
             JUPYTER_CONFIG_DIR=str(config_dir),

@@ -355,7 +355,7 @@ class Panel:
             return link
         if not is_postgres(url) and not _sqlite_file(url, folder).is_file():
             return None  # a kernel creates the store; the panel never does
-        link = open_store(url, workspace=folder, home=self.workspaces.home)
+        link = open_store(url, workspace=folder, home=self.workspaces.home, viewer=True)
         if link.store is not None:
             self._links[key] = link
         return link

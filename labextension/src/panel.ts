@@ -156,11 +156,14 @@ export class BlitzPanel extends Widget {
     return this.tracker.currentWidget;
   }
 
-  async refresh(): Promise<void> {
+  /** Read everything again; `keepDetail` keeps the opened session (after switching to it). */
+  async refresh(keepDetail = false): Promise<void> {
     const notebook = this.notebook;
     this.path = notebook?.context.path ?? '';
-    this.hits.replaceChildren();
-    this.detail.replaceChildren();
+    if (!keepDetail) {
+      this.hits.replaceChildren();
+      this.detail.replaceChildren();
+    }
     if (!notebook) {
       this.where.textContent = 'Open a notebook to see the sessions of its folder.';
       this.list.replaceChildren();
@@ -176,7 +179,9 @@ export class BlitzPanel extends Widget {
         this.measure.value = defaultMeasure(this.usage);
       }
       this.drawUsage();
-      this.say(listed.problem ?? '');
+      if (!keepDetail || listed.problem) {
+        this.say(listed.problem ?? '');
+      }
     } catch (error) {
       this.say(`Could not read the sessions: ${(error as Error).message}`);
     }
@@ -326,7 +331,7 @@ export class BlitzPanel extends Widget {
           ? `This notebook now uses session ${name}.`
           : `Could not switch: ${content.status === 'error' ? content.evalue : content.status}`
       );
-      await this.refresh();
+      await this.refresh(true);
     } catch (error) {
       this.say(`Could not switch: ${(error as Error).message}`);
     }

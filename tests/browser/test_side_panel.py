@@ -62,7 +62,8 @@ def test_the_panel_lists_searches_and_opens_sessions_a_kernel_wrote(
     expect(hit.locator("mark")).to_have_text("quarterly")
     expect(panel.locator('.blitz-panel-hit[data-session="scratch"]')).to_have_count(0)
 
-    hit.click()
+    hit.focus()
+    page.keyboard.press("Enter")  # a result is a native button: reachable and opened by keyboard
     transcript = panel.get_by_role("list", name="Transcript of finance")
     expect(transcript).to_contain_text("Which file has the revenue?")
     expect(transcript).to_contain_text("The quarterly revenue table is data.csv.")
@@ -71,3 +72,13 @@ def test_the_panel_lists_searches_and_opens_sessions_a_kernel_wrote(
 
     panel.get_by_role("button", name="Use in this notebook", exact=True).click()
     expect(panel.locator(".blitz-panel-status")).to_have_text("This notebook now uses session finance.")
+    expect(transcript).to_be_visible()  # the opened session stays open
+
+    light = panel.evaluate("node => getComputedStyle(node).backgroundColor")
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
+    page.wait_for_function(
+        "light => getComputedStyle(document.getElementById('blitz-side-panel')).backgroundColor !== light", arg=light
+    )  # the panel takes the theme's colours
+    expect(page.locator("#jupyterlab-splash")).to_have_count(0)  # the theme has finished loading
+    page.screenshot(path=str(ARTIFACTS / "lab-side-panel-dark.png"))
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")

@@ -19,6 +19,14 @@ from .conftest import ARTIFACTS, JupyterServer, start_server, write_notebook
 from .test_turn_widget import KERNEL_IDLE, RUN_ALL, open_notebook, output_of
 
 SHOW_PANEL = "() => window.jupyterapp.shell.activateById('blitz-side-panel')"
+CURRENT_SESSION = """async () => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const future = kernel.requestExecute({code: '%blitz_session show', silent: false, store_history: false});
+  let out = '';
+  future.onIOPub = message => { if (message.header.msg_type === 'stream') { out += message.content.text; } };
+  await future.done;
+  return out;
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +78,10 @@ def test_the_panel_lists_searches_and_opens_sessions_a_kernel_wrote(
     expect(panel.locator(".blitz-panel-budget")).to_contain_text("spent")
     page.screenshot(path=str(ARTIFACTS / "lab-side-panel.png"))
 
+    assert "session 'finance'" not in page.evaluate(CURRENT_SESSION)
     panel.get_by_role("button", name="Use in this notebook", exact=True).click()
     expect(panel.locator(".blitz-panel-status")).to_have_text("This notebook now uses session finance.")
+    assert page.evaluate(CURRENT_SESSION).startswith("session 'finance'")  # the kernel switched
     expect(transcript).to_be_visible()  # the opened session stays open
 
     light = panel.evaluate("node => getComputedStyle(node).backgroundColor")

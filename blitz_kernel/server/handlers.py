@@ -4,6 +4,7 @@ same token or cookie as every other `/api` call; nothing listens anywhere new).
 `GET  /blitz/completion?path=NOTEBOOK` → the workspace's completion settings (JSON).
 `POST /blitz/completion` with a `CompletionRequest` → newline-delimited JSON chunks, flushed
 as the model streams. A client that goes away (the user typed on) cancels the model call.
+`GET  /blitz/panel/<view>` → the side panel's reads (panel_handlers.py, docs/panel.md).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from .completion import Completer, CompletionRequest
+from .panel import Panel
+from .panel_handlers import install_panel
 
 
 class CompletionHandler(APIHandler):
@@ -67,3 +70,4 @@ def install(server_app: Any) -> None:
     route = url_path_join(base_url, "blitz", "completion")
     server_app.web_app.add_handlers(".*$", [(route, CompletionHandler, {"completer": completer})])
     server_app.log.info("blitz_kernel: inline completion at %s", route)
+    install_panel(server_app, Panel(completer.workspaces))  # the side panel (docs/panel.md)

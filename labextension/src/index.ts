@@ -1,7 +1,8 @@
 /**
  * blitz_kernel's JupyterLab / Notebook 7 extension: the notebook bridge the agent's
  * notebook_read and notebook_edit tools use, Markdown highlighting for `%%blitz` cells,
- * "Ask Blitz to fix" on cells that raised, and "Blitz" inline completion in code cells.
+ * "Ask Blitz to fix" on cells that raised, "Blitz" inline completion in code cells, and the
+ * Blitz side panel (sessions, search, usage, audit).
  */
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -13,6 +14,7 @@ import { BlitzInlineProvider } from './completion';
 import { notebookSurroundings, ServerCompletionClient } from './completionserver';
 import { FixAction } from './fixaction';
 import { PromptCellLook } from './look';
+import { BlitzPanel, PanelClient } from './panel';
 
 /** The bridge of each open notebook panel, by panel id (tests read `connected`). */
 export const bridges = new Map<string, PanelBridge>();
@@ -59,4 +61,16 @@ const completion: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [plugin, completion];
+/** The Blitz side panel in the left sidebar (docs/panel.md). */
+const sidePanel: JupyterFrontEndPlugin<void> = {
+  id: 'blitz-kernel:panel',
+  description: 'The Blitz side panel: the sessions of the notebook\'s folder, search, usage and the audit trail.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    const panel = new BlitzPanel(new PanelClient(app.serviceManager.serverSettings), tracker);
+    app.shell.add(panel, 'left', { rank: 900 });
+  }
+};
+
+export default [plugin, completion, sidePanel];

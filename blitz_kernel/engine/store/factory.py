@@ -31,11 +31,18 @@ from .sqlite.store import DB_NAME
 
 
 def open_store(
-    url: str | None, *, workspace: Path, home: Path | None = None, mountinfo: str | None = None
+    url: str | None,
+    *,
+    workspace: Path,
+    home: Path | None = None,
+    mountinfo: str | None = None,
+    viewer: bool = False,
 ) -> StoreLink:
     """The store `url` names (None: the workspace's default) with its locks, or a link that
     says in one line why there is none; sessions then live in memory. `mountinfo`: the mount
-    table to judge the SQLite folder by (None: this process's, mounts.py)."""
+    table to judge the SQLite folder by (None: this process's, mounts.py). `viewer`: for a
+    reader that must change nothing (the side panel): a SQLite file that is missing or not
+    this user's is refused, not created or moved aside (sqlite/opening.py)."""
     if is_postgres(url):
         assert url is not None
         return _open_postgres(url, workspace)
@@ -56,12 +63,13 @@ def open_store(
             location, adopt = f".blitz/{DB_NAME}", False
             name = DB_NAME
         else:
-            _make_parent(path)
+            if not viewer:
+                _make_parent(path)
             folder = PrivateDir(path.parent, (), str(path.parent))
             locks = PrivateDir(path.parent, ("locks",), str(path.parent / "locks"))
             location, adopt, name = str(path), True, path.name
         store, notice = open_sqlite(
-            folder, name, location=location, identities=identities, adopt=adopt, wal=place is None
+            folder, name, location=location, identities=identities, adopt=adopt, wal=place is None, viewer=viewer
         )
     except StoreUrlError as exc:
         return StoreLink.without_store(StoreError(f"store.url: {exc}"))

@@ -18,7 +18,7 @@ from ...core.todos import TodoItem
 from ...core.usage import UsageLedger
 from ...errors import BlitzError
 from ..safety.audit import AuditRecord
-from .records import BetweenTurns, SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome
+from .records import BetweenTurns, SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, TurnUsage
 
 SEARCH_LIMIT = 20
 HIGHLIGHT = ("«", "»")
@@ -78,6 +78,15 @@ class SessionStore(Protocol):
         ...
 
     def sessions(self) -> list[SessionInfo]: ...
+    def read_session(self, name: str) -> StoredSession | None:
+        """The session as stored now, for a viewer (the side panel): nothing is written, no
+        lock is taken, an interrupted turn stays as it is; None when there is none."""
+        ...
+
+    def turn_usage(self, name: str) -> list[TurnUsage]:
+        """Each turn's end and the session's usage ledger then, oldest first (read-only)."""
+        ...
+
     def exists(self, name: str, kind: str = "session") -> bool: ...
     def delete(self, name: str, kind: str = "session") -> bool: ...
     def release(self, session_id: int) -> None: ...

@@ -33,6 +33,16 @@ class TurnOutcome(BaseModel):
     error: str | None
 
 
+class TurnUsage(BaseModel):
+    """A turn's end and the session's usage ledger then; `ledger` is None for a turn that
+    ended before the store kept it (or was interrupted). Consecutive ledgers differ by what
+    that turn spent, which is how usage is told per day (docs/panel.md)."""
+
+    turn: int
+    ended: float | None
+    ledger: UsageLedger | None
+
+
 class WatchWindow(BaseModel):
     """The watchdog's window of recent tool calls, as the store keeps it between turns: the
     thresholds it counted with and each call's (tool, arguments as canonical JSON)."""

@@ -547,3 +547,31 @@ async def test_the_watchdogs_window_survives_a_restart(store_backend: Backend, t
 
     third, model = store_backend.workspace(tmp_path, [tool_step(a), {"text": "fine"}], **limits)
     assert (await third.run("cell 3", session="s")).stop_reason == "end_turn"  # the stop started afresh
+
+
+async def test_read_session_reads_a_held_session_and_writes_nothing(store_backend: Backend, tmp_path):
+    ws = await a_conversation(store_backend, tmp_path)
+    held = ws.session("s")  # this kernel still holds it: a viewer reads beside it
+    viewer = store_backend.bare(tmp_path)
+    before = viewer.sessions()
+    seen = viewer.read_session("s")
+    assert seen is not None
+    assert (dump(seen.history), dump(seen.archive), seen.turns) == (dump(held.history), dump(held.archive), 3)
+    assert seen.ledger.total.calls == held.ledger.total.calls == 5
+    assert [r.tool for r in seen.audit] == ["read_file", "list_files"]
+    assert viewer.read_session("nobody") is None
+    assert viewer.sessions() == before  # nothing created, no `last_used` moved
+    viewer.close()
+
+
+async def test_each_turn_keeps_the_ledger_as_it_ended(store_backend: Backend, tmp_path):
+    ws = await a_conversation(store_backend, tmp_path)
+    final = ws.session("s").ledger
+    viewer = store_backend.bare(tmp_path)
+    kept = viewer.turn_usage("s")
+    assert [t.turn for t in kept] == [0, 1, 2] and all(t.ended is not None for t in kept)
+    calls = [t.ledger.total.calls for t in kept if t.ledger is not None]
+    assert calls == [2, 3, 5]  # the compaction's call is in the third turn's ledger
+    assert kept[-1].ledger == final
+    assert viewer.turn_usage("nobody") == []
+    viewer.close()

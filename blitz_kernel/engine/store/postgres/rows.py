@@ -140,8 +140,8 @@ def copy_rows(db: psycopg.Connection, source_id: int, target: str, target_kind: 
             (target_id, offset, source_id),
         )
     db.execute(
-        "INSERT INTO turns (session_id, turn, started, ended, stop_reason, error) "
-        "SELECT %s, turn, started, ended, stop_reason, error FROM turns WHERE session_id = %s",
+        "INSERT INTO turns (session_id, turn, started, ended, stop_reason, error, usage) "
+        "SELECT %s, turn, started, ended, stop_reason, error, usage FROM turns WHERE session_id = %s",
         (target_id, source_id),
     )
     db.execute(

@@ -123,6 +123,10 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE sessions ADD COLUMN between_turns TEXT NOT NULL DEFAULT '{}';
     """,
+    # 2 → 3: the usage ledger as each turn ended (records.TurnUsage), as in SQLite's 7.
+    """
+    ALTER TABLE turns ADD COLUMN usage TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -39,11 +39,12 @@ from . import rows as writes
 from .connection import Link, retried
 from .edge import edge, translate
 from .schema import migrate
+from .viewing import Viewing
 
 _EMPTY_USAGE = UsageLedger().model_dump_json()
 
 
-class PostgresStore:
+class PostgresStore(Viewing):
     """One owner's sessions of one workspace in a PostgreSQL database."""
 
     def __init__(self, url: str, *, owner: str, workspace: str) -> None:
@@ -259,10 +260,10 @@ class PostgresStore:
         live = self._live[session_id]
         with self._write() as db:
             db.execute(
-                "INSERT INTO turns (session_id, turn, started, ended, stop_reason, error) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (session_id, turn) DO UPDATE SET "
-                "ended = excluded.ended, stop_reason = excluded.stop_reason, error = excluded.error",
-                (session_id, turn, now, now, stop_reason, error),
+                "INSERT INTO turns (session_id, turn, started, ended, stop_reason, error, usage) VALUES (%s, %s, "
+                "%s, %s, %s, %s, %s) ON CONFLICT (session_id, turn) DO UPDATE SET ended = excluded.ended, "
+                "stop_reason = excluded.stop_reason, error = excluded.error, usage = excluded.usage",
+                (session_id, turn, now, now, stop_reason, error, ledger.model_dump_json()),
             )
             db.execute(
                 "UPDATE sessions SET turns = %s, open_turn = NULL, last_used = %s, todos = %s WHERE id = %s",

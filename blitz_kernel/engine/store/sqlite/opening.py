@@ -31,17 +31,28 @@ COMPANIONS = ("-wal", "-shm", "-journal")
 
 
 def open_sqlite(
-    folder: PrivateDir, name: str, *, location: str, identities: StoreIdentities, adopt: bool, wal: bool = True
+    folder: PrivateDir,
+    name: str,
+    *,
+    location: str,
+    identities: StoreIdentities,
+    adopt: bool,
+    wal: bool = True,
+    viewer: bool = False,
 ) -> tuple[Store, str | None]:
     """The store `folder/name`, and a one-line notice when a foreign one was moved aside.
     `adopt`: the user named this file, so it is theirs whatever its id (it is recorded).
-    `wal`: False on a network file system (the rollback journal, mounts.py)."""
+    `wal`: False on a network file system (the rollback journal, mounts.py). `viewer`: for a
+    reader such as the side panel: a missing or foreign file is refused, never created or moved
+    aside, and no identity is recorded."""
     fd = folder.fd()
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
     except OSError as exc:
         raise StoreUnavailableError(f"cannot lock the folder {folder.shown}: {exc.strerror}") from None
     try:
+        if viewer:
+            return _open_viewer(folder, name, location=location, identities=identities, adopt=adopt, wal=wal), None
         return _open_locked(folder, name, location=location, identities=identities, adopt=adopt, wal=wal)
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -81,6 +92,22 @@ def _open_locked(
         store.close()
         raise
     return store, notice
+
+
+def _open_viewer(
+    folder: PrivateDir, name: str, *, location: str, identities: StoreIdentities, adopt: bool, wal: bool
+) -> Store:
+    for suffix in COMPANIONS:
+        folder.file_state(name + suffix)
+    info = folder.file_state(name)
+    if info is None:
+        raise StoreUnavailableError(f"{location} does not exist yet: no session was saved here")
+    if not adopt and not identities.knows(_peek_id(folder.path / name, location), folder.path / name, info):
+        raise StoreRefusedError(
+            f"{location} was not created by this user's kernels (it came with a clone or a copy); "
+            "a kernel here moves it aside and starts a new store (docs/store.md)"
+        )
+    return _connect(folder, name, location, info, wal=wal)
 
 
 def _connect(folder: PrivateDir, name: str, location: str, checked: os.stat_result, *, wal: bool) -> Store:

@@ -26,6 +26,7 @@ from ..records import (
     StoredHit,
     StoredSession,
     TurnOutcome,
+    TurnUsage,
     fts_query,
     replay,
     turn_starts,
@@ -186,6 +187,18 @@ def outcome(db: Query, session_id: int, turn: int) -> TurnOutcome:
         "SELECT started, ended, stop_reason, error FROM turns WHERE session_id = ? AND turn = ?", (session_id, turn)
     ).fetchone()
     return TurnOutcome(turn=turn, started=started, ended=ended, stop_reason=stop, error=error)
+
+
+def turn_usage(db: Query, location: str, session_id: int, name: str) -> list[TurnUsage]:
+    """Each turn's end and the ledger then, oldest first (a bad ledger is named as damage)."""
+    bad = _Namer(location, name)
+    rows = db.execute(
+        "SELECT turn, ended, usage FROM turns WHERE session_id = ? ORDER BY turn", (session_id,)
+    ).fetchall()
+    return [
+        TurnUsage(turn=turn, ended=ended, ledger=bad.parse("turns", turn, UsageLedger, usage) if usage else None)
+        for turn, ended, usage in rows
+    ]
 
 
 def search(db: sqlite3.Connection, text: str, session: str | None, limit: int) -> list[StoredHit]:

@@ -84,7 +84,7 @@ def copy_rows(db: sqlite3.Connection, source_id: int, target: str, target_kind: 
     )
     # A session's copied rows are indexed by the next index_transcript; a snapshot's never are.
     for table, columns in (
-        ("turns", "turn, started, ended, stop_reason, error"),
+        ("turns", "turn, started, ended, stop_reason, error, usage"),
         ("usage", "model, totals"),
         ("trace_links", "trace_id, span_id, trace_flags"),
     ):

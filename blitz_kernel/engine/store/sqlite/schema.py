@@ -139,6 +139,11 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE sessions ADD COLUMN between_turns TEXT NOT NULL DEFAULT '{}';
     """,
+    # 6 → 7: the session's usage ledger as each turn ended (UsageLedger as JSON), so usage can
+    # be told per day (the side panel, docs/panel.md); NULL for turns ended before.
+    """
+    ALTER TABLE turns ADD COLUMN usage TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -41,12 +41,13 @@ from . import rows as writes
 from .checkpointer import BACKSTOP_PAGES, Checkpointer
 from .edge import edge, translate
 from .schema import BUSY_TIMEOUT_S, connect
+from .viewing import Viewing
 
 DB_NAME = "blitz.db"
 _EMPTY_USAGE = UsageLedger().model_dump_json()
 
 
-class Store:
+class Store(Viewing):
     """One SQLite database. Thread-safe; a process opens one per store. `Store(path)` opens
     the file as it is (tests, benches); a kernel opens its store through `factory.open_store`,
     which checks the file and its identity first (opening.py)."""
@@ -247,10 +248,10 @@ class Store:
         live = self._live[session_id]
         with self._write() as db:
             db.execute(
-                "INSERT INTO turns (session_id, turn, started, ended, stop_reason, error) VALUES (?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (session_id, turn) DO UPDATE SET ended = excluded.ended, "
-                "stop_reason = excluded.stop_reason, error = excluded.error",
-                (session_id, turn, now, now, stop_reason, error),
+                "INSERT INTO turns (session_id, turn, started, ended, stop_reason, error, usage) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, turn) DO UPDATE SET ended = excluded.ended, "
+                "stop_reason = excluded.stop_reason, error = excluded.error, usage = excluded.usage",
+                (session_id, turn, now, now, stop_reason, error, ledger.model_dump_json()),
             )
             db.execute(
                 "UPDATE sessions SET turns = ?, open_turn = NULL, last_used = ?, todos = ? WHERE id = ?",

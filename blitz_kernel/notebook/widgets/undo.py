@@ -24,8 +24,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anywidget
 import traitlets
+from pydantic import BaseModel, ValidationError
 
 from ...errors import BlitzError
+from ..dropped import drop
+from .items import UndoStatus
 from .static import static_bundle
 
 if TYPE_CHECKING:
@@ -34,7 +37,13 @@ if TYPE_CHECKING:
     from .state import TurnState
 
 STATIC = Path(__file__).parent / "static"
-UndoStatus = Literal["ready", "running", "done", "blocked", "failed"]
+
+
+class UndoMessage(BaseModel):
+    """The button pressed (static/undo.js sends it); `turn_id` names the turn it undoes."""
+
+    kind: Literal["undo"]
+    turn_id: str
 
 
 def later_turns(workspace: Workspace, session: str, turn_index: int) -> list[int]:
@@ -75,13 +84,15 @@ class UndoControl:
         self.task: asyncio.Task[None] | None = None
 
     def _receive(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if (
-            not isinstance(content, dict)
-            or content.get("kind") != "undo"
-            or content.get("turn_id") != self.state.turn_id
-        ):
-            return  # malformed, or meant for another turn's button
-        self.click()
+        """A malformed message is logged once per kind and ignored (dropped.py); one meant
+        for another turn's button is ignored."""
+        try:
+            message = UndoMessage.model_validate(content)
+        except ValidationError as error:
+            drop("the Undo this turn button", content, error)
+            return
+        if message.turn_id == self.state.turn_id:
+            self.click()
 
     def click(self) -> None:
         """Undo the turn (once; a click while it runs or after it is done does nothing)."""

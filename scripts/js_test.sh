@@ -41,5 +41,7 @@ if ! diff -ru labextension/src/generated "$generated"; then
 fi
 echo "== tsc (labextension)"
 node_modules/.bin/tsc -b labextension
+echo "== tsc (labextension tests: they build values of the generated types)"
+node_modules/.bin/tsc -p labextension/test
 echo "== vitest (labextension)"
 node_modules/.bin/vitest run

@@ -27,7 +27,7 @@ from .notebook import bridge_messages as bridge
 from .notebook.widgets.items import TurnWidgetState, UndoWidgetState
 from .notebook.widgets.undo import UndoMessage
 from .notebook.widgets.view import FrontEndMessage
-from .server.completion import CompletionChunk, CompletionRequest
+from .server.completion import CompletionChunk, CompletionRequest, CompletionSettings
 
 Shape = Literal["dumped", "validated"]
 
@@ -60,9 +60,10 @@ MESSAGES: dict[str, tuple[Any, Shape]] = {
     "UndoWidgetCommand": (UndoMessage, "validated"),
     # the engine's events, which the widget's state is made from
     "EngineEvent": (Event, "dumped"),
-    # inline completion (the server extension's NDJSON stream)
+    # inline completion (the server extension's settings and NDJSON stream)
+    "CompletionSettings": (CompletionSettings, "dumped"),
     "CompletionRequest": (CompletionRequest, "validated"),
-    "CompletionChunk": (CompletionChunk, "dumped"),
+    "CompletionChunk": (CompletionChunk, "validated"),  # sent without its None fields
 }
 """Every message, by its name in the protocol, and how it travels. A model's TypeScript type
 keeps its class's name; a union is named here."""

@@ -41,6 +41,7 @@ const banner = `/* eslint-disable */
 const types = await compile(schema, 'BlitzProtocol', {
   bannerComment: banner,
   additionalProperties: false,
+  ignoreMinAndMaxItems: true, // a bounded list stays a list (Python checks the bound), not a union of tuples
   unreachableDefinitions: true,
   strictIndexSignatures: true,
   format: true,

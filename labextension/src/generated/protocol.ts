@@ -76,6 +76,7 @@ export interface BlitzProtocol {
   UndoWidgetState: UndoWidgetState;
   UndoWidgetCommand: UndoMessage;
   EngineEvent: EngineEvent;
+  CompletionSettings: CompletionSettings;
   CompletionRequest: CompletionRequest;
   CompletionChunk: CompletionChunk;
 }
@@ -957,6 +958,19 @@ export interface UsageTotals {
   calls: number;
 }
 /**
+ * What the front end needs to know before it asks (`GET /blitz/completion`).
+ *
+ * This interface was referenced by `BlitzProtocol`'s JSON-Schema
+ * via the `definition` "CompletionSettings".
+ */
+export interface CompletionSettings {
+  enabled: boolean;
+  model: string | null;
+  debounce_ms: number;
+  max_tokens: number;
+  reason: string | null;
+}
+/**
  * What the front end sends for one suggestion.
  *
  * This interface was referenced by `BlitzProtocol`'s JSON-Schema
@@ -970,29 +984,11 @@ export interface CompletionRequest {
   /**
    * @maxItems 8
    */
-  before?:
-    | []
-    | [string]
-    | [string, string]
-    | [string, string, string]
-    | [string, string, string, string]
-    | [string, string, string, string, string]
-    | [string, string, string, string, string, string]
-    | [string, string, string, string, string, string, string]
-    | [string, string, string, string, string, string, string, string];
+  before?: string[];
   /**
    * @maxItems 8
    */
-  after?:
-    | []
-    | [string]
-    | [string, string]
-    | [string, string, string]
-    | [string, string, string, string]
-    | [string, string, string, string, string]
-    | [string, string, string, string, string, string]
-    | [string, string, string, string, string, string, string]
-    | [string, string, string, string, string, string, string, string];
+  after?: string[];
 }
 /**
  * One line of the streamed answer: text so far grows; `done` ends it; `error` says why.
@@ -1002,7 +998,7 @@ export interface CompletionRequest {
  */
 export interface CompletionChunk {
   kind: 'text' | 'done' | 'error';
-  text: string;
-  message: string | null;
-  first_byte_ms: number | null;
+  text?: string;
+  message?: string | null;
+  first_byte_ms?: number | null;
 }

@@ -187,3 +187,31 @@ def test_a_bridge_message_that_is_no_reply_is_logged_once_and_ignored(logged: li
     bridge._on_msg({"content": {"data": {"kind": "chatter", "n": 2}}})
     bridge._on_msg({"content": {"data": ["no", "dict"]}})
     assert len(logged) == 2 and logged[0].startswith("the notebook bridge ignored a chatter message")
+
+
+def test_what_python_dumps_fits_the_exported_schema_with_every_field() -> None:
+    """The exported JSON Schema itself (what the TypeScript types are made of), checked with
+    jsonschema against what Python really sends: events and the widget's state, dumped."""
+    import jsonschema
+
+    schema = protocol_schema()
+
+    def validator(name: str) -> jsonschema.Draft202012Validator:
+        return jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": f"#/$defs/{name}"})
+
+    events = validator("EngineEvent")
+    sent = [
+        TurnStarted(session="s", turn_index=0, prompt="p", agent="a", model="m"),
+        TextEvent(text="x", delta=True),
+        ToolCallEvent(id="c1", name="write_file", args={"path": "a"}),
+        TurnDone(stop_reason="end_turn", usage=UsageTotals(input_tokens=1, calls=1)),
+    ]
+    for event in sent:
+        events.validate(event.model_dump(mode="json"))
+    with pytest.raises(jsonschema.ValidationError):  # dumped: a field with a default is still required
+        events.validate({k: v for k, v in TextEvent(text="x").model_dump(mode="json").items() if k != "delta"})
+    state = _rich_turn()
+    validator("TurnWidgetState").validate(
+        {"turn_id": state.turn_id, **{name: state.synced_value(name) for name in SYNCED}}
+    )
+    validator("Welcome").validate({"kind": "welcome", "protocol": 1})

@@ -5,7 +5,8 @@
 # `pip install` built the labextension (its build ran `npm install` from that lock), so
 # repeated runs take a few seconds. It fails when the TypeScript types generated from the Python
 # protocol models (labextension/src/generated, docs/widget.md) are stale: they are made again
-# in a temporary folder and compared ($PYTHON, or the virtualenv's python, exports the schema).
+# in a temporary folder and compared ($PYTHON, or the virtualenv's python, exports the schema),
+# and likewise when a widget module built from labextension/widgets/ is stale.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v npm >/dev/null; then
@@ -39,9 +40,21 @@ if ! diff -ru labextension/src/generated "$generated"; then
   echo "labextension/src/generated is stale: the Python protocol models changed; run npm run gen:protocol and commit it" >&2
   exit 1
 fi
+echo "== built widget modules are current (blitz_kernel/notebook/widgets/static, from labextension/widgets)"
+built="$(mktemp -d)"
+trap 'rm -rf "$generated" "$built"' EXIT
+node scripts/build_widgets.mjs --out "$built" >/dev/null
+for module in "$built"/*.js; do
+  if ! diff -u "blitz_kernel/notebook/widgets/static/$(basename "$module")" "$module"; then
+    echo "blitz_kernel/notebook/widgets/static/$(basename "$module") is stale: run npm run build:widgets and commit it" >&2
+    exit 1
+  fi
+done
 echo "== tsc (labextension)"
 node_modules/.bin/tsc -b labextension
 echo "== tsc (labextension tests: they build values of the generated types)"
 node_modules/.bin/tsc -p labextension/test
+echo "== tsc (the widgets' TypeScript, typed by the generated widget state)"
+node_modules/.bin/tsc -p labextension/widgets
 echo "== vitest (labextension)"
 node_modules/.bin/vitest run

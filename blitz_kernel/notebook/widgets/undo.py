@@ -55,7 +55,8 @@ def later_turns(workspace: Workspace, session: str, turn_index: int) -> list[int
 
 
 class UndoButton(anywidget.AnyWidget):  # type: ignore[misc]
-    """The button's view; `status` and `report` are all it shows (static/undo.js)."""
+    """The button's view; `status` and `report` are all it shows (static/undo.js, built from
+    labextension/widgets/undo.ts by `npm run build:widgets`)."""
 
     _esm = STATIC / "undo.js"
     _css = STATIC / "turn.css"

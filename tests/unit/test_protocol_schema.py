@@ -5,6 +5,7 @@ current, and a malformed message from a front end is logged once and ignored, ne
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Iterator
@@ -134,12 +135,11 @@ def test_the_widget_state_python_sends_fits_the_schema() -> None:
 
 
 def test_the_schema_covers_every_synced_trait() -> None:
-    def synced(view: type) -> set[str]:
-        return {name for name, trait in view.class_traits(sync=True).items() if not name.startswith("_")} - {
-            "layout",
-            "tabbable",
-            "tooltip",
-        }
+    import anywidget
+
+    def synced(view: Any) -> set[str]:
+        """The traits the widget adds to anywidget's own (its `_esm`, layout and the like)."""
+        return set(view.class_traits(sync=True)) - set(anywidget.AnyWidget.class_traits(sync=True))
 
     assert synced(TurnView) == set(TurnWidgetState.__annotations__)
     assert synced(UndoButton) == set(UndoWidgetState.__annotations__)
@@ -215,3 +215,18 @@ def test_what_python_dumps_fits_the_exported_schema_with_every_field() -> None:
         {"turn_id": state.turn_id, **{name: state.synced_value(name) for name in SYNCED}}
     )
     validator("Welcome").validate({"kind": "welcome", "protocol": 1})
+
+
+async def test_what_the_bridge_sends_fits_its_models() -> None:
+    """The welcome and the requests the bridge writes as plain dicts (it loads pydantic only
+    on its first message) are the models the TypeScript types are generated from."""
+    from .test_notebook_tools import NO_CELLS, FakeComm, hello, next_request
+
+    bridge, comm = NotebookBridge(), FakeComm()
+    hello(comm, bridge)
+    assert bridge_messages.Welcome.model_validate(comm.sent[0]).model_dump() == comm.sent[0]
+    task = asyncio.ensure_future(bridge.request("list_cells", {}))
+    request = await next_request(comm)
+    assert bridge_messages.Request.model_validate(request).model_dump() == request
+    comm.reply({"kind": "reply", "id": request["id"], "ok": True, "result": NO_CELLS})
+    assert await task == NO_CELLS

@@ -61,7 +61,9 @@ class JupyterServer:
         (settings / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("BLITZ_", "JUPYTER"))}
+        # JUPYTER_PATH stays: it is how a checkout's own labextension build is put before the
+        # installed one (a folder holding labextensions/blitz-kernel, first on the path)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("BLITZ_", "JUPYTER")) or k == "JUPYTER_PATH"}
         env.update(
             HOME=str(home),
             JUPYTER_CONFIG_DIR=str(config_dir),

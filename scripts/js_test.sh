@@ -3,7 +3,9 @@
 # node; no browser). Installs node_modules with `npm ci` only when they are not current: not
 # after a run that installed them from the same package-lock.json, and not right after
 # `pip install` built the labextension (its build ran `npm install` from that lock), so
-# repeated runs take a few seconds.
+# repeated runs take a few seconds. It fails when the TypeScript types generated from the Python
+# protocol models (labextension/src/generated, docs/widget.md) are stale: they are made again
+# in a temporary folder and compared ($PYTHON, or the virtualenv's python, exports the schema).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v npm >/dev/null; then
@@ -29,7 +31,17 @@ else
   npm ci --no-audit --no-fund --loglevel=error
 fi
 echo "$wanted" > "$stamp"
+echo "== generated protocol types are current (labextension/src/generated)"
+generated="$(mktemp -d)"
+trap 'rm -rf "$generated"' EXIT
+node scripts/gen_protocol.mjs --out "$generated" >/dev/null
+if ! diff -ru labextension/src/generated "$generated"; then
+  echo "labextension/src/generated is stale: the Python protocol models changed; run npm run gen:protocol and commit it" >&2
+  exit 1
+fi
 echo "== tsc (labextension)"
 node_modules/.bin/tsc -b labextension
+echo "== tsc (labextension tests: they build values of the generated types)"
+node_modules/.bin/tsc -p labextension/test
 echo "== vitest (labextension)"
 node_modules/.bin/vitest run

@@ -224,6 +224,9 @@ class NotebookBridge:
 
         data = msg.get("content", {}).get("data") or {}
         if not isinstance(data, dict) or data.get("kind") != "reply":
+            from .dropped import drop
+
+            drop("the notebook bridge", data, "the front end sends only replies on this comm")
             return
         entry = self._pending.pop(str(data.get("id")), None)
         if entry is None:

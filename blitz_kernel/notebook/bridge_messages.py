@@ -1,5 +1,9 @@
 """The notebook bridge's messages as pydantic models (the shapes are in bridge.py's docstring).
 
+They are part of the front-end protocol (blitz_kernel/protocol_schema.py): the labextension's
+TypeScript types are generated from them, so a change here is followed by
+`npm run gen:protocol` (docs/extending.md).
+
 The bridge checks what it sends (a request's params, against its op's model) and what it
 receives (a hello, a reply, and an ok reply's result against its op's model), so a front end
 that speaks another dialect is one clear error rather than a KeyError deep in a tool. Replies
@@ -38,6 +42,27 @@ class Hello(_Received):
     client: str = ""
     version: str = ""
     path: str | None = None
+
+
+class Welcome(_Sent):
+    """The kernel's answer to a hello, on the front end's comm."""
+
+    kind: Literal["welcome"] = "welcome"
+    protocol: int
+
+
+class Ping(_Sent):
+    """The comm_open data of the kernel's ping: "open your own comm" (bridge.py)."""
+
+    kind: Literal["ping"] = "ping"
+    protocol: int
+
+
+class HandshakeError(_Sent):
+    """The comm_close data when a hello does not fit."""
+
+    kind: Literal["error"] = "error"
+    message: str
 
 
 # -- params of each op (kernel → front end) -----------------------------------------------------

@@ -13,9 +13,13 @@ import type { NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 
 import { PanelDocument } from './document';
-import { COMM_TARGET, type NotebookDocument, PROTOCOL, type Request, handleRequest } from './protocol';
+import { Dropped } from './dropped';
+import type { Hello } from './generated/protocol';
+import { COMM_TARGET, type NotebookDocument, PROTOCOL, handleRequest, receivedRequest } from './protocol';
 
 export const VERSION = '0.1.0';
+/** Messages on the bridge's comms that are no request: each kind logged once, all ignored. */
+const DROPPED = new Dropped('the blitz notebook bridge');
 
 export class PanelBridge {
   private kernel: Kernel.IKernelConnection | null = null;
@@ -135,14 +139,15 @@ export class PanelBridge {
         this.connectionChanged();
       }
     };
-    comm.open({ kind: 'hello', protocol: PROTOCOL, client: 'jupyterlab', version: VERSION, path: this.panel.context.path });
+    const hello: Hello = { kind: 'hello', protocol: PROTOCOL, client: 'jupyterlab', version: VERSION, path: this.panel.context.path };
+    comm.open(hello as unknown as KernelMessage.ICommOpenMsg['content']['data']);
     this.connectionChanged();
   }
 
   private async onMessage(comm: Kernel.IComm, msg: KernelMessage.ICommMsgMsg): Promise<void> {
-    const data = msg.content.data as unknown as Request;
-    if (data.kind !== 'request') {
-      return; // the kernel's welcome
+    const data = receivedRequest(msg.content.data, DROPPED);
+    if (data === null) {
+      return; // the kernel's welcome, or no request (logged once per kind)
     }
     const reply = await handleRequest(this.document, data);
     if (!comm.isDisposed) {

@@ -20,32 +20,14 @@ import type {
 } from '@jupyterlab/completer';
 import type { Widget } from '@lumino/widgets';
 
-/** `GET /blitz/completion?path=…`: the workspace's settings (mirrors server/completion.py). */
-export interface CompletionSettings {
-  enabled: boolean;
-  model?: string | null;
-  debounce_ms: number;
-  max_tokens: number;
-  reason?: string | null;
-}
+import type { CompletionChunk, CompletionRequest, CompletionSettings } from './generated/protocol';
 
-/** `POST /blitz/completion`'s body (mirrors `CompletionRequest`). */
-export interface CompletionRequestBody {
-  path: string;
-  prefix: string;
-  suffix: string;
-  language: string;
-  before: string[];
-  after: string[];
-}
-
-/** One NDJSON line of the answer (mirrors `CompletionChunk`). */
-export interface CompletionChunk {
-  kind: 'text' | 'done' | 'error';
-  text?: string;
-  message?: string;
-  first_byte_ms?: number;
-}
+/**
+ * `GET /blitz/completion?path=…`: the workspace's settings; `POST /blitz/completion`'s body;
+ * one NDJSON line of the answer. Generated from server/completion.py's models (docs/widget.md).
+ */
+export type { CompletionChunk, CompletionSettings };
+export type CompletionRequestBody = CompletionRequest;
 
 /** How the provider reaches the server (the real one, or a test's). */
 export interface CompletionClient {
@@ -204,7 +186,7 @@ export class BlitzInlineProvider implements IInlineCompletionProvider {
       return cached.settings;
     }
     const settings = this.client.settings(path).catch(
-      (): CompletionSettings => ({ enabled: false, debounce_ms: 0, max_tokens: 0, reason: 'the server did not answer' })
+      (): CompletionSettings => ({ enabled: false, model: null, debounce_ms: 0, max_tokens: 0, reason: 'the server did not answer' })
     );
     this.settingsCache.set(path, { at: now, settings });
     return settings;

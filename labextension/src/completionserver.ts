@@ -32,7 +32,7 @@ export class ServerCompletionClient implements CompletionClient {
       this.server
     );
     if (!reply.ok) {
-      return { enabled: false, debounce_ms: 0, max_tokens: 0, reason: `the server answered ${reply.status}` };
+      return { enabled: false, model: null, debounce_ms: 0, max_tokens: 0, reason: `the server answered ${reply.status}` };
     }
     return (await reply.json()) as CompletionSettings;
   }

@@ -1,70 +1,56 @@
 /**
- * The bridge's messages (protocol 1) as types, and a runtime check of the replies this front
- * end sends. They mirror blitz_kernel/notebook/bridge_messages.py, which checks the same shapes
- * on the kernel's side: a reply that does not fit would fail there, so it is caught here
- * first and sent as an `internal` error reply that says what is wrong.
+ * The bridge's messages (protocol 1), and runtime checks of what this front end receives
+ * (a request) and of the replies it sends. The types are generated from the Python models
+ * (generated/protocol.ts, from blitz_kernel/protocol_schema.py; docs/widget.md), so
+ * the compiler holds this side to the shapes the kernel checks: each check below is typed by
+ * the generated type it checks, and one that misses a field of it does not compile. A reply
+ * that does not fit would fail on the kernel's side, so it is caught here first and sent as
+ * an `internal` error reply that says what is wrong.
  */
 
-export type CellType = 'code' | 'markdown' | 'raw';
-export type ErrorCode = 'bad_request' | 'bad_index' | 'running_cell' | 'unknown_op' | 'internal';
-export type Op = 'list_cells' | 'read_cells' | 'insert_cell' | 'replace_cell' | 'delete_cell' | 'set_outputs';
+import type {
+  Cell,
+  CellSummary,
+  CellType,
+  DeleteCellResult,
+  ErrorCode,
+  ErrorOutput,
+  ErrorReply,
+  ImageInfo,
+  InsertCellResult,
+  ListCellsResult,
+  OkReply,
+  Op,
+  ReadCellsResult,
+  ReplaceCellResult,
+  Request as GeneratedRequest,
+  SetOutputsResult,
+  RichOutput,
+  StreamOutput
+} from './generated/protocol';
 
-/** What the kernel sends; `op` and `params` are checked by the handlers, not trusted. */
-export interface Request {
-  kind: 'request';
-  id: string;
-  op: string;
-  params?: Record<string, unknown>;
-}
-
-export type ImageInfo = { mime_type: string; width?: number; height?: number; data?: string };
-
-export type OutputRecord =
-  | { output_type: 'stream'; name: string; text: string }
-  | { output_type: 'error'; ename: string; evalue: string; traceback: string }
-  | { output_type: 'execute_result' | 'display_data'; mime_types: string[]; text: string; images: ImageInfo[] };
-
-export type CellSummary = {
-  index: number;
-  id: string;
-  cell_type: CellType;
-  execution_count: number | null;
-  running: boolean;
-  first_line: string;
-  line_count: number;
-  output_count: number;
+export type {
+  CellSummary,
+  CellType,
+  DeleteCellResult,
+  ErrorCode,
+  ImageInfo,
+  InsertCellResult,
+  ListCellsResult,
+  Op,
+  ReadCellsResult,
+  ReplaceCellResult,
+  SetOutputsResult
 };
+export type CellRecord = Cell;
+export type OutputRecord = StreamOutput | ErrorOutput | RichOutput;
 
-export type CellRecord = {
-  index: number;
-  id: string;
-  cell_type: CellType;
-  source: string;
-  execution_count: number | null;
-  running: boolean;
-  outputs: OutputRecord[];
-  /** The cell's `blitz` metadata (which session and turn made or ran it), when it has one. */
-  blitz?: Record<string, unknown>;
-};
-
-export type ListCellsResult = { path: string; cell_count: number; cells: CellSummary[] };
-export type ReadCellsResult = { path: string; cell_count: number; cells: CellRecord[] };
-export type InsertCellResult = { index: number; id: string; cell_count: number };
-export type ReplaceCellResult = {
-  index: number;
-  id: string;
-  cell_type: CellType;
-  previous_source: string;
-  cell_count: number;
-};
-export type DeleteCellResult = { deleted: { id: string; cell_type: CellType; source: string }; cell_count: number };
-export type SetOutputsResult = {
-  index: number;
-  id: string;
-  previous_outputs: Record<string, unknown>[];
-  previous_execution_count: number | null;
-  previous_metadata: Record<string, unknown> | null;
-};
+/**
+ * A request as it arrives: the kernel's `Request`, except that a newer kernel may send an op
+ * this front end does not know (it is answered `unknown_op`, never left waiting) and `params`
+ * may be left out; each handler checks the params it reads.
+ */
+export type Request = Omit<GeneratedRequest, 'op' | 'params'> & { op: string; params?: Record<string, unknown> };
 
 /** Each op's result. */
 export type OpResults = {
@@ -77,90 +63,120 @@ export type OpResults = {
 };
 export type OpResult = OpResults[Op];
 
-export type Reply =
-  | { kind: 'reply'; id: string; ok: true; result: OpResult }
-  | { kind: 'reply'; id: string; ok: false; error: { code: ErrorCode; message: string } };
+export type Reply = (Omit<OkReply, 'result'> & { result: OpResult }) | ErrorReply;
 
-// -- the runtime check ----------------------------------------------------------------------
+// -- the runtime checks ---------------------------------------------------------------------
 
-/** A check of one value: null when it fits, else what is wrong, naming where (`result.cells[0].id`). */
-type Check = (value: unknown, where: string) => string | null;
+/**
+ * A check of one value: null when it fits `T`, else what is wrong, naming where
+ * (`result.cells[0].id`). `T` is carried in the type only, so that `object<T>` can demand a
+ * check of the right type for every field of `T`.
+ */
+export type Check<T> = ((value: unknown, where: string) => string | null) & { readonly __checks?: T };
 
 const first = (problems: (string | null)[]): string | null => problems.find(p => p !== null) ?? null;
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-const str: Check = (v, w) => (typeof v === 'string' ? null : `${w} must be a string`);
-const int: Check = (v, w) => (typeof v === 'number' && Number.isInteger(v) ? null : `${w} must be an integer`);
-const bool: Check = (v, w) => (typeof v === 'boolean' ? null : `${w} must be true or false`);
+const str: Check<string> = (v, w) => (typeof v === 'string' ? null : `${w} must be a string`);
+const int: Check<number> = (v, w) => (typeof v === 'number' && Number.isInteger(v) ? null : `${w} must be an integer`);
+const bool: Check<boolean> = (v, w) => (typeof v === 'boolean' ? null : `${w} must be true or false`);
+const exactly =
+  <T extends boolean | string>(value: T): Check<T> =>
+  (v, w) =>
+    v === value ? null : `${w} must be ${JSON.stringify(value)}`;
 const nullable =
-  (check: Check): Check =>
+  <T>(check: Check<T>): Check<T | null> =>
   (v, w) =>
     v === null ? null : check(v, w);
 const optional =
-  (check: Check): Check =>
+  <T>(check: Check<T>): Check<T | undefined> =>
   (v, w) =>
     v === undefined ? null : check(v, w);
 const oneOf =
-  (...allowed: string[]): Check =>
+  <T extends string>(...allowed: T[]): Check<T> =>
   (v, w) =>
-    typeof v === 'string' && allowed.includes(v) ? null : `${w} must be one of ${allowed.join(', ')}`;
+    typeof v === 'string' && (allowed as string[]).includes(v) ? null : `${w} must be one of ${allowed.join(', ')}`;
 const list =
-  (check: Check): Check =>
+  <T>(check: Check<T>): Check<T[]> =>
   (v, w) =>
     Array.isArray(v) ? first(v.map((item, i) => check(item, `${w}[${i}]`))) : `${w} must be a list`;
+const record: Check<Record<string, unknown>> = (v, w) => (isRecord(v) ? null : `${w} must be an object`);
+/** An object with a check for every field of `T` (the compiler sees that none is missing). */
 const object =
-  (fields: Record<string, Check>): Check =>
+  <T>(fields: { [K in keyof T]-?: Check<T[K]> }): Check<T> =>
   (v, w) =>
-    isRecord(v) ? first(Object.entries(fields).map(([key, check]) => check(v[key], `${w}.${key}`))) : `${w} must be an object`;
+    isRecord(v)
+      ? first(Object.entries(fields).map(([key, check]) => (check as Check<unknown>)(v[key], `${w}.${key}`)))
+      : `${w} must be an object`;
 /** An object whose `key` picks its shape. */
 const tagged =
-  (key: string, shapes: Record<string, Check>): Check =>
+  <T>(key: string, shapes: Record<string, Check<T>>): Check<T> =>
   (v, w) => {
     const tag = isRecord(v) ? v[key] : undefined;
     const shape = typeof tag === 'string' ? shapes[tag] : undefined;
     return shape === undefined ? `${w}.${key} must be one of ${Object.keys(shapes).join(', ')}` : shape(v, w);
   };
 
-const cellType = oneOf('code', 'markdown', 'raw');
-const record: Check = (v, w) => (isRecord(v) ? null : `${w} must be an object`);
-const image = object({ mime_type: str, width: optional(int), height: optional(int), data: optional(str) });
-const rich = object({ mime_types: list(str), text: str, images: list(image) });
-const output = tagged('output_type', {
-  stream: object({ name: str, text: str }),
-  error: object({ ename: str, evalue: str, traceback: str }),
+const cellType = oneOf<CellType>('code', 'markdown', 'raw');
+const image = object<ImageInfo>({
+  mime_type: str,
+  width: optional(nullable(int)),
+  height: optional(nullable(int)),
+  data: optional(nullable(str))
+});
+const rich = object<RichOutput>({
+  output_type: oneOf('execute_result', 'display_data'),
+  mime_types: list(str),
+  text: str,
+  images: list(image)
+});
+const output = tagged<OutputRecord>('output_type', {
+  stream: object<StreamOutput>({ output_type: exactly('stream'), name: str, text: str }),
+  error: object<ErrorOutput>({ output_type: exactly('error'), ename: str, evalue: str, traceback: str }),
   execute_result: rich,
   display_data: rich
 });
 const cellBase = { index: int, id: str, cell_type: cellType, execution_count: nullable(int), running: bool };
 
-const RESULTS: Record<Op, Check> = {
-  list_cells: object({
+export const RESULTS: { [K in Op]: Check<OpResults[K]> } = {
+  list_cells: object<ListCellsResult>({
     path: str,
     cell_count: int,
-    cells: list(object({ ...cellBase, first_line: str, line_count: int, output_count: int }))
+    cells: list(object<CellSummary>({ ...cellBase, first_line: str, line_count: int, output_count: int }))
   }),
-  read_cells: object({
+  read_cells: object<ReadCellsResult>({
     path: str,
     cell_count: int,
-    cells: list(object({ ...cellBase, source: str, outputs: list(output), blitz: optional(record) }))
+    cells: list(object<Cell>({ ...cellBase, source: str, outputs: list(output), blitz: optional(nullable(record)) }))
   }),
-  insert_cell: object({ index: int, id: str, cell_count: int }),
-  replace_cell: object({ index: int, id: str, cell_type: cellType, previous_source: str, cell_count: int }),
-  delete_cell: object({ deleted: object({ id: str, cell_type: cellType, source: str }), cell_count: int }),
-  set_outputs: object({
+  insert_cell: object<InsertCellResult>({ index: int, id: str, cell_count: int }),
+  replace_cell: object<ReplaceCellResult>({
+    index: int,
+    id: str,
+    cell_type: cellType,
+    previous_source: str,
+    cell_count: int
+  }),
+  delete_cell: object<DeleteCellResult>({
+    deleted: object({ id: str, cell_type: cellType, source: str }),
+    cell_count: int
+  }),
+  set_outputs: object<SetOutputsResult>({
     index: int,
     id: str,
     previous_outputs: list(record),
     previous_execution_count: nullable(int),
-    previous_metadata: nullable(record)
+    previous_metadata: optional(nullable(record))
   })
 };
 
-const ERROR = object({
-  code: oneOf('bad_request', 'bad_index', 'running_cell', 'unknown_op', 'internal'),
+const ERROR = object<ErrorReply['error']>({
+  code: oneOf<ErrorCode>('bad_request', 'bad_index', 'running_cell', 'unknown_op', 'internal'),
   message: str
 });
+
+const REQUEST = object<Request>({ kind: exactly('request'), id: str, op: str, params: optional(record) });
 
 /** What is wrong with `reply` as the answer to a request for `op`; null when it fits. */
 export function replyProblem(op: string, reply: unknown): string | null {
@@ -174,6 +190,16 @@ export function replyProblem(op: string, reply: unknown): string | null {
   if (reply.ok === false) {
     return ERROR(reply.error, 'error');
   }
-  const check = RESULTS[op as Op] as Check | undefined;
+  const check = (RESULTS as Record<string, Check<unknown>>)[op];
   return check === undefined ? `no result is defined for op ${JSON.stringify(op)}` : check(reply.result, 'result');
+}
+
+/** What is wrong with `data` as a request from the kernel; null when it is one. */
+export function requestProblem(data: unknown): string | null {
+  return REQUEST(data, 'request');
+}
+
+/** `data` as a request, once `requestProblem` found nothing wrong with it. */
+export function isRequest(data: unknown): data is Request {
+  return requestProblem(data) === null;
 }

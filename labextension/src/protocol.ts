@@ -6,7 +6,7 @@
  * request gets exactly one `{kind: "reply", id, ok: true, result}` or
  * `{kind: "reply", id, ok: false, error: {code, message}}`. The shapes of each op's params
  * and result are documented in blitz_kernel/notebook/bridge.py, which is the other half, and
- * typed in messages.ts. Errors are always replies: a request the front end cannot handle must
+ * typed in messages.ts (from types generated from the Python models). Errors are always replies: a request the front end cannot handle must
  * not leave the kernel waiting for its timeout, and a reply that does not fit its op's shape
  * is sent as an `internal` error saying what is wrong rather than as a result the kernel
  * would refuse.
@@ -22,8 +22,10 @@ import {
   type OutputRecord,
   type Reply,
   type Request,
-  replyProblem
+  replyProblem,
+  requestProblem
 } from './messages';
+import type { Dropped } from './dropped';
 
 export type { CellType, Reply, Request } from './messages';
 
@@ -80,6 +82,22 @@ export class BridgeError extends Error {
 
 const DEFAULT_OUTPUT_CHARS = 8000;
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif'];
+
+/**
+ * The request in a comm message from the kernel, or null: the kernel's welcome (nothing to
+ * answer), or a message that is no request, which `dropped` logs once per kind.
+ */
+export function receivedRequest(data: unknown, dropped: Dropped): Request | null {
+  if (typeof data === 'object' && data !== null && (data as { kind?: unknown }).kind === 'welcome') {
+    return null;
+  }
+  const problem = requestProblem(data);
+  if (problem !== null) {
+    dropped.drop(data, problem);
+    return null;
+  }
+  return data as Request;
+}
 
 /** Answer one request. Never throws: failures come back as error replies. */
 export async function handleRequest(doc: NotebookDocument, request: Request): Promise<Reply> {

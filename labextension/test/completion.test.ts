@@ -26,7 +26,7 @@ class FakeClient implements CompletionClient {
     private readonly debounce = 20
   ) {}
   async settings(): Promise<CompletionSettings> {
-    return { enabled: this.enabled, debounce_ms: this.debounce, max_tokens: 32 };
+    return { enabled: this.enabled, model: 'fake', debounce_ms: this.debounce, max_tokens: 32, reason: null };
   }
   async *stream(body: CompletionRequestBody, signal: AbortSignal): AsyncGenerator<CompletionChunk> {
     this.sent.push(body);

@@ -38,7 +38,7 @@ LAYERS: list[set[str]] = [
     {"engine.turn"},
     {"engine.workspace"},
     {"notebook", "cli", "server"},
-    {"blitz_kernel", "__main__"},
+    {"blitz_kernel", "__main__", "protocol_schema"},
 ]
 """Lowest first. `engine.events`, `engine.tracing` and `engine.steering` are the engine's base
 modules (what every engine room shares); `engine.workspace` is the composition root."""

@@ -30,6 +30,7 @@ import traitlets
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from ...errors import BlitzError
+from ..dropped import drop
 from .static import static_bundle
 
 if TYPE_CHECKING:
@@ -129,8 +130,9 @@ class UndoControl:
     def _receive(self, _widget: Any, content: Any, _buffers: Any) -> None:
         try:
             message = CONTROL_MESSAGE.validate_python(content)
-        except ValidationError:
-            return  # malformed
+        except ValidationError as error:  # logged once per kind and ignored (dropped.py)
+            drop("the Review changes and Undo all controls", content, error)
+            return
         if message.turn_id != self.state.turn_id:
             return  # meant for another turn's controls
         if isinstance(message, UndoMessage):

@@ -5,7 +5,9 @@ and stylesheet: no CDN, no build step). State flows kernel → browser as synced
 comm message per flush, see sync.py); user actions flow browser → kernel as anywidget custom
 messages, i.e. `comm_msg` with `data = {"method": "custom", "content": <one of the models
 below>}`. Every message names the turn it belongs to, so a click queued for an older turn is
-recognised and ignored (docs/architecture.md).
+recognised and ignored (docs/architecture.md). A message that fits none of them is logged once
+per kind and ignored (dropped.py); these models are part of the front-end protocol whose
+TypeScript types are generated (docs/widget.md).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Annotated, Any, Literal
 import anywidget
 import traitlets
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+from ..dropped import drop
 
 STATIC = Path(__file__).parent / "static"
 MAX_TEXT = 20_000
@@ -89,10 +93,12 @@ FRONT_END_MESSAGE: TypeAdapter[FrontEndMessage] = TypeAdapter(FrontEndMessage)
 
 
 def parse_message(content: Any) -> FrontEndMessage | None:
-    """The message, or None for anything malformed (never an exception in a comm callback)."""
+    """The message, or None for anything malformed (never an exception in a comm callback):
+    the first malformed message of each kind is logged (dropped.py)."""
     try:
         return FRONT_END_MESSAGE.validate_python(content)
-    except ValidationError:
+    except ValidationError as error:
+        drop("the turn widget", content, error)
         return None
 
 
@@ -125,7 +131,8 @@ class TurnView(anywidget.AnyWidget):  # type: ignore[misc]
     def _receive(self, _widget: Any, content: Any, _buffers: Any) -> None:
         """Runs on the kernel's main thread while the cell awaits (docs/architecture.md). Stale or
         malformed messages are dropped here; nothing is printed (output from a comm callback
-        would be parented to the comm message, not to the cell)."""
+        would be parented to the comm message, not to the cell): a malformed one is logged to
+        the kernel's log, once per kind."""
         message = parse_message(content)
         if message is None or message.turn_id != self.turn_id:
             return

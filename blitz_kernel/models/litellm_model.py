@@ -391,7 +391,7 @@ class LiteLLMModel:
     def _chunks(self, litellm: Any, wrapper: Any) -> Any:
         """The SDK's own chunk stream when safe (see the module doc), else litellm's wrapper."""
         raw = getattr(wrapper, "completion_stream", None)
-        if not self.fast_stream or raw is None or _litellm_callbacks_registered(litellm):
+        if not self.fast_stream or raw is None or openai_direct.litellm_callbacks_registered():
             return wrapper
         import openai
 
@@ -488,11 +488,6 @@ def reasoning_effort(request: ModelRequest) -> str | None:
     litellm turns it into Anthropic's thinking budget and Gemini's thinking budget. "off" sends
     nothing, which leaves thinking off on the providers that make it optional."""
     return None if request.reasoning in (None, "off") else request.reasoning
-
-
-def _litellm_callbacks_registered(litellm: Any) -> bool:
-    """Callbacks expect litellm's own stream processing (logging, cost); keep it for them."""
-    return bool(litellm.callbacks or litellm.success_callback or litellm._async_success_callback)
 
 
 class _Transport:

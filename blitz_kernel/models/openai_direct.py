@@ -58,18 +58,29 @@ def speaks_openai(name: str) -> bool:
     return "/" not in name and provider_of(name) == "openai"
 
 
+LITELLM_INTERNAL_CALLBACKS = frozenset({"cache", "vector_store_pre_call_hook"})
+"""litellm's own entries in its callback lists, not anybody's logging: importing its Gemini /
+Vertex context-caching module registers "cache", which must not turn the direct path off for
+the rest of the process."""
+CALLBACK_LISTS = (
+    "callbacks",
+    "success_callback",
+    "_async_success_callback",
+    "failure_callback",
+    "_async_failure_callback",
+)
+
+
 def litellm_callbacks_registered() -> bool:
     """Callbacks registered with litellm expect to see our calls (logging, cost tracking):
     then the call goes through litellm. Without litellm imported nobody registered any."""
     litellm = sys.modules.get("litellm")
     if litellm is None:
         return False
-    return bool(
-        getattr(litellm, "callbacks", None)
-        or getattr(litellm, "success_callback", None)
-        or getattr(litellm, "_async_success_callback", None)
-        or getattr(litellm, "failure_callback", None)
-        or getattr(litellm, "_async_failure_callback", None)
+    return any(
+        not (isinstance(callback, str) and callback in LITELLM_INTERNAL_CALLBACKS)
+        for name in CALLBACK_LISTS
+        for callback in getattr(litellm, name, None) or ()
     )
 
 

@@ -68,6 +68,15 @@ def test_registered_litellm_callbacks_send_calls_through_litellm(monkeypatch: py
     assert model.takes_direct_path()
 
 
+def test_litellms_own_cache_callback_keeps_the_direct_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Importing litellm's Gemini context-caching module registers its internal "cache" callback:
+    after one Gemini call the OpenAI models of the same kernel must still go direct."""
+    litellm = load_litellm()
+    monkeypatch.setattr(litellm, "success_callback", ["cache"])
+    monkeypatch.setattr(litellm, "_async_success_callback", ["cache"])
+    assert LiteLLMModel("openai/gpt-4o").takes_direct_path()
+
+
 async def test_one_client_per_endpoint_is_reused_across_calls(fake_server: FakeOpenAIServer) -> None:
     fake_server.enqueue({"text": "one"}, {"text": "two"})
     model = LiteLLMModel("openai/fake-model", api_base=fake_server.base_url, api_key=KEY, direct=True)

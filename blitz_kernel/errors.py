@@ -102,6 +102,12 @@ class ContextWindowError(ModelError):
     """The prompt is longer than the model's context window."""
 
 
+class ContentFilteredError(ModelError):
+    """The provider's safety filter blocked the prompt or the answer (finish reason
+    `content_filter`: Gemini's SAFETY block, Azure's content filter). Not retried: the same
+    request is blocked again; rephrasing it may help."""
+
+
 class ModelRateLimitError(ModelError):
     """HTTP 429: retried with backoff before it reaches the user."""
 

@@ -23,7 +23,14 @@ from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
 from ..core.usage import Price
-from ..errors import ModelAuthError, ModelError, ModelStallError, ModelTimeoutError, ModelUnavailableError
+from ..errors import (
+    ContentFilteredError,
+    ModelAuthError,
+    ModelError,
+    ModelStallError,
+    ModelTimeoutError,
+    ModelUnavailableError,
+)
 from . import openai_direct, price_map
 from .base import ModelRequest, StreamItem, TextDelta
 from .litellm_errors import AttemptFailed, ErrorMapper
@@ -346,6 +353,11 @@ class LiteLLMModel:
         if not reader.finished:
             error = ModelUnavailableError(self.name, "the stream ended before the answer was complete")
             raise AttemptFailed(error)
+        if reader.finish_reason == "content_filter":
+            cause = (
+                "the provider's safety filter blocked the answer (finish reason content_filter); rephrase the request"
+            )
+            raise AttemptFailed(ContentFilteredError(self.name, cause))
         yield reader.response(self.name)
 
     def _stall_error(self, watch: _StallWatch) -> ModelStallError:

@@ -247,6 +247,7 @@ class StreamReader:
         self.tool_calls = ToolCallAssembler()
         self.usage: TokenUsage | None = None
         self.finished = False
+        self.finish_reason: str | None = None
 
     def feed(self, chunk: Any) -> list[TextDelta]:
         shown: list[TextDelta] = []
@@ -267,6 +268,7 @@ class StreamReader:
                     self.tool_calls.add(delta.tool_calls)
             if choice.finish_reason:
                 self.finished = True
+                self.finish_reason = choice.finish_reason
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self.usage = usage_from(usage)

@@ -87,3 +87,127 @@ async def test_parallel_tool_calls_over_several_steps_and_the_next_turn(
     again = await workspace.run("and now?", session="s")
     assert again.text == "Still alpha.", again.error
     assert [c["role"] for c in contents(gemini)][-2:] == ["model", "user"]
+
+
+async def test_an_image_reaches_a_vision_model_as_inline_data(
+    workspace: Workspace, gemini: FakeGeminiServer, tmp_path: Path
+):
+    from tests.unit.test_images import tiny_png
+
+    (tmp_path / "chart.png").write_bytes(tiny_png())
+    assert workspace.model.supports_vision()  # type: ignore[attr-defined]
+    gemini.enqueue(
+        {"tool_calls": [{"name": "view_image", "arguments": {"path": "chart.png"}}]}, {"text": "A tiny red image."}
+    )
+    result = await workspace.run("look at chart.png")
+    assert result.text == "A tiny red image.", result.error
+    last = contents(gemini)[-1]
+    images = [p["inline_data"] for p in last["parts"] if "inline_data" in p]
+    assert images and images[0]["mime_type"] == "image/png"
+    assert part_kinds(contents(gemini)[-2]) == ["function_response"]
+
+
+async def test_a_429_is_retried_after_the_delay_the_service_asks_for(
+    gemini: FakeGeminiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    workspace = gemini_workspace(tmp_path, gemini, model_retries=2)
+    gemini.enqueue({"fault": "status", "status": 429, "retry_delay": "0.05s"}, {"text": "Back."})
+    result = await workspace.run("hello")
+    assert result.text == "Back.", result.error
+    assert len(gemini.generation_bodies()) == 2
+
+
+async def test_a_daily_quota_429_is_not_retried(
+    gemini: FakeGeminiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    workspace = gemini_workspace(tmp_path, gemini, model_retries=2)
+    gemini.enqueue(
+        {
+            "fault": "status",
+            "status": 429,
+            "retry_delay": "0.05s",
+            "quota_id": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+        },
+        {"text": "never sent"},
+    )
+    result = await workspace.run("hello")
+    assert result.stop_reason == "error" and "HTTP 429" in (result.error or ""), result.error
+    assert len(gemini.generation_bodies()) == 1
+
+
+async def test_a_503_is_retried(gemini: FakeGeminiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    workspace = gemini_workspace(tmp_path, gemini, model_retries=1, **{"stall.first_byte_s": 30})
+    gemini.enqueue({"fault": "status", "status": 503}, {"text": "Recovered."})
+    result = await workspace.run("hello")
+    assert result.text == "Recovered.", result.error
+
+
+async def test_too_long_input_compacts_and_retries(
+    gemini: FakeGeminiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Gemini's answer to a too-long prompt is a 400 INVALID_ARGUMENT naming the token count:
+    blitz takes it as a context-window error, compacts and sends the turn again."""
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    workspace = gemini_workspace(tmp_path, gemini, **{"context.retain_events": 3})
+    gemini.enqueue({"text": "one"}, {"text": "two"})
+    await workspace.run("first " * 50, session="s")
+    await workspace.run("second", session="s")
+    gemini.enqueue(
+        {
+            "fault": "status",
+            "status": 400,
+            "message": "The input token count (1200345) exceeds the maximum number of tokens allowed (1048576).",
+        },
+        {"text": "SUMMARY of the first turn"},
+        {"text": "three"},
+    )
+    result = await workspace.run("third", session="s")
+    assert result.text == "three", result.error
+    after = contents(gemini)
+    assert "SUMMARY of the first turn" in json.dumps(after) and "first first" not in json.dumps(after)
+
+
+async def test_a_stream_cut_after_a_function_call_is_retried_and_the_history_stays_valid(
+    gemini: FakeGeminiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    workspace = gemini_workspace(tmp_path, gemini, model_retries=1)
+    gemini.enqueue(
+        {"fault": "reset_mid_stream", "tool_calls": [{"name": "list_files", "arguments": {}}]},
+        {"tool_calls": [{"name": "list_files", "arguments": {}}]},
+        {"text": "Listed."},
+        {"text": "Next."},
+    )
+    result = await workspace.run("list", session="s")
+    assert result.text == "Listed.", result.error
+    assert len(gemini.generation_bodies()) == 3
+    assert (await workspace.run("again", session="s")).text == "Next."
+
+
+async def test_a_stream_cut_after_text_ends_the_turn_and_the_next_turn_works(
+    workspace: Workspace, gemini: FakeGeminiServer
+):
+    gemini.enqueue(
+        {"fault": "reset_mid_stream", "text": "Let me", "tool_calls": [{"name": "list_files", "arguments": {}}]},
+        {"text": "Fine now."},
+    )
+    broken = await workspace.run("list", session="s")
+    assert broken.stop_reason == "error" and "gemini/gemini-2.5-flash" in (broken.error or ""), broken.error
+    result = await workspace.run("again", session="s")
+    assert result.text == "Fine now.", result.error  # the fake refused nothing: the history is valid
+
+
+@pytest.mark.parametrize("fault", ["blocked_candidate", "blocked_prompt"])
+async def test_a_safety_block_is_a_one_line_error_naming_the_model(
+    workspace: Workspace, gemini: FakeGeminiServer, fault: str
+):
+    gemini.enqueue({"fault": fault}, {"text": "Another answer."})
+    blocked = await workspace.run("something the filter blocks", session="s")
+    assert blocked.stop_reason == "error", (blocked.text, blocked.error)
+    error = blocked.error or ""
+    assert "gemini/gemini-2.5-flash" in error and "safety" in error.lower() and "\n" not in error
+    result = await workspace.run("something else", session="s")
+    assert result.text == "Another answer.", result.error

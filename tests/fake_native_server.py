@@ -18,7 +18,7 @@ import sys
 import threading
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 from urllib.parse import parse_qs, urlsplit
 
 from tests.fakeserver import HOLD_LIMIT_S, RecordedRequest
@@ -176,7 +176,7 @@ class NativeFakeServer:
     def root_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> NativeFakeServer:
+    def start(self) -> Self:
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -197,7 +197,7 @@ class NativeFakeServer:
         self._httpd.close_connections()
         self._httpd.server_close()
 
-    def __enter__(self) -> NativeFakeServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:

@@ -31,7 +31,7 @@ from ..errors import (
     ModelTimeoutError,
     ModelUnavailableError,
 )
-from . import openai_direct, price_map
+from . import ollama_show, openai_direct, price_map
 from .base import ModelRequest, StreamItem, TextDelta
 from .litellm_errors import AttemptFailed, ErrorMapper
 from .openai_wire import StreamReader, to_openai_messages, to_openai_tools
@@ -248,6 +248,7 @@ class LiteLLMModel:
         May load litellm: call it off the event loop."""
         if self.speaks_openai():
             return None
+        self._ollama_info()  # asked here, off the event loop, before a turn needs it
         litellm = load_litellm()
         try:
             litellm.get_llm_provider(model=self.name, api_base=self.api_base)
@@ -414,6 +415,9 @@ class LiteLLMModel:
         """Maximum prompt tokens from litellm's model info, or None when litellm does not know."""
         if self.speaks_openai():
             return price_map.context_window_of(self.name)
+        served = ollama_show.context_tokens(self._ollama_info())
+        if served is not None:
+            return served
         litellm = load_litellm()
         entry = price_map.entry_of(litellm.model_cost, self.name)
         tokens = (entry or {}).get("max_input_tokens")
@@ -428,10 +432,19 @@ class LiteLLMModel:
         """litellm's word on whether the model reads images (view_image needs it)."""
         if self.speaks_openai():
             return price_map.supports_vision_of(self.name)
+        sees = ollama_show.sees_images(self._ollama_info())
+        if sees is not None:
+            return sees
         try:
             return bool(load_litellm().supports_vision(model=self.name))
         except Exception:  # noqa: BLE001 - unmapped models raise: treat them as blind
             return False
+
+    def _ollama_info(self) -> dict[str, Any] | None:
+        """What the Ollama server at `api_base` says about this model (ollama_show.py); None
+        for other providers or when it does not answer."""
+        model = ollama_show.ollama_model(self.name)
+        return None if model is None else ollama_show.show(self.api_base, model)
 
 
 def _litellm_callbacks_registered(litellm: Any) -> bool:

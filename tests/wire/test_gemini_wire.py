@@ -28,8 +28,11 @@ def gemini() -> Iterator[FakeGeminiServer]:
         server.stop()
 
 
-def gemini_workspace(root: Path, server: FakeGeminiServer, model: str = MODEL, **overrides: Any) -> Workspace:
-    settings: dict[str, Any] = {"api_base": server.base_url, "model_retries": 0, **overrides}
+def gemini_workspace(
+    root: Path, server: FakeGeminiServer, *, model: str = MODEL, dotted: dict[str, Any] | None = None, **overrides: Any
+) -> Workspace:
+    """A workspace on `model` at the fake; `dotted` holds overrides like "context.retain_events"."""
+    settings: dict[str, Any] = {"api_base": server.base_url, "model_retries": 0, **overrides, **(dotted or {})}
     return open_workspace(root, model, overrides=settings)
 
 
@@ -139,7 +142,7 @@ async def test_a_daily_quota_429_is_not_retried(
 
 async def test_a_503_is_retried(gemini: FakeGeminiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
-    workspace = gemini_workspace(tmp_path, gemini, model_retries=1, **{"stall.first_byte_s": 30})
+    workspace = gemini_workspace(tmp_path, gemini, model_retries=1, dotted={"stall.first_byte_s": 30})
     gemini.enqueue({"fault": "status", "status": 503}, {"text": "Recovered."})
     result = await workspace.run("hello")
     assert result.text == "Recovered.", result.error
@@ -151,7 +154,7 @@ async def test_too_long_input_compacts_and_retries(
     """Gemini's answer to a too-long prompt is a 400 INVALID_ARGUMENT naming the token count:
     blitz takes it as a context-window error, compacts and sends the turn again."""
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
-    workspace = gemini_workspace(tmp_path, gemini, **{"context.retain_events": 3})
+    workspace = gemini_workspace(tmp_path, gemini, dotted={"context.retain_events": 3})
     gemini.enqueue({"text": "one"}, {"text": "two"})
     await workspace.run("first " * 50, session="s")
     await workspace.run("second", session="s")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from blitz_kernel.core.history import HISTORY_ADAPTER
-from blitz_kernel.engine import compaction
+from blitz_kernel.engine.turn import compaction
 from blitz_kernel.engine.turn.compaction import estimate_tokens
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.models.base import ModelRequest, StreamItem

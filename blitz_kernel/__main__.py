@@ -1,6 +1,6 @@
 """`python -m blitz_kernel install [--user | --sys-prefix | --prefix DIR]`,
-`python -m blitz_kernel run NOTEBOOK.ipynb ...` and `python -m blitz_kernel mcp ...` (also the
-`blitz` console script)."""
+`python -m blitz_kernel run NOTEBOOK.ipynb ...`, `... eval PATH ...`, `... report merge ...` and
+`python -m blitz_kernel mcp|acp ...` (also the `blitz` console script)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,28 @@ def main(argv: list[str] | None = None) -> int:
         from .cli.mcp_server import main as mcp_main
 
         return mcp_main(arguments[1:], prog)
+    if arguments[:1] == ["eval"]:  # cli/evaluate.py
+        from .cli.evaluate import main as eval_main
+
+        return eval_main(arguments[1:], prog)
+    if arguments[:2] == ["report", "merge"]:  # cli/summary.py
+        from .cli.summary import merge_main
+
+        return merge_main(arguments[2:], prog, sys.stderr, sys.stdout)
+    if arguments[:1] == ["acp"]:  # and its own (cli/acp_agent.py)
+        from .cli.acp_agent import main as acp_main
+
+        return acp_main(arguments[1:], prog)
     parser = argparse.ArgumentParser(prog=prog, description="blitz_kernel commands")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("run", help=f"run a notebook with %%%%blitz cells unattended (see `{prog} run --help`)")
     commands.add_parser("mcp", help=f"serve the live kernel's tools over MCP (see `{prog} mcp --help`)")
+    commands.add_parser("eval", help=f"score notebooks once per model (see `{prog} eval --help`)")
+    report = commands.add_parser("report", help=f"work with blitz run reports (`{prog} report merge --help`)")
+    report.add_subparsers(dest="report_command", required=True).add_parser(
+        "merge", help="combine reports of separate runs into one summary"
+    )
+    commands.add_parser("acp", help=f"be an ACP agent over stdio, in the live kernel (see `{prog} acp --help`)")
     install = commands.add_parser(
         "install",
         help='install the "Blitz (Python 3)" kernel (IPython with blitz_kernel loaded)',

@@ -98,14 +98,12 @@ class ModelBadRequestError(ModelError):
     """The provider rejected the request as malformed."""
 
 
+class ModelRefusedError(ModelError):
+    """The provider's safety filter blocked the prompt or the answer (nothing came back)."""
+
+
 class ContextWindowError(ModelError):
     """The prompt is longer than the model's context window."""
-
-
-class ContentFilteredError(ModelError):
-    """The provider's safety filter blocked the prompt or the answer (finish reason
-    `content_filter`: Gemini's SAFETY block, Azure's content filter). Not retried: the same
-    request is blocked again; rephrasing it may help."""
 
 
 class ModelRateLimitError(ModelError):

@@ -11,8 +11,9 @@ snake_case litellm sends).
 
 Step format (each generation request takes one step; an empty script answers 500):
 
-- answer: ``{"text": "...", "thought": "...", "tool_calls": [{"name": "f", "arguments": {...}}],
-  "usage": {"prompt": 10, "candidates": 5, "cached": 0, "thoughts": 0}, "hold": "NAME"}`` —
+- answer: ``{"text": "...", "thought": "...", "tool_calls": [{"name": "f", "arguments": {...},
+  "signature": "a thoughtSignature"}], "usage": {"prompt": 10, "candidates": 5, "cached": 0,
+  "thoughts": 0}, "hold": "NAME"}`` (usage keys may also be Google's own, `promptTokenCount`…) —
   thought text streams first as ``thought: true`` parts, then text in word-sized parts, then
   all function calls in one chunk (as Gemini sends parallel calls), then the finish chunk with
   ``usageMetadata``. ``prompt`` defaults to the fake's estimate of the request (4 characters a
@@ -22,14 +23,15 @@ Step format (each generation request takes one step; an empty script answers 500
 - ``{"fault": "reset_mid_stream", "text": "...", "tool_calls": [...]}``: what is given is
   streamed (no finish chunk), then the connection is reset.
 - ``{"fault": "blocked_prompt"}``: ``promptFeedback.blockReason`` SAFETY and no candidates.
-- ``{"fault": "blocked_candidate", "text": "..."}``: a candidate ending with finishReason
-  SAFETY and its safety ratings (after the given text, if any).
+- ``{"fault": "blocked_candidate", "text": "..."}`` (or ``"safety"``): a candidate ending with
+  finishReason SAFETY and its safety ratings (after the given text, if any).
 
 `max_input_tokens` (None: no limit) makes a longer request fail as the service fails it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -58,7 +60,7 @@ _DEFAULT_MESSAGES = {
 }
 _FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,63}$")
 _IMAGE_TYPES = {"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"}
-_FAULTS = {"status", "reset_mid_stream", "blocked_prompt", "blocked_candidate"}
+_FAULTS = {"status", "reset_mid_stream", "blocked_prompt", "blocked_candidate", "safety"}
 IMAGE_TOKENS = 258
 """What the service counts for one image of up to 384 px."""
 
@@ -129,9 +131,15 @@ def _check_tools(body: dict[str, Any]) -> None:
             seen.add(name)
 
 
-def _check_part(part: Any, where: str) -> None:
+def _check_part(part: Any, where: str, issued: dict[str, str]) -> None:
     if not isinstance(part, dict) or not part:
         raise GeminiError(400, f"* GenerateContentRequest.{where}: a part must hold one kind of data")
+    call = _get(part, "functionCall")
+    expected = issued.get(call_key(call.get("name"), call.get("args", {}))) if call else None
+    if expected is not None and _get(part, "thoughtSignature") != expected:
+        raise GeminiError(
+            400, f"* {where}: Function call is missing a thought_signature or carries one that is not valid."
+        )
     inline = _get(part, "inlineData")
     if inline is not None:
         mime = str(_get(inline, "mimeType") or "")
@@ -147,11 +155,18 @@ def _check_part(part: Any, where: str) -> None:
         )
 
 
-def check_request(body: Any) -> None:
+def call_key(name: Any, arguments: Any) -> str:
+    """A function call's identity: its name and canonical arguments."""
+    return json.dumps([name, arguments], sort_keys=True)
+
+
+def check_request(body: Any, issued: dict[str, str] | None = None) -> None:
     """Raise GeminiError for what the service refuses: no contents, a role other than user and
-    model, an empty part list, a function call turn not after a user or function response turn,
-    function responses that do not answer the previous turn's calls one for one by name, bad
-    or duplicate function names."""
+    model, a first turn that is not the user's, two turns of one role in a row, an empty part
+    list, function responses
+    that do not answer the previous turn's calls one for one by name, a function call this
+    server sent with a thought signature (`issued`, by call_key) coming back without it, bad or
+    duplicate function names."""
     if not isinstance(body, dict):
         raise GeminiError(400, "Invalid JSON payload received.")
     contents = body.get("contents")
@@ -159,28 +174,25 @@ def check_request(body: Any) -> None:
         raise GeminiError(400, "* GenerateContentRequest.contents: contents is not specified")
     _check_tools(body)
     previous_calls: list[str] | None = None  # names called by the previous model turn
-    previous_kind = None
     for index, content in enumerate(contents):
         role = content.get("role", "user") if isinstance(content, dict) else None
         if role not in ("user", "model"):
             raise GeminiError(400, "Please use a valid role: user, model.")
+        if index == 0 and role != "user":
+            raise GeminiError(400, "Please ensure that the first turn is a user turn.")
+        if index > 0 and role == (contents[index - 1].get("role", "user")):
+            raise GeminiError(400, "Please ensure that multiturn requests alternate between user and model.")
         parts = _get(content, "parts") or []
         if not parts:
             raise GeminiError(
                 400, f"* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty."
             )
         for number, part in enumerate(parts):
-            _check_part(part, f"contents[{index}].parts[{number}]")
+            _check_part(part, f"contents[{index}].parts[{number}]", issued or {})
         calls = [str(_get(_get(part, "functionCall"), "name")) for part in parts if _get(part, "functionCall")]
         responses = [
             str(_get(_get(part, "functionResponse"), "name")) for part in parts if _get(part, "functionResponse")
         ]
-        if role == "model" and calls and previous_kind not in ("user", "function_response"):
-            raise GeminiError(
-                400,
-                "Please ensure that function call turn comes immediately after a user turn or after a function "
-                "response turn.",
-            )
         if responses:
             if role != "user" or previous_calls is None:
                 raise GeminiError(
@@ -201,7 +213,6 @@ def check_request(body: Any) -> None:
                 400, "Please ensure that function response turn comes immediately after a function call turn."
             )
         previous_calls = calls if role == "model" and calls else None
-        previous_kind = "function_response" if responses else role
     if previous_calls is not None:
         raise GeminiError(
             400, "Please ensure that function response turn comes immediately after a function call turn."
@@ -213,17 +224,18 @@ def check_request(body: Any) -> None:
 
 def usage_metadata(step: Step, estimate: int, pieces: int) -> dict[str, Any]:
     given = step.get("usage") or {}
-    prompt = int(given.get("prompt", estimate))
-    candidates = int(given.get("candidates", max(pieces, 1)))
-    thoughts = int(given.get("thoughts", 0))
+    prompt = int(given.get("prompt", given.get("promptTokenCount", estimate)))
+    candidates = int(given.get("candidates", given.get("candidatesTokenCount", max(pieces, 1))))
+    thoughts = int(given.get("thoughts", given.get("thoughtsTokenCount", 0)))
+    cached = int(given.get("cached", given.get("cachedContentTokenCount", 0)))
     usage: dict[str, Any] = {
         "promptTokenCount": prompt,
         "candidatesTokenCount": candidates,
         "totalTokenCount": prompt + candidates + thoughts,
         "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}],
     }
-    if given.get("cached"):
-        usage["cachedContentTokenCount"] = int(given["cached"])
+    if cached:
+        usage["cachedContentTokenCount"] = cached
     if thoughts:
         usage["thoughtsTokenCount"] = thoughts
     return usage
@@ -258,7 +270,14 @@ def answer_parts(step: Step) -> Iterator[list[dict[str, Any]]]:
         yield [{"text": piece}]
     calls = step.get("tool_calls") or []
     if calls:
-        yield [{"functionCall": {"name": call["name"], "args": call.get("arguments", {})}} for call in calls]
+        yield [_call_part(call) for call in calls]
+
+
+def _call_part(call: dict[str, Any]) -> dict[str, Any]:
+    part: dict[str, Any] = {"functionCall": {"name": call["name"], "args": call.get("arguments", {})}}
+    if call.get("signature"):
+        part["thoughtSignature"] = call["signature"]
+    return part
 
 
 _SAFETY_RATINGS = [
@@ -282,7 +301,7 @@ class _GeminiHandler(NativeHandler):
         stream = action == "streamGenerateContent"
         try:
             self._check_access(owner, model, headers, query, stream)
-            check_request(body)
+            check_request(body, owner.issued)
             estimate = estimate_tokens(body)
             if owner.max_input_tokens is not None and estimate > owner.max_input_tokens:
                 raise GeminiError(
@@ -291,6 +310,7 @@ class _GeminiHandler(NativeHandler):
                     f"({owner.max_input_tokens}).",
                 )
         except GeminiError as error:
+            owner.refusals.append(error.message)
             self.send_json(error.code, error_body(error.code, error.message))
             return
         step = owner.take()
@@ -326,6 +346,9 @@ class _GeminiHandler(NativeHandler):
             details = _rate_limit_details(step) if code == 429 else None
             self.send_json(code, error_body(code, message, details))
             return
+        for call in step.get("tool_calls") or []:
+            if call.get("signature"):
+                self.server.owner.issued[call_key(call["name"], call.get("arguments", {}))] = call["signature"]
         response = _Response(model)
         chunks = [response.chunk(parts) for parts in answer_parts(step)]
         pieces = len(chunks)
@@ -342,7 +365,7 @@ class _GeminiHandler(NativeHandler):
                     "modelVersion": model,
                 }
             ]
-        elif fault == "blocked_candidate":
+        elif fault in ("blocked_candidate", "safety"):
             chunks.append(
                 response.chunk(
                     None, candidate={"finishReason": "SAFETY", "safetyRatings": _SAFETY_RATINGS}, usageMetadata=usage
@@ -426,6 +449,10 @@ class FakeGeminiServer(NativeFakeServer):
         self.api_key = api_key
         self.models = models
         self.max_input_tokens = max_input_tokens
+        self.refusals: list[str] = []
+        """The messages of the requests refused, oldest first (a test expects none)."""
+        self.issued: dict[str, str] = {}
+        """The thought signatures this server handed out, by call_key."""
 
     @property
     def base_url(self) -> str:
@@ -440,6 +467,11 @@ class FakeGeminiServer(NativeFakeServer):
             if "name" not in call or not isinstance(call.get("arguments", {}), dict):
                 raise ValueError(f"a Gemini function call needs a name and an arguments object: {call!r}")
         return step
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        """The bodies of the generation requests received, oldest first."""
+        return self.generation_bodies()
 
     def generation_bodies(self) -> list[dict[str, Any]]:
         """The bodies of the generation requests received, oldest first."""

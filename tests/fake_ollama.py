@@ -15,10 +15,11 @@ options say otherwise) is not refused: it is cut to fit, and `prompt_eval_count`
 Step format (each chat request takes one; an empty script answers 500):
 
 - answer: ``{"text": "...", "thinking": "...", "tool_calls": [{"name": "f", "arguments": {...}}],
-  "usage": {"prompt": 10, "eval": 5}, "done_reason": "stop", "hold": "NAME"}``.
+  "usage": {"prompt": 10, "eval": 5}, "done_reason": "stop", "hold": "NAME"}`` (usage keys
+  may also be Ollama's own, `prompt_eval_count` and `eval_count`).
 - ``{"fault": "status", "status": 503, "message": "..."}``: an error body with that status.
-- ``{"fault": "reset_mid_stream", "text": "...", "tool_calls": [...]}``: what is given, then
-  the connection is reset before the ``done`` line.
+- ``{"fault": "reset_mid_stream", "text": "...", "tool_calls": [...]}`` (or ``"cut"``): what is
+  given, then the connection is reset before the ``done`` line.
 - ``{"fault": "stream_error", "text": "...", "message": "..."}``: after the text, an
   ``{"error": ...}`` line in the 200 stream, as Ollama reports a failure mid-answer.
 """
@@ -33,7 +34,7 @@ from tests.fake_native_server import NativeFakeServer, NativeHandler, Step, dump
 from tests.fakeserver import split_text
 
 _ROLES = {"system", "user", "assistant", "tool"}
-_FAULTS = {"status", "reset_mid_stream", "stream_error"}
+_FAULTS = {"status", "reset_mid_stream", "cut", "stream_error"}
 _DEFAULT_MESSAGES = {
     503: "server busy, please try again.  maximum pending requests exceeded",
     500: "llama runner process has terminated: exit status 2",
@@ -142,6 +143,8 @@ class _OllamaHandler(NativeHandler):
         try:
             check_request(body, owner.models)
         except OllamaError as error:
+            if error.code != 404:
+                owner.refusals.append(error.message)
             self.send_json(error.code, {"error": error.message})
             return
         step = owner.take()
@@ -179,7 +182,7 @@ class _OllamaHandler(NativeHandler):
             self.send_json(code, {"error": text})
             return
         lines = list(answer_lines(step, model))
-        if fault == "reset_mid_stream":
+        if fault in ("reset_mid_stream", "cut"):
             self.stream("application/x-ndjson", lines, step.get("hold"), end=False)
             self.abort_connection()
             return
@@ -202,9 +205,9 @@ class _OllamaHandler(NativeHandler):
             "done": True,
             "total_duration": 1_000_000,
             "load_duration": 100_000,
-            "prompt_eval_count": int(given.get("prompt", estimate)),
+            "prompt_eval_count": int(given.get("prompt", given.get("prompt_eval_count", estimate))),
             "prompt_eval_duration": 200_000,
-            "eval_count": int(given.get("eval", max(len(lines), 1))),
+            "eval_count": int(given.get("eval", given.get("eval_count", max(len(lines), 1)))),
             "eval_duration": 700_000,
         }
         if body.get("stream", True):
@@ -224,8 +227,8 @@ class _OllamaHandler(NativeHandler):
 class FakeOllamaServer(NativeFakeServer):
     """The fake Ollama on 127.0.0.1; `base_url` is the api_base to give litellm.
 
-    `models`: the pulled models and what each can do ({"tools", "vision"}); None accepts any
-    name with both. `/api/show` reports `num_ctx` in the model's parameters when it is set
+    `models`: the pulled models and what each can do ({"tools", "vision"}), or just their
+    names (then each has tools only); None accepts any name with both. `/api/show` reports `num_ctx` in the model's parameters when it is set
     (the context the server runs it with, and the one a longer prompt is cut to), and
     `context_length` as the model's trained length.
     """
@@ -237,12 +240,14 @@ class FakeOllamaServer(NativeFakeServer):
         host: str = "127.0.0.1",
         port: int = 0,
         *,
-        models: dict[str, set[str]] | None = None,
+        models: dict[str, set[str]] | tuple[str, ...] | None = ("llama3.1",),
         num_ctx: int | None = None,
         context_length: int = 40960,
     ) -> None:
         super().__init__(host, port)
-        self.models = models
+        self.models = models if models is None or isinstance(models, dict) else dict.fromkeys(models, {"tools"})
+        self.refusals: list[str] = []
+        """The messages of the requests refused (a model not pulled aside), oldest first."""
         self.num_ctx = num_ctx
         self.context_length = context_length
 
@@ -259,6 +264,11 @@ class FakeOllamaServer(NativeFakeServer):
             if "name" not in call or not isinstance(call.get("arguments", {}), dict):
                 raise ValueError(f"an Ollama tool call needs a name and an arguments object: {call!r}")
         return step
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        """The bodies of the chat requests received, oldest first."""
+        return self.chat_bodies()
 
     def chat_bodies(self) -> list[dict[str, Any]]:
         """The bodies of the chat requests received, oldest first."""

@@ -1,10 +1,13 @@
-"""The MCP server's line into the live kernel (docs/mcp-server.md): the kernel's own Jupyter
-connection (its connection file's ports and HMAC key), so nothing new listens anywhere.
+"""The line of `blitz mcp` and `blitz acp` into the live kernel (docs/mcp-server.md,
+docs/acp.md): the kernel's own Jupyter connection (its connection file's ports and HMAC key),
+so nothing new listens anywhere.
 
 Each request is a silent execute of the endpoint's call (core/outside_wire.py); the kernel runs
-it between the user's cells, one at a time. The reply is the execute's display of REPLY_MIME.
-A kernel that does not answer in time is busy (a cell or a `%%blitz` turn runs): the request
-fails with that reason rather than hang the client.
+it between the user's cells, one at a time. The reply is the execute's display of REPLY_MIME;
+a streamed turn's events come before it as displays of EVENT_MIME, and the client's answers,
+Stop and steering go the other way as comm_opens (`control`), which ipykernel handles while the
+turn's async execute runs. A kernel that does not answer in time is busy (a cell or a `%%blitz`
+turn runs): the request fails with that reason rather than hang the client.
 """
 
 from __future__ import annotations
@@ -14,12 +17,25 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..core.outside_wire import NOT_LOADED, REPLY_MIME, OutsideReply, OutsideRequest, request_code
+from ..core.outside_wire import (
+    CONTROL_TARGET,
+    EVENT_MIME,
+    NOT_LOADED,
+    REPLY_MIME,
+    OutsideControl,
+    OutsideEvent,
+    OutsideReply,
+    OutsideRequest,
+    request_code,
+)
 
 READY_TIMEOUT_S = 10.0
+NO_LIMIT_S = 7 * 24 * 3600.0
+"""How long a started streamed turn may run when no limit is given (zmq waits take no "forever")."""
 
 
 class KernelLinkError(Exception):
@@ -96,23 +112,55 @@ class KernelLink:
                 f"the kernel of {connection_file} is not running (no answer within {ready_timeout_s:g} s)"
             ) from None
         self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
 
-    def ask(self, request: OutsideRequest) -> OutsideReply:
-        """Send `request`, wait for its reply; KernelLinkError when the kernel cannot answer."""
+    def ask(
+        self,
+        request: OutsideRequest,
+        on_event: Callable[[OutsideEvent], None] | None = None,
+        run_timeout_s: float | None = None,
+    ) -> OutsideReply:
+        """Send `request`, wait for its reply; KernelLinkError when the kernel cannot answer.
+        A streamed turn's events go to `on_event` as they come; it may run `run_timeout_s`
+        (None: no limit) once the kernel has started it."""
         request = request.model_copy(update={"expires_at": time.time() + self.call_timeout_s})
         with self._lock:
-            msg_id = self.client.execute(request_code(request), silent=True, store_history=False, allow_stdin=False)
-            return self._reply(msg_id)
+            with self._send_lock:
+                msg_id = self.client.execute(request_code(request), silent=True, store_history=False, allow_stdin=False)
+            return self._reply(msg_id, request.stream, on_event, run_timeout_s)
 
-    def _reply(self, msg_id: str) -> OutsideReply:
+    def control(self, control: OutsideControl) -> None:
+        """Send a control to the running streamed turn (an answer, Stop, a steering message):
+        a comm_open on the shell channel, which the kernel handles while the turn runs."""
+        import uuid
+
+        content = {"comm_id": uuid.uuid4().hex, "target_name": CONTROL_TARGET, "data": control.model_dump(mode="json")}
+        with self._send_lock:
+            self.client.shell_channel.send(self.client.session.msg("comm_open", content))
+
+    def _reply(
+        self,
+        msg_id: str,
+        stream: str | None = None,
+        on_event: Callable[[OutsideEvent], None] | None = None,
+        run_timeout_s: float | None = None,
+    ) -> OutsideReply:
         deadline = time.monotonic() + self.call_timeout_s
         reply: OutsideReply | None = None
         error: str | None = None
         while True:
             message = self._next(deadline)
+            kind, content = message["msg_type"], message["content"]
+            data = content.get("data", {}) if kind == "display_data" else {}
+            if stream is not None and isinstance(data.get(EVENT_MIME), dict):
+                event = OutsideEvent.model_validate(data[EVENT_MIME])
+                if event.stream == stream and on_event is not None:
+                    # the turn started: from now on it runs as long as it needs to
+                    deadline = time.monotonic() + (run_timeout_s if run_timeout_s is not None else NO_LIMIT_S)
+                    on_event(event)
+                continue
             if message["parent_header"].get("msg_id") != msg_id:
                 continue
-            kind, content = message["msg_type"], message["content"]
             if kind == "display_data" and REPLY_MIME in content.get("data", {}):
                 reply = OutsideReply.model_validate(content["data"][REPLY_MIME])
             elif kind == "error":

@@ -28,6 +28,8 @@ TURN_SCHEMA = {
     "properties": {"prompt": {"type": "string", "description": "what to ask the blitz agent"}},
     "required": ["prompt"],
 }
+CELLS_URI = "blitz://notebook/cells"
+CELL_TEMPLATE = "blitz://notebook/cells/{index}"
 DEFAULT_CALL_TIMEOUT_S = 600.0
 TOKEN_ENV = "BLITZ_MCP_TOKEN"
 
@@ -168,7 +170,52 @@ class McpBridge:
                 return error_result(str(error))
             return call_result(reply)
 
-        return Server("blitz-kernel", on_list_tools=list_tools, on_call_tool=call_tool)
+        async def list_resources(ctx: Any, params: Any) -> Any:
+            cells = types.Resource(
+                uri=CELLS_URI,
+                name="notebook cells",
+                description="The notebook's cells with their outputs (text, errors; images listed)",
+                mime_type="text/plain",
+            )
+            return types.ListResourcesResult(resources=[cells])
+
+        async def list_templates(ctx: Any, params: Any) -> Any:
+            cell = types.ResourceTemplate(
+                uri_template=CELL_TEMPLATE,
+                name="notebook cell",
+                description="One cell of the notebook (0-based index) with its outputs",
+                mime_type="text/plain",
+            )
+            return types.ListResourceTemplatesResult(resource_templates=[cell])
+
+        async def read_resource(ctx: Any, params: Any) -> Any:
+            import anyio
+            from mcp.shared.exceptions import MCPError
+
+            uri = str(params.uri)
+            arguments = resource_arguments(uri)
+            if arguments is None:
+                raise MCPError(code=-32602, message=f"unknown resource {uri!r}: {CELLS_URI} or {CELL_TEMPLATE}")
+            request = OutsideRequest(
+                kind="call", client=f"mcp:{client_name(ctx)}", tool="notebook_read", arguments=arguments
+            )
+            try:
+                reply = await anyio.to_thread.run_sync(self.link.ask, request)
+            except KernelLinkError as error:
+                raise MCPError(code=-32603, message=str(error)) from None
+            if reply.status != "ok":
+                raise MCPError(code=-32603, message=reply.text or reply.status)
+            contents = types.TextResourceContents(uri=uri, mime_type="text/plain", text=reply.text)
+            return types.ReadResourceResult(contents=[contents])
+
+        return Server(
+            "blitz-kernel",
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            on_list_resources=list_resources,
+            on_list_resource_templates=list_templates,
+            on_read_resource=read_resource,
+        )
 
     async def serve_stdio(self) -> None:
         from mcp.server.stdio import stdio_server
@@ -210,6 +257,16 @@ class BearerGate:
                 await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
                 return
         await self.app(scope, receive, send)
+
+
+def resource_arguments(uri: str) -> dict[str, Any] | None:
+    """notebook_read's arguments for a resource URI; None for a URI that is not one of ours."""
+    if uri == CELLS_URI:
+        return {}
+    prefix = CELLS_URI + "/"
+    if uri.startswith(prefix) and uri[len(prefix) :].isdigit():
+        return {"cells": [int(uri[len(prefix) :])]}
+    return None
 
 
 def client_name(ctx: Any) -> str:

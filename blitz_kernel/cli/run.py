@@ -5,17 +5,16 @@ This module adds what papermill cannot know: the kernel's settings through the e
 config reads, so `%%blitz` cells need no edits; an exit status that says why the run stopped (a
 failing `%%blitz` cell raises, so papermill stops there too: papermill#501); progress on stderr
 and the JSON report; and the kernel's redaction on everything it prints or writes, since CI logs
-keep it. Bad input is one line and exit status 2 before any kernel starts. Options, report and
-exit statuses: docs/blitz-run.md.
+keep it. Bad input is one line and exit status 2 before any kernel starts. Several notebooks
+(`-j N`, one shared budget) are cli/fanout.py's; `--replay` is cli/replay_run.py's. Options,
+report and exit statuses: docs/blitz-run.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import keyword
 import logging
-import math
 import os
 import re
 import sys
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TextIO
 
 from ..core.redact import Redactor
+from .checks import UsageProblem, check, run_redactor, shorten
 from .report import (
     EXIT_CODES,
     INJECTED_TAG,
@@ -46,10 +46,6 @@ TURN_LINE_MARKS = ("⚙", "↳", "— ", "📎", "⚠", "⟲")
 SESSION_OPTION = re.compile(r"^%%blitz\b.*(\s-s\s|\s--session[\s=])")
 
 
-class UsageProblem(Exception):
-    """Exit status 2: the command line or its files are wrong."""
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="blitz run",
@@ -57,8 +53,23 @@ def build_parser() -> argparse.ArgumentParser:
         "status: 0 all cells ran, 1 a cell failed, 2 bad usage, 3 a turn or budget limit "
         "stopped the run, 4 a hook or policy blocked a turn.",
     )
-    parser.add_argument("notebook", type=Path, help="the notebook to run")
+    parser.add_argument("notebooks", nargs="+", type=Path, metavar="notebook", help="the notebook(s) to run")
     parser.add_argument("-o", "--output", type=Path, help="where to save the executed notebook (default: not kept)")
+    parser.add_argument(
+        "-j", "--jobs", type=int, metavar="N", help="run several notebooks N at a time, each in its own kernel"
+    )
+    parser.add_argument(
+        "--report-dir",
+        type=Path,
+        metavar="DIR",
+        help="several notebooks: keep each one's output notebook, report and log here",
+    )
+    parser.add_argument("--store", metavar="URL", help="record the sessions in this store (BLITZ_STORE_URL)")
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="replay the saved agent cells' tool calls (no model call); exit 5 when a result changed",
+    )
     parser.add_argument(
         "-p",
         "--parameter",
@@ -75,8 +86,15 @@ def build_parser() -> argparse.ArgumentParser:
         default="deny",
         help="what mutating tools that would ask get (approval.headless; default deny)",
     )
-    parser.add_argument("--budget", type=float, metavar="USD", help="session budget in USD for all agent cells")
-    parser.add_argument("--report", type=Path, metavar="FILE", help="write a JSON report of every agent turn")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="USD",
+        help="budget in USD for all agent cells (of all the notebooks together, when several run)",
+    )
+    parser.add_argument(
+        "--report", type=Path, metavar="FILE", help="write a JSON report of every agent turn (several: the summary)"
+    )
     parser.add_argument("--cwd", type=Path, help="the kernel's working directory (default: the notebook's)")
     parser.add_argument("--kernel", help="kernel name (default: the notebook's)")
     parser.add_argument("--timeout", type=float, metavar="SECONDS", help="per-cell execution timeout (nbclient)")
@@ -161,7 +179,7 @@ class Progress:
             return
         if index is None and INJECTED_TAG in (cell.get("metadata", {}).get("tags") or []):
             self._agent_cell = False
-            self._print(f"[parameters] {_shorten(' '.join(str(cell.get('source', '')).split()), 100)}")
+            self._print(f"[parameters] {shorten(' '.join(str(cell.get('source', '')).split()), 100)}")
             return
         source = str(cell.get("source", ""))
         self._agent_cell = source.lstrip().startswith("%%blitz")
@@ -170,7 +188,7 @@ class Progress:
             first = f"{lines[0]} · {' '.join(lines[1:])}"
         else:
             first = lines[0] if lines else "(empty)"
-        self._print(f"[cell {index}] {_shorten(first, 100)}")
+        self._print(f"[cell {index}] {shorten(first, 100)}")
 
     def cell_completed(self, cell: Any) -> None:
         if cell.get("cell_type") != "code":
@@ -186,7 +204,7 @@ class Progress:
                 if error
                 else ("", "failed")
             )
-            self._print(f"    ✗{took} {_shorten(headline, 160)}")
+            self._print(f"    ✗{took} {shorten(headline, 160)}")
         else:
             self._print(f"    ✓{took}")
         self._agent_cell = False
@@ -211,7 +229,7 @@ class Progress:
 
     def _turn_line(self, line: str) -> None:
         if line.strip().startswith(TURN_LINE_MARKS):
-            self._print(f"    {_shorten(line.rstrip(), 160)}")
+            self._print(f"    {shorten(line.rstrip(), 160)}")
 
     def note(self, line: str) -> None:
         """A line of the run's own (not a cell's)."""
@@ -221,13 +239,11 @@ class Progress:
         print(self.redactor.redact(line), file=self.out, flush=True)
 
 
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _progress_engine(progress: Progress) -> str:
     """Register (once per process) a papermill engine that reports progress; returns its name."""
     from papermill.engines import NBClientEngine, papermill_engines
+
+    from .notebook_host import execute_hosted
 
     class ProgressEngine(NBClientEngine):
         watcher: ClassVar[Progress | None] = None
@@ -236,7 +252,8 @@ def _progress_engine(progress: Progress) -> str:
         def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, **kwargs: Any) -> Any:
             if cls.watcher is not None:
                 cls.watcher.watch(nb_man)
-            return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+            # the kernel's notebook tools edit papermill's notebook in memory (notebook_host.py)
+            return execute_hosted(nb_man, kernel_name, **kwargs)
 
     ProgressEngine.watcher = progress
     papermill_engines.register("blitz-run", ProgressEngine)
@@ -267,32 +284,10 @@ def settings_environment(args: argparse.Namespace, notebook: Path) -> dict[str, 
         env["BLITZ_MODEL"] = args.model
     if args.budget is not None:
         env["BLITZ_BUDGET_USD"] = repr(args.budget)
+    if args.store:
+        env["BLITZ_STORE_URL"] = args.store
     env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "True"))
     return env
-
-
-def check(args: argparse.Namespace) -> Path:
-    notebook = args.notebook.expanduser().resolve()
-    if not notebook.is_file():
-        raise UsageProblem(f"no notebook at {args.notebook}")
-    if notebook.suffix != ".ipynb":
-        raise UsageProblem(f"{args.notebook} is not a .ipynb notebook")
-    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
-        raise UsageProblem(f"--budget must be a finite, positive amount of USD, got {args.budget:g}")
-    if args.timeout is not None and not math.isfinite(args.timeout):
-        raise UsageProblem(f"--timeout must be a finite number of seconds, got {args.timeout:g}")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageProblem(f"--timeout must be positive, got {args.timeout:g} (leave it out for no limit)")
-    if args.cwd is not None and not args.cwd.is_dir():
-        raise UsageProblem(f"--cwd {args.cwd} is not a directory")
-    for name, _ in args.parameter:
-        if not name.isidentifier() or keyword.iskeyword(name):
-            raise UsageProblem(f"-p: a parameter name must be a Python identifier, got {name!r}")
-    for option, path in (("--report", args.report), ("-o/--output", args.output)):
-        if path is not None:
-            _check_writable(option, path.expanduser())
-    _check_notebook(args, notebook)
-    return notebook
 
 
 def _has_injected_cell(notebook: Path) -> bool:
@@ -302,36 +297,6 @@ def _has_injected_cell(notebook: Path) -> bool:
 
     cells = nbformat.read(notebook, as_version=4).cells
     return any(INJECTED_TAG in (c.get("metadata", {}).get("tags") or []) for c in cells)
-
-
-def _check_writable(option: str, path: Path) -> None:
-    if path.is_dir():
-        raise UsageProblem(f"{option} {path} is a folder; give a file name, e.g. {path / 'report.json'}")
-    if not path.parent.is_dir():
-        raise UsageProblem(f"{option} {path}: the folder {path.parent} does not exist")
-
-
-def _check_notebook(args: argparse.Namespace, notebook: Path) -> None:
-    """The notebook must be one nbformat can read, and name a kernel unless --kernel does."""
-    import nbformat
-
-    try:
-        nb = nbformat.read(notebook, as_version=4)
-    except Exception as error:  # JSON, schema or encoding: nbformat raises several kinds
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise UsageProblem(f"{args.notebook} is not a notebook nbformat can read: {_shorten(first, 160)}") from None
-    if args.kernel is None and not (nb.get("metadata", {}).get("kernelspec") or {}).get("name"):
-        raise UsageProblem(
-            f"{args.notebook} names no kernel (metadata.kernelspec); pass --kernel NAME, e.g. --kernel python3"
-        )
-
-
-def run_redactor(cwd: Path) -> Redactor:
-    """The secrets `blitz run` keeps out of stderr and the report: the environment's, and
-    those assigned in the `.env` of the folder the kernel runs in."""
-    redactor = Redactor.from_environment(os.environ)
-    redactor.learn_file(cwd / ".env")
-    return redactor
 
 
 def _warn_about_own_sessions(notebook: Path, progress: Progress) -> None:
@@ -471,4 +436,23 @@ def main(argv: list[str] | None = None, err: TextIO | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse printed the usage; its status is already 2
         return int(exit_.code or 0)
+    if args.replay:
+        return replay(args, err or sys.stderr)
+    if len(args.notebooks) > 1 or args.jobs is not None or args.report_dir is not None:
+        from .fanout import run_many
+
+        return run_many(args, err or sys.stderr)
+    args.notebook = args.notebooks[0]
     return run(args, err or sys.stderr)
+
+
+def replay(args: argparse.Namespace, err: TextIO) -> int:
+    """`blitz run --replay NOTEBOOK` (cli/replay_run.py), on this module's papermill run."""
+    from .replay_run import run_replay
+
+    if len(args.notebooks) > 1 or args.jobs is not None or args.report_dir is not None:
+        print("blitz run: --replay takes one notebook (no -j, no --report-dir)", file=err)
+        return EXIT_CODES["usage"]
+    args.notebook = args.notebooks[0]
+    logging.getLogger("papermill").addFilter(_QuietCommTargets())
+    return run_replay(args, err, execute, Progress(err, run_redactor(args.cwd or args.notebook.parent)))

@@ -178,6 +178,7 @@ _ENV_KEYS = {
     "BLITZ_APPROVAL_HEADLESS": "approval.headless",
     "BLITZ_BUDGET_USD": "limits.max_cost_usd_session",
     "BLITZ_STORE_URL": "store.url",
+    "BLITZ_SHARED_BUDGET": "limits.shared_budget_file",
 }
 _TRUTHY = {"1", "true", "yes", "on"}
 _FALSY = {"0", "false", "no", "off"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -16,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticCustomError
 
 from ..core.store_url import StoreUrlError, check_store_url
-from ..core.terms import HeadlessPolicy, ToolPolicy
+from ..core.terms import HeadlessPolicy, Reasoning, ToolPolicy
 from ..core.usage import Price
 from ..core.web_access import WebAccess
 from .mcp_servers import McpConfig
@@ -83,6 +84,10 @@ class LimitsConfig(_Section):
     max_cost_usd_session: float | None = Field(default=None, gt=0)
     """Spend ceiling for a whole session: once passed, later turns are refused before
     any model call until `%blitz_usage --add-budget USD`."""
+    shared_budget_file: Path | None = None
+    """A budget ledger several runs spend from together (`blitz run -j`, `blitz eval` set it
+    with BLITZ_SHARED_BUDGET): each model call is refused when its estimate would pass
+    what is left of it."""
     repeat_warn: int = Field(default=3, ge=2)
     """Identical consecutive tool calls after which the result tells the model it is
     repeating itself."""
@@ -104,6 +109,7 @@ class ModelSettings(_Section):
 
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
+    reasoning: Reasoning | None = None
     context_window: int | None = Field(default=None, ge=1024)
     """Tokens the model can read; needed for auto-compaction of models litellm does not know
     (local `openai/<name>` servers)."""
@@ -300,6 +306,8 @@ class BlitzConfig(_Section):
     """Sampling temperature; unset means the provider default."""
     max_tokens: int | None = Field(default=None, ge=1)
     """Completion token cap per call; unset means the provider default."""
+    reasoning: Reasoning | None = None
+    """How hard models think (off, low, medium, high); unset means the provider default."""
     model_retries: int = Field(default=3, ge=0, le=MAX_MODEL_RETRIES)
     """Retries of a retryable model failure (rate limit, 5xx, timeout, stall) before it surfaces."""
     stall: StallConfig = StallConfig()
@@ -350,6 +358,7 @@ class BlitzConfig(_Section):
         return ModelSettings(
             temperature=chosen.temperature if chosen.temperature is not None else self.temperature,
             max_tokens=chosen.max_tokens if chosen.max_tokens is not None else self.max_tokens,
+            reasoning=chosen.reasoning if chosen.reasoning is not None else self.reasoning,
             context_window=chosen.context_window,
         )
 

@@ -81,6 +81,9 @@ def _approvals(document: Mapping[str, Any], user: Mapping[str, Any]) -> Iterator
 def _limits(document: Mapping[str, Any], user: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
     limits, mine = _table(document, "limits"), _table(user, "limits")
     for key, value in limits.items():
+        if key == "shared_budget_file":  # a file the kernel rewrites: not for a cloned repo to name
+            yield f"limits.{key}", value
+            continue
         given = _number(value)
         if given is None:
             continue

@@ -62,6 +62,26 @@ class ToolCall(BaseModel):
         return value if isinstance(value, dict) else {}
 
 
+class ThinkingPart(BaseModel):
+    """A provider's signed thinking block (Anthropic extended thinking). Kept as sent: with
+    thinking on, the provider refuses a tool step whose call is not preceded by it, and the
+    signature proves the text unchanged, so neither may be edited."""
+
+    part_kind: Literal["thinking"] = "thinking"
+    text: str = ""
+    signature: str = ""
+
+
+class RedactedThinkingPart(BaseModel):
+    """Thinking the provider encrypted: opaque data that goes back as it came."""
+
+    part_kind: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+
+
+ThinkingBlock = Annotated[ThinkingPart | RedactedThinkingPart, Field(discriminator="part_kind")]
+
+
 class AssistantMessage(BaseModel):
     """One model response (one step)."""
 
@@ -69,6 +89,9 @@ class AssistantMessage(BaseModel):
     text: str = ""
     thought: str = ""
     """Reasoning text, shown collapsed and never sent back as the answer."""
+    thinking: list[ThinkingBlock] = Field(default_factory=list)
+    """The provider's thinking blocks of this step, sent back only to the model that wrote them
+    (a signature is valid for that model alone)."""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     model: str = ""
     """The model that actually answered (for pricing)."""
@@ -154,6 +177,21 @@ def for_model(messages: list[Message]) -> list[Message]:
         m.model_copy(update={"subagent": None}) if isinstance(m, ToolResultMessage) and m.subagent is not None else m
         for m in messages
     ]
+
+
+def keep_signed_thinking(original: Message, redacted: Message) -> Message:
+    """`redacted` (a message after secret redaction), without thinking blocks the redaction
+    changed: a changed block no longer matches its signature, and the provider refuses a
+    request that carries it. Dropping it keeps the secret out of the history; the provider
+    then may ask for the thinking of that step, but never sees a forged one."""
+    if (
+        isinstance(original, AssistantMessage)
+        and isinstance(redacted, AssistantMessage)
+        and redacted.thinking != original.thinking
+    ):
+        kept = [block for block in redacted.thinking if block in original.thinking]
+        return redacted.model_copy(update={"thinking": kept})
+    return redacted
 
 
 class InvalidHistoryError(ValueError):

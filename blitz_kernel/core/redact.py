@@ -15,8 +15,10 @@ Values under 8 characters are not learned (they would redact ordinary words); an
 value is still redacted where it stands.
 
 A text is often redacted more than once on its way out (a tool's output goes into the event,
-the history and the store), so the redactor remembers what it gave for its recent longer texts
-(`CACHE_ENTRIES`), and forgets all of it whenever it learns a new secret.
+the history and the store; a tool's name, the model's name and an audit decision go out with
+every call), so the redactor remembers what it gave for its recent texts (`CACHE_ENTRIES`
+longer ones, `SHORT_ENTRIES` short ones), and forgets all of it whenever it learns a new
+secret.
 """
 
 from __future__ import annotations
@@ -61,7 +63,11 @@ CACHE_ENTRIES = 512
 CACHE_CHARS = 4_000_000
 """At most this many entries and characters of text are remembered, then it starts afresh."""
 CACHED_CHARS = 64
-"""Texts this long or longer are remembered; a shorter one costs less to redact than to keep."""
+"""Texts this long or longer are remembered in the bounded cache above."""
+SHORT_ENTRIES = 2048
+"""Shorter texts are remembered apart, at most this many, then afresh: streamed pieces pass
+once each, so they must not push the longer texts out; the short texts that repeat (names,
+decisions, arguments) cost a dictionary look-up instead of a pass over every format."""
 
 T = TypeVar("T")
 
@@ -97,6 +103,8 @@ class Redactor:
         self._done: dict[str, str] = {}
         """Text → its redaction, for recent texts of CACHED_CHARS or more (cleared on learning)."""
         self._done_chars = 0
+        self._short: dict[str, str] = {}
+        """The same for shorter texts (SHORT_ENTRIES)."""
         self.learn(secrets)
 
     @classmethod
@@ -124,7 +132,7 @@ class Redactor:
                 self._known.add(value)
                 added = True
         if added:
-            self._done, self._done_chars = {}, 0
+            self._done, self._done_chars, self._short = {}, 0, {}
             forms = set().union(*(encoded_forms(value) for value in self._known))
             self._forms = sorted(forms, key=len, reverse=True)  # longest first: a form within a form
             self._anchors = [(_anchor(value), tuple(encoded_forms(value))) for value in self._known]
@@ -141,7 +149,10 @@ class Redactor:
         if not text or not isinstance(text, str):
             return text
         remembered = len(text) >= CACHED_CHARS
-        if remembered and (done := self._done.get(text)) is not None:
+        if remembered:
+            if (done := self._done.get(text)) is not None:
+                return done
+        elif (done := self._short.get(text)) is not None:
             return done
         original = text
         folded = text.lower() if text.isascii() else None
@@ -158,6 +169,10 @@ class Redactor:
                 self._done, self._done_chars = {}, 0
             self._done[original] = text
             self._done_chars += len(original)
+        elif not remembered:
+            if len(self._short) >= SHORT_ENTRIES:
+                self._short = {}
+            self._short[original] = text
         return text
 
     def _replace_known(self, text: str) -> str:
@@ -304,14 +319,24 @@ def _unquoted(literal: str) -> str:
     return value if isinstance(value, str) else literal[1:-1]
 
 
+_WALKED: dict[type[BaseModel], tuple[str, ...]] = {}
+"""Per model class, the fields the walk visits (all but KEPT_FIELDS)."""
+_SCALARS = (type(None), int, float, bool)
+"""Values that hold no text: returned as they are before any other check."""
+
+
 def _walk(redactor: Redactor, value: Any) -> Any:
     if isinstance(value, str):
         return redactor.redact(value)
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, BaseModel):
         updates = {}
-        for name in type(value).model_fields:
-            if name in KEPT_FIELDS:
-                continue
+        cls = type(value)
+        names = _WALKED.get(cls)
+        if names is None:
+            names = _WALKED[cls] = tuple(name for name in cls.model_fields if name not in KEPT_FIELDS)
+        for name in names:
             old = getattr(value, name)
             new = _walk(redactor, old)
             if new is not old:

@@ -10,6 +10,10 @@ from __future__ import annotations
 from typing import Literal
 
 Policy = Literal["allow", "ask", "deny"]
+
+Reasoning = Literal["off", "low", "medium", "high"]
+"""How hard a model thinks before it answers (`--think`, `reasoning`): each provider's own
+setting (Anthropic's thinking budget, OpenAI's reasoning effort, Gemini's thinking budget)."""
 """What a tool call needs before it runs, and what `--approve` sets for a turn."""
 ToolPolicy = Literal["allow", "ask", "deny", "ask-if-risky"]
 """A configured policy: `ask-if-risky` (run_python only) runs code without asking when nothing

@@ -23,6 +23,8 @@ class TokenUsage(BaseModel):
     """Prompt tokens written to the cache (clamped to the uncached input)."""
     output_tokens: int = 0
     """Completion tokens, reasoning included."""
+    reasoning_tokens: int = 0
+    """Of the output, the tokens spent thinking (where the provider reports them)."""
 
     def clamped(self) -> TokenUsage:
         """Cached ≤ input, cache writes ≤ uncached input."""
@@ -51,6 +53,13 @@ class Price(BaseModel):
             + usage.cache_write_tokens * write_rate
             + usage.output_tokens * self.output
         ) / 1e6
+
+    def cache_saving(self, usage: TokenUsage) -> float:
+        """What the cache saved on this call: its cost with every input token at the plain
+        input rate, less its real cost (negative when writing the cache cost more than it
+        saved, as on the first step of a turn)."""
+        uncached = usage.model_copy(update={"cached_tokens": 0, "cache_write_tokens": 0})
+        return self.cost(uncached) - self.cost(usage)
 
 
 PriceSource = Callable[[str], Price | None]
@@ -81,16 +90,21 @@ class UsageTotals(BaseModel):
     cached_tokens: int = 0
     cache_write_tokens: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int = 0
     cost_usd: float = 0.0
+    saved_usd: float = 0.0
+    """What prompt caching saved, priced calls only (Price.cache_saving)."""
     priced: bool = True
     calls: int = 0
 
-    def add(self, usage: TokenUsage, cost: float | None) -> None:
+    def add(self, usage: TokenUsage, cost: float | None, saved: float = 0.0) -> None:
         usage = usage.clamped()
+        self.saved_usd += saved
         self.input_tokens += usage.input_tokens
         self.cached_tokens += usage.cached_tokens
         self.cache_write_tokens += usage.cache_write_tokens
         self.output_tokens += usage.output_tokens
+        self.reasoning_tokens += usage.reasoning_tokens
         self.calls += 1
         if cost is None:
             self.priced = False
@@ -102,7 +116,9 @@ class UsageTotals(BaseModel):
         self.cached_tokens += other.cached_tokens
         self.cache_write_tokens += other.cache_write_tokens
         self.output_tokens += other.output_tokens
+        self.reasoning_tokens += other.reasoning_tokens
         self.cost_usd += other.cost_usd
+        self.saved_usd += other.saved_usd
         self.calls += other.calls
         self.priced = self.priced and other.priced
 
@@ -118,11 +134,19 @@ class UsageTotals(BaseModel):
             return f"${self.cost_usd:.4f} + unpriced calls"
         return "unpriced"
 
+    def describe_saving(self) -> str:
+        """ "cache saved $0.0123", or "" when the cache was not read (or saved nothing)."""
+        if not self.cached_tokens or self.saved_usd <= 0:
+            return ""
+        return f"cache saved ${self.saved_usd:.4f}"
+
     def describe(self) -> str:
         cached = f" ({self.cached_tokens:,} cached)" if self.cached_tokens else ""
+        saving = self.describe_saving()
         return (
             f"{self.input_tokens:,} in{cached} · {self.output_tokens:,} out · "
             f"{self.calls} call{'s' if self.calls != 1 else ''} · {self.describe_cost()}"
+            + (f" · {saving}" if saving else "")
         )
 
 
@@ -139,7 +163,7 @@ class UsageLedger(BaseModel):
         for model, totals in other.by_model.items():
             self.by_model.setdefault(model, UsageTotals()).merge(totals)
 
-    def record(self, model: str, usage: TokenUsage, cost: float | None) -> None:
-        self.total.add(usage, cost)
-        self.by_model.setdefault(model, UsageTotals()).add(usage, cost)
+    def record(self, model: str, usage: TokenUsage, cost: float | None, saved: float = 0.0) -> None:
+        self.total.add(usage, cost, saved)
+        self.by_model.setdefault(model, UsageTotals()).add(usage, cost, saved)
         self.last_prompt_tokens = usage.input_tokens

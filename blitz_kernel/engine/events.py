@@ -138,6 +138,8 @@ class UsageEvent(BaseModel):
     usage: TokenUsage
     cost_usd: float | None
     """None when the model has no price (the session becomes unpriced)."""
+    saved_usd: float = 0.0
+    """What prompt caching saved on this call (negative while a cache write costs extra)."""
 
 
 class CompactionEvent(BaseModel):

@@ -14,7 +14,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from ..core.history import AssistantMessage, Message, ToolCall
+from ..core.history import AssistantMessage, Message, ThinkingBlock, ToolCall
+from ..core.terms import Reasoning
 from ..core.tools import ToolSpec
 from ..core.usage import Price, TokenUsage
 
@@ -27,6 +28,8 @@ class ModelRequest(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list)
     temperature: float | None = None
     max_tokens: int | None = None
+    reasoning: Reasoning | None = None
+    """How hard the model thinks ("off" turns thinking off); None: the provider's default."""
 
 
 class TextDelta(BaseModel):
@@ -43,13 +46,17 @@ class ModelResponse(BaseModel):
     kind: Literal["response"] = "response"
     text: str = ""
     thought: str = ""
+    thinking: list[ThinkingBlock] = Field(default_factory=list)
+    """Signed or redacted thinking blocks, to be sent back with this step (history.py)."""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)
     model: str
     """The model that actually answered (pricing is by this name)."""
 
     def to_message(self) -> AssistantMessage:
-        return AssistantMessage(text=self.text, thought=self.thought, tool_calls=self.tool_calls, model=self.model)
+        return AssistantMessage(
+            text=self.text, thought=self.thought, thinking=self.thinking, tool_calls=self.tool_calls, model=self.model
+        )
 
 
 class ModelSwitch(BaseModel):

@@ -123,6 +123,25 @@ def _body_message(exc: BaseException) -> str | None:
     return None
 
 
+_JSON_BODY = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def embedded_message(text: str) -> str | None:
+    """The provider's own message when litellm quotes the raw error body in its text
+    (Anthropic's `b'{"type":"error","error":{"message":…}}'`, Google's `{"error":{"message":…}}`,
+    Ollama's `{"error":"…"}`), or None when there is no such body."""
+    found = _JSON_BODY.search(text)
+    if found is None:
+        return None
+    try:
+        data = json.loads(found.group(0))
+    except ValueError:
+        return None
+    inner = data.get("error", data) if isinstance(data, dict) else None
+    message = inner.get("message") if isinstance(inner, dict) else inner
+    return message if isinstance(message, str) and message.strip() else None
+
+
 _BYTES_LITERAL = re.compile(r"b'(\{.*\}|\[.*\])'", re.DOTALL)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 
@@ -241,10 +260,8 @@ class ErrorMapper:
     def cause(self, exc: BaseException, status: int | None = None, *, body: bool = False) -> str:
         """`body`: prefer the provider's own message from the SDK's parsed error body."""
         message = _body_message(exc) if body else None
-        embedded = None if message else embedded_error(exc)
-        if embedded is not None:
-            message = f"{embedded.get('status') or 'error'}: {embedded['message']}"
         message = message or str(getattr(exc, "message", None) or exc or type(exc).__name__)
+        message = embedded_message(message) or message
         message = _PREFIXES.sub("", message.strip()).strip()
         message = " ".join(message.split())  # one line
         if len(message) > _MAX_CAUSE:

@@ -24,14 +24,15 @@ from typing import Any, TypeVar
 
 from ..core.usage import Price
 from ..errors import (
-    ContentFilteredError,
     ModelAuthError,
+    ModelBadRequestError,
     ModelError,
+    ModelRefusedError,
     ModelStallError,
     ModelTimeoutError,
     ModelUnavailableError,
 )
-from . import ollama_show, openai_direct, price_map
+from . import cache_marks, ollama_show, openai_direct, price_map
 from .base import ModelRequest, StreamItem, TextDelta
 from .litellm_errors import AttemptFailed, ErrorMapper
 from .openai_wire import StreamReader, to_openai_messages, to_openai_tools
@@ -191,6 +192,8 @@ class LiteLLMModel:
     `fast_stream=False` always reads litellm's stream wrapper (slower; see the module doc).
     `direct`: True/False forces the direct OpenAI path on or off for an OpenAI-compatible
     model (None: `DIRECT_PATH`); it is taken only while no litellm callbacks are registered.
+    `prompt_caching=False` leaves out the cache breakpoints a provider with explicit caching
+    gets (cache_marks.py).
     """
 
     def __init__(
@@ -209,6 +212,7 @@ class LiteLLMModel:
         stall_first_byte_s: float = 120.0,
         stall_between_chunks_s: float = 60.0,
         direct: bool | None = None,
+        prompt_caching: bool = True,
     ) -> None:
         for key, budget in ((FIRST_BYTE_KEY, stall_first_byte_s), (BETWEEN_CHUNKS_KEY, stall_between_chunks_s)):
             if not (math.isfinite(budget) and budget > 0):
@@ -225,9 +229,12 @@ class LiteLLMModel:
         self.stall_first_byte_s = stall_first_byte_s
         self.stall_between_chunks_s = stall_between_chunks_s
         self.direct = direct
+        self.prompt_caching = prompt_caching
+        self._explicit_cache: bool | None = None
         self._api_key = api_key
         self._errors = ErrorMapper(name, [api_key, self.extra.get("api_key")], request_timeout, api_base)
         self._speaks_openai: bool | None = openai_direct.speaks_openai(name) if "/" in name else None
+        self._reasons: bool | None = None
 
     def __repr__(self) -> str:  # never shows the key
         return f"LiteLLMModel({self.name!r}, api_base={self.api_base!r})"
@@ -270,6 +277,8 @@ class LiteLLMModel:
         """
         if self._speaks_openai is None:
             await asyncio.to_thread(self.speaks_openai)  # a bare name: the map is read once
+        if reasoning_effort(request) is not None and not await asyncio.to_thread(self.supports_reasoning):
+            raise ModelBadRequestError(self.name, NO_REASONING)
         transport: _Transport
         if self.takes_direct_path():
             transport = _DirectTransport(self, request)
@@ -297,9 +306,17 @@ class LiteLLMModel:
     def completion_arguments(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `litellm.acompletion` for a request (retries are ours)."""
         arguments: dict[str, Any] = dict(self.extra)
+        messages = to_openai_messages(
+            request.system,
+            request.messages,
+            thinking_model=self.name,
+            images_with_results=self.name.startswith(_GEMINI_PREFIXES),
+        )
+        if self.prompt_caching and self.caches_explicitly():
+            messages = cache_marks.mark_breakpoints(messages)
         arguments.update(
             model=self.name,
-            messages=to_openai_messages(request.system, request.messages),
+            messages=messages,
             stream=True,
             stream_options={"include_usage": True},
             num_retries=0,
@@ -313,11 +330,24 @@ class LiteLLMModel:
             arguments["api_key"] = self._api_key
         if self.request_timeout is not None:
             arguments["timeout"] = self.request_timeout
-        if request.temperature is not None:
+        effort = reasoning_effort(request)
+        claude_thinks = effort is not None and self.caches_explicitly()
+        if request.temperature is not None and not claude_thinks:
             arguments["temperature"] = request.temperature
         if request.max_tokens is not None:
-            arguments["max_tokens"] = request.max_tokens
+            arguments["max_tokens"] = request.max_tokens + (self._thinking_budget(effort) if claude_thinks else 0)
+        if effort is not None:
+            arguments["reasoning_effort"] = effort  # litellm maps it to each provider's setting
         return arguments
+
+    def _thinking_budget(self, effort: str | None) -> int:
+        """The thinking budget litellm gives Claude for `effort` (its own constants). Claude
+        counts thinking inside `max_tokens` and refuses a cap at or below the budget, so a
+        configured `max_tokens` caps the answer and the budget comes on top. (Claude thinking
+        also refuses any temperature but 1: a configured one is left out while it thinks.)"""
+        constants = load_litellm().constants
+        name = f"DEFAULT_REASONING_EFFORT_{str(effort).upper()}_THINKING_BUDGET"
+        return int(getattr(constants, name, 0) or 0)
 
     async def _attempt(self, transport: _Transport) -> AsyncIterator[StreamItem]:
         """One request: raises AttemptFailed (with the typed error) on any failure."""
@@ -354,11 +384,8 @@ class LiteLLMModel:
         if not reader.finished:
             error = ModelUnavailableError(self.name, "the stream ended before the answer was complete")
             raise AttemptFailed(error)
-        if reader.finish_reason == "content_filter":
-            cause = (
-                "the provider's safety filter blocked the answer (finish reason content_filter); rephrase the request"
-            )
-            raise AttemptFailed(ContentFilteredError(self.name, cause))
+        if reader.blocked:
+            raise AttemptFailed(ModelRefusedError(self.name, "the provider's safety filter blocked the answer"))
         yield reader.response(self.name)
 
     def _stall_error(self, watch: _StallWatch) -> ModelStallError:
@@ -428,6 +455,30 @@ class LiteLLMModel:
                 return None
         return int(tokens) if tokens else None
 
+    def caches_explicitly(self) -> bool:
+        """Whether the provider caches only what a request marks (Anthropic, also through
+        Bedrock or Vertex); OpenAI and Gemini cache on their own, and blitz counts it."""
+        if self._explicit_cache is None:
+            try:
+                provider = load_litellm().get_llm_provider(model=self.name, api_base=self.api_base)[1]
+            except Exception:  # noqa: BLE001 - an unknown provider caches nothing we could mark
+                provider = ""
+            claude = "claude" in self.name.lower()
+            self._explicit_cache = provider == "anthropic" or (claude and provider in ("bedrock", "vertex_ai"))
+        return self._explicit_cache
+
+    def supports_reasoning(self) -> bool:
+        """litellm's word on whether the model has a thinking setting (`--think` needs it)."""
+        if self._reasons is None:
+            if self.speaks_openai():
+                self._reasons = price_map.supports_reasoning_of(self.name)
+            else:
+                try:
+                    self._reasons = bool(load_litellm().supports_reasoning(model=self.name))
+                except Exception:  # noqa: BLE001 - unmapped models raise: they have no such setting
+                    self._reasons = False
+        return self._reasons
+
     def supports_vision(self) -> bool:
         """litellm's word on whether the model reads images (view_image needs it)."""
         if self.speaks_openai():
@@ -445,6 +496,19 @@ class LiteLLMModel:
         for other providers or when it does not answer."""
         model = ollama_show.ollama_model(self.name)
         return None if model is None else ollama_show.show(self.api_base, model)
+
+
+_GEMINI_PREFIXES = ("gemini/", "vertex_ai/gemini")
+"""Models litellm reaches over Gemini's API, which refuses two user turns in a row."""
+
+NO_REASONING = "this model has no thinking setting that --think or reasoning could choose; use --think off"
+
+
+def reasoning_effort(request: ModelRequest) -> str | None:
+    """The `reasoning_effort` litellm (and the OpenAI SDK) take for the request's `reasoning`:
+    litellm turns it into Anthropic's thinking budget and Gemini's thinking budget. "off" sends
+    nothing, which leaves thinking off on the providers that make it optional."""
+    return None if request.reasoning in (None, "off") else request.reasoning
 
 
 def _litellm_callbacks_registered(litellm: Any) -> bool:
@@ -482,6 +546,7 @@ class _DirectTransport(_Transport):
             to_openai_tools(request.tools, reuse=True) if request.tools else None,
             temperature=request.temperature,
             max_tokens=request.max_tokens,
+            reasoning_effort=reasoning_effort(request),
         )
 
     async def open(self) -> Any:
@@ -491,4 +556,4 @@ class _DirectTransport(_Transport):
             cause = "no API key: set OPENAI_API_KEY, or name the variable that holds it in api_key_env"
             raise AttemptFailed(ModelAuthError(model.name, cause))
         client = openai_direct.client_for(openai_direct.endpoint(model.api_base), key, model.request_timeout)
-        return await client.chat.completions.create(**self.arguments)
+        return await openai_direct.open_stream(client, self.arguments)

@@ -18,6 +18,14 @@ request mirrors what litellm sends for OpenAI: the model name without `openai/`,
 from `api_key` or `OPENAI_API_KEY`, the endpoint from `api_base`, `OPENAI_BASE_URL` or
 `OPENAI_API_BASE`, and `max_completion_tokens` instead of `max_tokens` for the reasoning
 models (o1, o3, o4, gpt-5) that reject the latter.
+
+The request goes out through the client's `post` (the SDK's way to send a body as given),
+not `chat.completions.create`: `create` walks the whole request (every message, every tool
+schema) to transform it against its typed parameters, which for the plain JSON built here
+gives back the same data and cost several milliseconds a step. The answer's chunks come back
+as the JSON the endpoint sent (`openai_wire.WireObject` reads them), not as SDK models
+built field by field. The rest of the SDK's request path (headers, auth, timeouts, error
+classes, an error event inside the stream) is the same.
 """
 
 from __future__ import annotations
@@ -95,6 +103,21 @@ def client_for(base_url: str, api_key: str, timeout: float | None) -> Any:
     return client
 
 
+async def open_stream(client: Any, arguments: dict[str, Any]) -> Any:
+    """Send one streamed chat-completions request (`request_arguments`); the SDK's stream of
+    the chunks as decoded JSON (dicts). Raises the SDK's errors, like `create` would."""
+    import openai
+
+    return await client.post(
+        "/chat/completions",
+        body=arguments,
+        cast_to=object,
+        options={"security": {"bearer_auth": True}},
+        stream=True,
+        stream_cls=openai.AsyncStream[object],
+    )
+
+
 def request_arguments(
     name: str,
     messages: list[dict[str, Any]],
@@ -102,6 +125,7 @@ def request_arguments(
     *,
     temperature: float | None,
     max_tokens: int | None,
+    reasoning_effort: str | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments of `client.chat.completions.create` for one streamed step."""
     model = wire_name(name)
@@ -117,4 +141,6 @@ def request_arguments(
         arguments["temperature"] = temperature
     if max_tokens is not None:
         arguments["max_completion_tokens" if _REASONING.match(model) else "max_tokens"] = max_tokens
+    if reasoning_effort is not None:
+        arguments["reasoning_effort"] = reasoning_effort
     return arguments

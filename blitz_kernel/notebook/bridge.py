@@ -78,10 +78,15 @@ class NotebookBridge:
                        {"output_type": "execute_result" | "display_data", "mime_types", "text",
                        "images": [{"mime_type", "width"?, "height"?, "data"? (base64, when
                        include_images)}]}
-          insert_cell  {"index", "cell_type", "source"} → {"index", "id", "cell_count"}
-          replace_cell {"index", "source", "cell_type"?} → {"index", "id", "cell_type",
+          insert_cell  {"index", "cell_type", "source", "metadata"?} → {"index", "id", "cell_count"}
+          replace_cell {"index", "source", "cell_type"?, "metadata"?} → {"index", "id", "cell_type",
                        "previous_source", "cell_count"}
           delete_cell  {"index"} → {"deleted": {"id", "cell_type", "source"}, "cell_count"}
+          set_outputs  {"id", "outputs": [nbformat output], "execution_count", "metadata"?}
+                       → {"index", "id", "previous_outputs", "previous_execution_count",
+                       "previous_metadata"}: the outputs of a cell notebook_run ran (or undo
+                       puts back); "metadata" is the cell's `blitz` metadata key.
+        CELL may carry "blitz", the cell's `blitz` metadata (who made or ran it).
         Error codes: bad_request, bad_index, running_cell, unknown_op, internal.
 
     Replies that come after their request timed out (or from a stale comm) are ignored.
@@ -120,6 +125,10 @@ class NotebookBridge:
         """The client that loaded the extension (see the class docstring)."""
         self.cell_session: str | None = None
         """The client that ran the current (or last) cell."""
+        self.cell_ids: dict[int, str] = {}
+        """Execution count → the id of the notebook cell that ran as In[count] in this kernel
+        (JupyterLab sends it with each execute request; notebook_run records its own), so a
+        cell showing a count from an earlier kernel is not taken for one that ran here."""
 
     @property
     def connected(self) -> bool:
@@ -170,6 +179,9 @@ class NotebookBridge:
         session = _parent_session(self._shell)
         if session is not None:
             self.cell_session = session
+        cell_id = _parent_cell_id(self._shell)
+        if cell_id is not None and getattr(info, "store_history", False):
+            self.cell_ids[int(self._shell.execution_count) - 1] = cell_id  # the counter moved on already
         self._choose()
         self.ping()
 
@@ -331,6 +343,17 @@ def _parent_session(ipython: Any) -> str | None:
     except Exception:
         return None
     return _session_of(parent) if isinstance(parent, dict) else None
+
+
+def _parent_cell_id(ipython: Any) -> str | None:
+    """The notebook cell id the front end sent with the request being handled (`cellId`)."""
+    get_parent = getattr(getattr(ipython, "kernel", None), "get_parent", None)
+    try:
+        metadata = get_parent().get("metadata") if get_parent is not None else None
+    except Exception:
+        return None
+    cell_id = metadata.get("cellId") if isinstance(metadata, dict) else None
+    return cell_id if isinstance(cell_id, str) and cell_id else None
 
 
 def install(ipython: Any) -> NotebookBridge | None:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 CellType = Literal["code", "markdown", "raw"]
 ErrorCode = Literal["bad_request", "bad_index", "running_cell", "unknown_op", "internal"]
-Op = Literal["list_cells", "read_cells", "insert_cell", "replace_cell", "delete_cell"]
+Op = Literal["list_cells", "read_cells", "insert_cell", "replace_cell", "delete_cell", "set_outputs"]
 
 
 class _Sent(BaseModel):
@@ -58,6 +58,8 @@ class InsertCellParams(_Sent):
     index: int
     cell_type: CellType = "code"
     source: str
+    metadata: dict[str, Any] | None = None
+    """The new cell's `blitz` metadata key (the agent's mark)."""
 
 
 class ReplaceCellParams(_Sent):
@@ -65,10 +67,22 @@ class ReplaceCellParams(_Sent):
     source: str
     cell_type: CellType | None = None
     """Left out (not null) when the cell keeps its type."""
+    metadata: dict[str, Any] | None = None
+    """The cell's `blitz` metadata key (the agent's mark); left out: unchanged."""
 
 
 class DeleteCellParams(_Sent):
     index: int
+
+
+class SetOutputsParams(_Sent):
+    id: str
+    """The cell, by id: indices shift while the cell runs if the user inserts cells."""
+    outputs: list[dict[str, Any]]
+    """nbformat 4 outputs, as the cell's output area takes them."""
+    execution_count: int | None
+    metadata: dict[str, Any] | None = None
+    """The cell's `blitz` metadata key (who ran it); null removes the key."""
 
 
 class Request(_Sent):
@@ -128,6 +142,9 @@ class Cell(_Received):
     execution_count: int | None
     running: bool
     outputs: list[StreamOutput | ErrorOutput | RichOutput] = Field(default_factory=list)
+    blitz: dict[str, Any] | None = None
+    """The cell's `blitz` metadata (which session and turn made or ran it); a front end of
+    an older version sends none."""
 
 
 class ListCellsResult(_Received):
@@ -167,6 +184,14 @@ class DeleteCellResult(_Received):
     cell_count: int
 
 
+class SetOutputsResult(_Received):
+    index: int
+    id: str
+    previous_outputs: list[dict[str, Any]]
+    previous_execution_count: int | None
+    previous_metadata: dict[str, Any] | None = None
+
+
 class ReplyError(_Received):
     code: ErrorCode | str
     """One of the known codes; another one (a newer front end) is shown as it is."""
@@ -195,6 +220,7 @@ OPS: dict[str, tuple[type[_Sent], type[_Received]]] = {
     "insert_cell": (InsertCellParams, InsertCellResult),
     "replace_cell": (ReplaceCellParams, ReplaceCellResult),
     "delete_cell": (DeleteCellParams, DeleteCellResult),
+    "set_outputs": (SetOutputsParams, SetOutputsResult),
 }
 """Each op's params and result models."""
 

@@ -16,6 +16,7 @@ _state: dict[str, Any] = {}
 
 
 def load(ipython: Any) -> None:
+    from .clients import ClientMagics
     from .magics import BlitzMagics
     from .mcp_magic import McpMagics
     from .replay_magic import ReplayMagics
@@ -38,6 +39,7 @@ def load(ipython: Any) -> None:
         ReviewMagics(ipython, magics),
         SkillsMagics(ipython, magics),
         ReplayMagics(ipython, magics),
+        ClientMagics(ipython),
     ]
     for family in registered:
         ipython.register_magics(family)

@@ -5,7 +5,7 @@ HELP = """\
 blitz_kernel — an agent in your kernel. Magics:
 
   %%blitz [options]          the cell body is the prompt; runs one turn
-      -s/--session NAME  -a/--agent NAME  -m/--model MODEL  --plan
+      -s/--session NAME  -a/--agent NAME  -m/--model MODEL  --plan  --think off|low|medium|high
       --max-turns N  --max-cost USD  --timeout SECONDS  --tools a,b,c
       --approve ask|allow|deny  -o/--out NAME  --schema NAME  --plain
       example:  %%blitz --max-turns 5 --out r
@@ -28,6 +28,8 @@ blitz_kernel — an agent in your kernel. Magics:
   %blitz_audit [--session NAME] [--last N] [--tool NAME]
                              every tool call, its decision and who made it
   %blitz_mcp [restart NAME]  MCP servers, their tools and approval policies
+  %blitz_clients [--detach NAME | --reattach NAME]
+                             outside clients (blitz mcp, blitz acp) and what they called
   %blitz_undo [--files-only | --conversation-only] [--force] [-s NAME]
                              undo the last turn: files, cells, variables and its conversation
   %blitz_rewind N [same options]   undo the last N turns, newest first
@@ -35,7 +37,7 @@ blitz_kernel — an agent in your kernel. Magics:
   %blitz_review [TURN] [--diff] [--revert ID … [--force] | --keep ID … | --keep-all] [-s NAME]
                              a turn's changes with ids; revert or keep them one by one
   %blitz_skills              the skills the agent can load, where each comes from
-  %blitz_replay [CELL | --turn N] [-s NAME] [-o NAME] [--approve allow]
+  %blitz_replay [CELL | --turn N | --index I] [--notebook PATH] [-s NAME] [-o NAME] [--approve allow]
                              re-run a turn's tool calls with no model call, compare results
   %blitz_help                this text
 

@@ -122,6 +122,13 @@ def switch_line(event: ModelSwitchEvent) -> str:
     return f"⇄ {event.failed} failed ({event.reason}); answered by {event.answered_by}"
 
 
+def thought_line(text: str) -> str:
+    """A step's thinking in plain output: one line that says it happened, never the text
+    (the widget shows it collapsed; a long chain of thought would drown the answer)."""
+    words = len(text.split())
+    return f"💭 thought ({words:,} word{'s' if words != 1 else ''}; the widget shows it)"
+
+
 def compaction_line(covered_events: int) -> str:
     return f"⟲ compacted {covered_events} earlier event(s) into a summary"
 

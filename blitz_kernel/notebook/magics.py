@@ -176,6 +176,7 @@ class BlitzMagics(Magics):
     @argument("-a", "--agent", help="agent for this turn only")
     @argument("-m", "--model", help="model for this turn only (litellm name or scripted:PATH)")
     @argument("--plan", action="store_true", help="plan-only turn")
+    @argument("--think", choices=["off", "low", "medium", "high"], help="how hard the model thinks this turn")
     @argument("--max-turns", help="cap on model calls")
     @argument("--max-cost", help="cost ceiling for this turn in USD")
     @argument("--timeout", help="wall-clock limit in seconds")
@@ -214,6 +215,7 @@ class BlitzMagics(Magics):
                 tools=tuple(t.strip() for t in args.tools.split(",") if t.strip()) if args.tools is not None else None,
                 approve=args.approve,
                 output=self._schema(name_option(args.schema, "--schema", self.blitz)),
+                reasoning=args.think,
             )
         workspace = self.workspace()
         session = args.session or self._current_session()

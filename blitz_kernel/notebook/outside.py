@@ -1,4 +1,4 @@
-"""The kernel side of `blitz mcp` (docs/mcp-server.md): requests from clients outside the
+"""The kernel side of `blitz mcp` and `blitz acp` (docs/mcp-server.md, docs/acp.md): requests from clients outside the
 notebook, run in the kernel through the engine, never beside it.
 
 The MCP server sends each request over the kernel's own Jupyter connection (HMAC-signed
@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..core.outside_wire import EXPIRED, NOT_LOADED, REPLY_MIME, OutsideReply, OutsideRequest
+from ..core.outside_wire import EXPIRED, NOT_LOADED, REPLY_MIME, OutsideMessage, OutsideReply, OutsideRequest
 from ..engine.workspace.outside import OutsideResult, usage_line
 
 
@@ -40,6 +40,19 @@ async def answer(raw: str) -> OutsideReply:
         return OutsideReply(status="error", text=f"malformed request: {where}: {first['msg']}")
     if request.expires_at is not None and time.time() > request.expires_at:
         return OutsideReply(status="error", text=EXPIRED)
+    if request.kind == "tools":  # listing at start says nothing about what a client did
+        return await _answer(request)
+    from .clients import book
+
+    refused = book.refusal(request.client)
+    if refused is not None:
+        return OutsideReply(status="denied", text=refused)
+    reply = await _answer(request)
+    book.seen(request.client, request.tool or request.kind, reply.status)
+    return reply
+
+
+async def _answer(request: OutsideRequest) -> OutsideReply:
     from .extension import loaded_magics
 
     magics = loaded_magics()
@@ -53,7 +66,7 @@ async def answer(raw: str) -> OutsideReply:
         workspace = magics.workspace()
     except UsageError as error:  # the workspace's configuration cannot be read
         return OutsideReply(status="error", text=str(error))
-    session = magics.current_session()
+    session = request.session or magics.current_session()
     try:
         if request.kind == "tools":
             return OutsideReply(status="ok", tools=workspace.outside.tools(), session=session)
@@ -62,11 +75,43 @@ async def answer(raw: str) -> OutsideReply:
                 return OutsideReply(status="error", text="malformed request: a call needs `tool`")
             result = await workspace.outside.call_tool(session, request.tool, request.arguments, request.client)
             return _from_result(result, session)
+        if request.kind == "history":
+            return OutsideReply(status="ok", history=history_of(workspace, session), session=session)
+        if request.kind == "undo":
+            report = await workspace.undo(session)
+            return OutsideReply(status="ok", text=report.text(), session=session)
         if not request.prompt or not request.prompt.strip():
-            return OutsideReply(status="error", text="malformed request: a turn needs a non-empty `prompt`")
+            return OutsideReply(status="error", text=f"malformed request: a {request.kind} needs a non-empty `prompt`")
+        if request.kind == "prompt":
+            from .outside_stream import run_prompt
+
+            return await run_prompt(workspace, session, request)
+        if request.kind == "aside":
+            result = await workspace.aside(session, request.prompt)
+            return OutsideReply(status="ok" if not result.error else "error", text=result.error or result.text)
         return await _turn(workspace, session, request.prompt, request.client)
     except BlitzError as error:  # a session busy with a turn or a compaction
         return OutsideReply(status="error", text=str(error), session=session)
+
+
+def history_of(workspace: Any, session: str) -> list[OutsideMessage]:
+    """The session's conversation as text, for a client that loads it (`session/load`)."""
+    from ..core.history import AssistantMessage, TextPart, UserMessage
+    from ..engine.store.locks import check_session_name
+
+    if check_session_name(session) not in workspace.sessions.names():
+        return []
+    messages: list[OutsideMessage] = []
+    for message in workspace.session(session).history:
+        if isinstance(message, UserMessage):
+            text = "".join(part.text for part in message.parts if isinstance(part, TextPart))
+            messages.append(OutsideMessage(role="user", text=text))
+        elif isinstance(message, AssistantMessage):
+            if message.thought:
+                messages.append(OutsideMessage(role="thought", text=message.thought))
+            if message.text:
+                messages.append(OutsideMessage(role="assistant", text=message.text))
+    return messages
 
 
 def _from_result(result: OutsideResult, session: str) -> OutsideReply:

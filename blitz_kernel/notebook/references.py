@@ -423,11 +423,13 @@ def _safe_repr(value: Any) -> str:
 def _format_cell(cell: dict[str, Any], origin: str) -> str:
     """A cell as notebook_read shows one (same caps, same output lines), with where it came from."""
     # The notebook tool's formatting helpers: an attachment must read like the tool's answer.
-    from ..tools.notebook import MAX_SOURCE_CHARS, cap_cell_text, output_lines
+    from ..tools.notebook import MAX_SOURCE_CHARS, agent_note, cap_cell_text, output_lines
 
     count = cell.get("execution_count")
     index = cell.get("index")
     header = f"In[{count}]" + (f" (cell {index} of the notebook)" if index is not None else "") + f", {origin}"
+    if agent_note(cell):
+        header += f"; {agent_note(cell)}"
     return "\n".join(
         [
             header,

@@ -47,6 +47,7 @@ from .lines import (
     plan_heading_with_reason,
     result_text,
     switch_line,
+    thought_line,
     usage_line,
 )
 from .markdown import escape_html
@@ -219,8 +220,9 @@ class PlainPresenter:
         elif item["kind"] == "compaction":
             detail = compaction_detail(item["tokens_before"], item["tokens_after"])
             self._output.line(f"{item['line']}: {detail}")
-        # thoughts stay out of plain output (the widget shows them collapsed); an error ends
-        # the cell as a one-line message instead (magics.TurnFailedError)
+        elif item["kind"] == "thought":  # one line, never the text (the widget shows it collapsed)
+            self._output.line(thought_line(item["text"]))
+        # an error ends the cell as a one-line message instead (magics.TurnFailedError)
 
     def _show_subagent(self, event: SubagentEvent) -> None:
         """Sub-agents in plain mode: a sub-agent's calls, results and answer, indented under the

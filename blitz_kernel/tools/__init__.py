@@ -11,6 +11,7 @@ def builtin_tools() -> list[Tool]:
     from .files import edit_file, list_files, read_file, write_file
     from .images import IMAGE_TOOLS
     from .notebook import NOTEBOOK_TOOLS
+    from .notebook_run import NOTEBOOK_RUN_TOOLS
     from .previews import with_previews
     from .run_python import RUN_PYTHON_TOOLS
     from .search import glob_files, grep
@@ -28,6 +29,7 @@ def builtin_tools() -> list[Tool]:
             *VARIABLE_TOOLS,
             *IMAGE_TOOLS,
             *NOTEBOOK_TOOLS,
+            *NOTEBOOK_RUN_TOOLS,
             *SESSION_TOOLS,
             *WEB_TOOLS,
             *SKILL_TOOLS,

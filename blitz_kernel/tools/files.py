@@ -3,8 +3,9 @@
 Every path goes through `paths.open_in_workspace`, which checks it and then opens exactly what
 it checked, through directory descriptors, and only if it is a regular file (paths.py says
 why). Outputs are capped and say how to get the rest, because a model that receives a 2 GB
-log in one tool result learns nothing and pays for all of it; reading is streamed in bounded
-pieces, so even a 100 MB file with no newline costs kilobytes of memory, not the whole line.
+log in one tool result learns nothing and pays for all of it; a file over `INLINE_READ_BYTES`
+is streamed in bounded pieces, so even a 100 MB file with no newline costs kilobytes of memory,
+not the whole line (a smaller one is decoded in one go).
 The writing tools replace a file whole through a temporary file and a rename, so a full disk
 never leaves half a file, and never write the engine's own `.blitz/` (confined.py).
 
@@ -165,6 +166,22 @@ def _scan_lines(handle: BinaryIO) -> Iterator[_Line]:
             return
 
 
+def _split_lines(data: bytes) -> Iterator[_Line]:
+    """`_scan_lines` for a file already read whole (at most INLINE_READ_BYTES): one decode and
+    one split instead of a decoder call per line; the same lines, lengths and first bad byte."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _NotTextError(error.start) from None
+    pieces = text.split("\n")
+    last = pieces.pop()  # after the final "\n" (empty) or an unterminated last line
+    for number, piece in enumerate(pieces, 1):
+        length = len(piece) - 1 if piece.endswith("\r") else len(piece)
+        yield _Line(number, piece[: min(length, MAX_LINE_CHARS)], length)
+    if last:
+        yield _Line(len(pieces) + 1, last[:MAX_LINE_CHARS], len(last))
+
+
 @dataclass
 class _Page:
     """The lines of a text file that fit one read_file answer, and where they stopped."""
@@ -176,15 +193,16 @@ class _Page:
     cut_by_size: bool
 
 
-def _read_page(handle: BinaryIO, offset: int, limit: int, budget: Budget) -> _Page:
-    """Stream the file once: keep the requested lines, count the rest."""
+def _read_page(lines: Iterator[_Line], offset: int, limit: int, budget: Budget | None) -> _Page:
+    """Go through the file's lines once: keep the requested lines, count the rest. `budget`
+    None: the lines are in memory already (a small file), so there is no reading to stop."""
     kept: list[str] = []
     size = 0
     total = 0
     cut_by_size = False
-    for line in _scan_lines(handle):
+    for line in lines:
         total = line.number
-        if budget.exhausted() and (len(kept) >= limit or cut_by_size):
+        if budget is not None and budget.exhausted() and (len(kept) >= limit or cut_by_size):
             return _Page(lines=kept, first=offset + 1, total=None, cut_by_size=cut_by_size)
         if total <= offset or len(kept) >= limit or cut_by_size:
             continue
@@ -194,7 +212,7 @@ def _read_page(handle: BinaryIO, offset: int, limit: int, budget: Budget) -> _Pa
             continue
         kept.append(numbered)
         size += len(numbered) + 1
-        if budget.exhausted():
+        if budget is not None and budget.exhausted():
             raise ToolError(
                 f"reading stopped: out of time (the call's {budget.seconds:g} s budget or the "
                 "turn's --timeout); read a smaller part with offset and limit"
@@ -226,10 +244,10 @@ def _render_page(page: _Page, offset: int, name: str) -> str:
     return f"{body}\n{note}]"
 
 
-def _read_file_sync(workspace: Path, args: ReadFileArgs, budget: Budget) -> str:
-    root = workspace.resolve()
-    if resolve_in_workspace(root, args.path).is_dir():  # the checked open below decides; this words it
-        raise ToolError(f"{args.path} is a directory; use list_files to see what it holds")
+def _read_file_sync(root: Path, args: ReadFileArgs, budget: Budget, *, checked: bool = False) -> str:
+    """`root`: the workspace, resolved. `checked`: the caller's stat found no folder there."""
+    if not checked and resolve_in_workspace(root, args.path).is_dir():  # the checked open decides; this words it
+        raise ToolError(_directory_message(args.path))
     fd, path = open_in_workspace(root, args.path)
     name = relative_name(path, root)
     with os.fdopen(fd, "rb") as handle:
@@ -237,12 +255,21 @@ def _read_file_sync(workspace: Path, args: ReadFileArgs, budget: Budget) -> str:
         head = handle.read(SNIFF_BYTES)
         if is_binary(head):
             return _describe_binary(name, size, head, "it contains NUL bytes")
-        handle.seek(0)
+        data = head + handle.read(INLINE_READ_BYTES + 1 - len(head)) if size <= INLINE_READ_BYTES else b""
+        if data and len(data) <= INLINE_READ_BYTES:
+            lines, watched = _split_lines(data), None
+        else:  # a large file (or one that grew past the size since the fstat): streamed
+            handle.seek(0)
+            lines, watched = _scan_lines(handle), budget
         try:
-            page = _read_page(handle, args.offset, args.limit or DEFAULT_LINE_LIMIT, budget)
+            page = _read_page(lines, args.offset, args.limit or DEFAULT_LINE_LIMIT, watched)
         except _NotTextError as error:
             return _describe_binary(name, size, head, f"not UTF-8 text at byte {error.position}")
     return _render_page(page, args.offset, name)
+
+
+def _directory_message(given: str) -> str:
+    return f"{given} is a directory; use list_files to see what it holds"
 
 
 @tool("read_file", ToolKind.READ_ONLY, ReadFileArgs)
@@ -252,20 +279,18 @@ async def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
     with offset=..." when there is more. Lines over 2000 characters are cut. Binary files are
     described (size, type), not shown; only regular files are read (not pipes or devices)."""
     budget = Budget(READ_BUDGET_S, ctx.deadline)
-    if _small_regular_file(ctx.workspace, args.path):
-        return _read_file_sync(ctx.workspace, args, budget)
-    return await run_io(_read_file_sync, ctx.workspace, args, budget, budget=budget)
-
-
-def _small_regular_file(workspace: Path, given: str) -> bool:
-    """Whether `given` is now a regular file of at most INLINE_READ_BYTES. A stat opens
-    nothing, so a FIFO or device cannot block here; the checked open that follows decides
-    what is read (anything that changed in between is refused or read there as usual)."""
-    try:
-        info = os.stat(resolve_in_workspace(workspace.resolve(), given))
+    root = ctx.workspace.resolve()
+    try:  # a stat opens nothing, so a FIFO or device cannot block here
+        info = os.stat(resolve_in_workspace(root, args.path))
     except (OSError, ToolError, ValueError):
-        return False  # the worker path words the problem
-    return stat.S_ISREG(info.st_mode) and info.st_size <= INLINE_READ_BYTES
+        info = None  # the worker path words the problem
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise ToolError(_directory_message(args.path))
+    if info is not None and stat.S_ISREG(info.st_mode) and info.st_size <= INLINE_READ_BYTES:
+        # The checked open that follows decides what is read: anything that changed since
+        # the stat is refused or read there as usual.
+        return _read_file_sync(root, args, budget, checked=True)
+    return await run_io(_read_file_sync, root, args, budget, budget=budget)
 
 
 # -- list_files ----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import difflib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -34,12 +34,14 @@ from .registry import ChangeRecorder, Tool, ToolContext, ToolError, ToolKind, ch
 
 __all__ = [
     "NOTEBOOK_TOOLS",
+    "agent_note",
     "NotebookAccess",
     "NotebookRequestError",
     "NotebookUnavailableError",
     "cell_image",
+    "disk_cell",
     "find_notebook_file",
-    "notebook_edit",
+    "edit_cell",
     "notebook_read",
 ]
 
@@ -111,7 +113,7 @@ def read_notebook_file(path: Path, include_images: bool = False) -> dict[str, An
         raw_cells = document["cells"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ToolError(f"cannot read the notebook file {path}: {error}") from None
-    cells = [_disk_cell(index, cell, include_images) for index, cell in enumerate(raw_cells)]
+    cells = [disk_cell(index, cell, include_images) for index, cell in enumerate(raw_cells)]
     return {"path": str(path), "cell_count": len(cells), "cells": cells}
 
 
@@ -119,7 +121,8 @@ def _text(value: Any) -> str:
     return "".join(value) if isinstance(value, list) else str(value or "")
 
 
-def _disk_cell(index: int, cell: dict[str, Any], include_images: bool) -> dict[str, Any]:
+def disk_cell(index: int, cell: dict[str, Any], include_images: bool) -> dict[str, Any]:
+    """An nbformat cell in the bridge's CELL shape (bridge.py)."""
     outputs = [_disk_output(o, include_images) for o in cell.get("outputs", [])]
     return {
         "index": index,
@@ -129,6 +132,7 @@ def _disk_cell(index: int, cell: dict[str, Any], include_images: bool) -> dict[s
         "execution_count": cell.get("execution_count"),
         "running": False,
         "outputs": outputs,
+        **({"blitz": cell["metadata"]["blitz"]} if isinstance((cell.get("metadata") or {}).get("blitz"), dict) else {}),
     }
 
 
@@ -212,23 +216,60 @@ def output_lines(index: int, outputs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _cell_header(cell: dict[str, Any]) -> str:
+ExecutedSource = Callable[[int], tuple[str | None, str] | None]
+"""(the id of the cell that ran it, the source) of In[n] in this kernel, None: not run in it;
+to tell a stale cell."""
+
+
+def _cell_header(cell: dict[str, Any], executed: ExecutedSource | None = None) -> str:
     parts = [f"[{cell['index']}] {cell.get('cell_type', 'code')}"]
-    if cell.get("execution_count") is not None:
-        parts.append(f"execution count {cell['execution_count']}")
+    count = cell.get("execution_count")
+    if count is not None:
+        parts.append(f"execution count {count}")
+        if _stale(cell, executed(count) if executed is not None else None):
+            parts.append("STALE (edited since it ran)")
+    failed = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+    if failed is not None:
+        parts.append(f"FAILED ({failed.get('ename') or 'error'})")
     if cell.get("running"):
         parts.append("RUNNING NOW (the %%blitz cell of this turn)" if _is_blitz(cell) else "running now")
     if cell.get("id"):
         parts.append(f"id {cell['id']}")
+    note = agent_note(cell)
+    if note:
+        parts.append(note)
     return " · ".join(parts)
+
+
+def _stale(cell: dict[str, Any], ran: tuple[str | None, str] | None) -> bool:
+    """The cell ran in this kernel (In[its count] was run by this very cell) and its source
+    has changed since. A count from an earlier kernel, or a run whose cell is not known (no
+    cell id), is never called stale."""
+    if ran is None or cell.get("running") or not cell.get("id") or ran[0] != cell.get("id"):
+        return False
+    return ran[1].rstrip("\n") != str(cell.get("source", "")).rstrip("\n")
+
+
+def agent_note(cell: dict[str, Any]) -> str:
+    """'ran by the agent (session default, turn 3)' for a cell with the agent's mark, else ''."""
+    blitz = cell.get("blitz")
+    if not isinstance(blitz, dict) or blitz.get("session") is None:
+        return ""
+    turn = f", turn {blitz['turn']}" if blitz.get("turn") is not None else ""
+    verb = "ran" if blitz.get("ran") else "edited"
+    return f"{verb} by the agent (session {blitz['session']}{turn})"
 
 
 def _is_blitz(cell: dict[str, Any]) -> bool:
     return str(cell.get("source", "")).lstrip().startswith("%%blitz")
 
 
-def format_cells(result: dict[str, Any], include_outputs: bool, origin: str) -> str:
-    """The notebook as the model reads it: a header, then each cell's source and outputs."""
+def format_cells(
+    result: dict[str, Any], include_outputs: bool, origin: str, executed: ExecutedSource | None = None
+) -> str:
+    """The notebook as the model reads it: a header, then each cell's source and outputs;
+    each cell's header says its execution count, whether it is stale or failed, and whether
+    the agent ran or edited it."""
     cells = result.get("cells", [])
     header = f"notebook {result.get('path') or '(unsaved)'} — {result.get('cell_count', len(cells))} cells; {origin}"
     blocks = [header]
@@ -236,7 +277,7 @@ def format_cells(result: dict[str, Any], include_outputs: bool, origin: str) -> 
     for position, cell in enumerate(cells):
         block = "\n".join(
             [
-                _cell_header(cell),
+                _cell_header(cell, executed),
                 cap_cell_text(cell.get("source", ""), MAX_SOURCE_CHARS),
                 *(output_lines(cell["index"], cell.get("outputs", [])) if include_outputs else []),
             ]
@@ -273,7 +314,9 @@ class NotebookReadArgs(BaseModel):
 @tool("notebook_read", ToolKind.READ_ONLY, NotebookReadArgs)
 async def notebook_read(args: NotebookReadArgs, ctx: ToolContext) -> str:
     """Read the notebook this kernel runs: every cell (or the given indices) with its index,
-    type, source, execution count and outputs. The %%blitz cell running this turn is marked.
+    type, source, execution count and outputs; cells edited since they ran are marked STALE,
+    cells whose last run failed FAILED, and cells you ran or edited say so. The %%blitz cell
+    running this turn is marked.
     Image outputs are listed as view_image(output="cell:N:K"). Use it before notebook_edit,
     since indices change when cells are inserted or deleted."""
     bridge = notebook_access(ctx)
@@ -291,7 +334,7 @@ async def notebook_read(args: NotebookReadArgs, ctx: ToolContext) -> str:
         except NotebookUnavailableError:
             pass
         else:
-            return format_cells(result, args.include_outputs, "live from the open notebook")
+            return format_cells(result, args.include_outputs, "live from the open notebook", _executed(ctx))
     path = _file_or_error(ctx)
     result = read_notebook_file(path)
     result["cells"] = _select(result["cells"], args.cells)
@@ -299,7 +342,13 @@ async def notebook_read(args: NotebookReadArgs, ctx: ToolContext) -> str:
         "read from the file on disk: no JupyterLab/Notebook 7 front end with the blitz_kernel "
         "extension is connected, so unsaved edits and outputs of this session may be missing"
     )
-    return format_cells(result, args.include_outputs, origin)
+    return format_cells(result, args.include_outputs, origin, _executed(ctx))
+
+
+def _executed(ctx: ToolContext) -> ExecutedSource | None:
+    """The kernel's input history by execution count, when it keeps one (IPython)."""
+    executed = getattr(ctx.kernel, "executed_cell", None)
+    return executed if callable(executed) else None
 
 
 def _file_or_error(ctx: ToolContext) -> Path:
@@ -365,33 +414,42 @@ class NotebookEditArgs(BaseModel):
         default="code",
         description="The new cell's type (insert); for replace, the type to change the cell to (default: keep its type).",
     )
+    run: bool = Field(
+        default=False,
+        description="Run the cell right after inserting or replacing it (as notebook_run does): one call.",
+    )
 
 
-@tool("notebook_edit", ToolKind.MUTATING, NotebookEditArgs)
-async def notebook_edit(args: NotebookEditArgs, ctx: ToolContext) -> str:
-    """Change the open notebook: insert a cell, replace a cell's source, or delete a cell. The
-    user sees the change at once (the cell is scrolled into view and highlighted); cells are
-    not run. Read the notebook first (notebook_read): indices shift after inserts and
-    deletes. The running %%blitz cell cannot be replaced or deleted."""
+async def edit_cell(args: NotebookEditArgs, ctx: ToolContext) -> str:
+    """notebook_edit's change (notebook_run.py holds the tool, which may also run the cell):
+    through the bridge, else in the .ipynb on disk."""
     if args.action != "delete" and args.source is None:
         raise ToolError(f"{args.action} needs `source`, the cell's text")
     bridge = notebook_access(ctx)
     if bridge is not None:
         try:
-            return await _edit_through_bridge(bridge, args, change_recorder(ctx))
+            return await _edit_through_bridge(bridge, args, change_recorder(ctx), agent_mark(ctx))
         except NotebookUnavailableError:
             pass
     user_ns = ctx.kernel.user_ns if ctx.kernel is not None else {}
     path = find_notebook_file(user_ns, os.environ, Path.cwd())
     if path is None:
         raise NotebookUnavailableError(NEEDS_EXTENSION)
-    return edit_notebook_file(path, args, change_recorder(ctx))
+    return edit_notebook_file(path, args, change_recorder(ctx), agent_mark(ctx))
 
 
-async def _edit_through_bridge(bridge: NotebookAccess, args: NotebookEditArgs, recorder: ChangeRecorder | None) -> str:
+def agent_mark(ctx: ToolContext, action: str = "edited") -> dict[str, Any]:
+    """The `blitz` metadata of a cell the agent edited or ran: which session and turn, so a
+    later `@cell:N` or a review knows where the cell came from."""
+    return {"session": ctx.session, "turn": getattr(change_recorder(ctx), "turn", None), action: True}
+
+
+async def _edit_through_bridge(
+    bridge: NotebookAccess, args: NotebookEditArgs, recorder: ChangeRecorder | None, mark: dict[str, Any]
+) -> str:
     if args.action == "insert":
         result = await bridge.request(
-            "insert_cell", {"index": args.index, "cell_type": args.cell_type, "source": args.source}
+            "insert_cell", {"index": args.index, "cell_type": args.cell_type, "source": args.source, "metadata": mark}
         )
         _record(
             recorder,
@@ -407,7 +465,7 @@ async def _edit_through_bridge(bridge: NotebookAccess, args: NotebookEditArgs, r
             f"{result['cell_count']} cells (cells after it moved down by one). It has not been run."
         )
     if args.action == "replace":
-        params: dict[str, Any] = {"index": args.index, "source": args.source}
+        params: dict[str, Any] = {"index": args.index, "source": args.source, "metadata": mark}
         before_type = before_id = None
         if "cell_type" in args.model_fields_set:
             params["cell_type"] = args.cell_type
@@ -461,7 +519,9 @@ ON_DISK_NOTE = (
 )
 
 
-def edit_notebook_file(path: Path, args: NotebookEditArgs, recorder: ChangeRecorder | None) -> str:
+def edit_notebook_file(
+    path: Path, args: NotebookEditArgs, recorder: ChangeRecorder | None, mark: dict[str, Any] | None = None
+) -> str:
     """notebook_edit on the .ipynb itself (notebook_file.py says when and why)."""
     document = load_notebook(path)
     cells: list[dict[str, Any]] = document["cells"]
@@ -472,6 +532,8 @@ def edit_notebook_file(path: Path, args: NotebookEditArgs, recorder: ChangeRecor
     base = {"action": args.action, "via": "file", "notebook": str(path), "index": args.index}
     if args.action == "insert":
         cell = new_cell(document, args.cell_type, args.source or "")
+        if mark is not None:
+            cell["metadata"]["blitz"] = mark
         cells.insert(args.index, cell)
         save_notebook(path, document)
         _record(recorder, **base, cell_id=cell.get("id"), cell_type_after=args.cell_type, source_after=args.source)
@@ -482,6 +544,8 @@ def edit_notebook_file(path: Path, args: NotebookEditArgs, recorder: ChangeRecor
     if args.action == "replace":
         cell_type = args.cell_type if "cell_type" in args.model_fields_set else before.get("cell_type", "code")
         cells[args.index] = retyped(document, before, cell_type, args.source or "")
+        if mark is not None:
+            cells[args.index]["metadata"] = {**cells[args.index].get("metadata", {}), "blitz": mark}
         save_notebook(path, document)
         _record(
             recorder,
@@ -522,4 +586,5 @@ def _replaced_text(index: int, result: dict[str, Any], source: str) -> str:
     return f"replaced the source of cell {index} ({kind}); it has not been run:\n{changes}"
 
 
-NOTEBOOK_TOOLS: list[Tool] = [notebook_read, notebook_edit]
+NOTEBOOK_TOOLS: list[Tool] = [notebook_read]
+"""notebook_edit and notebook_run: notebook_run.py (an edit may run its cell)."""

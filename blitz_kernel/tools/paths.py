@@ -70,7 +70,11 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
     is refused, while links between places inside the workspace work. The message says which
     of the three ways out was taken, so the model can fix the path rather than retry it.
     """
-    root = workspace.resolve()
+    return _resolve_within(workspace.resolve(), path)
+
+
+def _resolve_within(root: Path, path: str) -> Path:
+    """`resolve_in_workspace` for a workspace already resolved (`root`)."""
     if "\0" in path:
         raise ToolError(f"path {path!r} contains a NUL character")
     too_long = [part for part in Path(path).parts if len(os.fsencode(part)) > NAME_MAX]
@@ -207,7 +211,7 @@ def _checked_open(
 ) -> tuple[int, int | None, Path]:
     root = workspace.resolve()
     for _attempt in range(_OPEN_RETRIES):
-        path = resolve_in_workspace(root, given)
+        path = _resolve_within(root, given)
         try:
             fd, folder = _open_beneath(
                 root,

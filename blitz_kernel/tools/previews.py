@@ -7,6 +7,7 @@ allows it (`PendingCall.preview`), as plain text (front ends never render it as 
 - `notebook_edit`: the cell's source before and after (read live through the bridge, else from
   the .ipynb).
 - `run_python`: the code itself.
+- `notebook_run`: the source of each cell it would run.
 
 A preview reads, never writes, and goes through the same workspace confinement as the tools.
 When it cannot be made (the file is binary, too large, unreadable) it says why in one line;
@@ -22,8 +23,9 @@ from typing import Any
 
 from ..core.tools import PreviewKind
 from .files import EditFileArgs, WriteFileArgs, count_error, edit_file, match_line_endings, write_file
-from .notebook import NotebookEditArgs, find_notebook_file, notebook_access, notebook_edit, read_notebook_file
+from .notebook import NotebookEditArgs, find_notebook_file, notebook_access, read_notebook_file
 from .notebook_file import cell_source
+from .notebook_run import NotebookRunArgs, notebook_edit, notebook_run
 from .paths import open_in_workspace, resolve_in_workspace
 from .registry import Tool, ToolContext, ToolError, with_preview
 from .run_python import RunPythonArgs, run_python
@@ -125,6 +127,43 @@ async def _cell(ctx: ToolContext, index: int) -> dict[str, Any]:
     return {"cell_type": cell.get("cell_type"), "source": cell_source(cell)}
 
 
+async def notebook_run_preview(args: NotebookRunArgs, ctx: ToolContext) -> str:
+    if args.cell is not None and not (isinstance(args.cell, int) or str(args.cell).isdigit()):
+        cells = await _all_cells(ctx)
+        chosen = [c for c in cells if c.get("id") == args.cell]
+        if not chosen:
+            raise _NoPreview(f"no cell with id {args.cell!r}")
+    else:
+        first = int(args.cell) if args.cell is not None else args.start or 0
+        last = first if args.cell is not None else (args.end if args.end is not None else first)
+        cells = await _all_cells(ctx)
+        if last >= len(cells):
+            raise _NoPreview(f"no cell {last}: the notebook has {len(cells)} cells")
+        chosen = cells[first : last + 1]
+    return "\n\n".join(f"# cell {c['index']}\n{c.get('source', '')}" for c in chosen)
+
+
+async def _all_cells(ctx: ToolContext) -> list[dict[str, Any]]:
+    bridge = notebook_access(ctx)
+    if bridge is not None:
+        try:
+            result = await bridge.request(
+                "read_cells",
+                {"indices": None, "include_outputs": False, "include_images": False, "max_output_chars": 0},
+            )
+            return [dict(c) for c in result["cells"]]
+        except (ToolError, KeyError):
+            pass
+    user_ns = ctx.kernel.user_ns if ctx.kernel is not None else {}
+    path = find_notebook_file(user_ns, os.environ, ctx.workspace)
+    if path is None:
+        raise _NoPreview("the notebook cannot be read to show the cell")
+    return [
+        {"index": c["index"], "id": c.get("id", ""), "source": c.get("source", "")}
+        for c in read_notebook_file(path)["cells"]
+    ]
+
+
 async def run_python_preview(args: RunPythonArgs, ctx: ToolContext) -> str:
     return args.code
 
@@ -148,6 +187,7 @@ PREVIEWS: list[tuple[Tool, Callable[[Any, ToolContext], Awaitable[str]], Preview
     (edit_file, edit_file_preview, "diff"),
     (notebook_edit, notebook_edit_preview, "cell"),
     (run_python, run_python_preview, "code"),
+    (notebook_run, notebook_run_preview, "code"),
 ]
 """The built-in tools that have a preview, with how the approval card shows it."""
 

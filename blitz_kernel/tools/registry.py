@@ -175,6 +175,8 @@ class ToolContext:
     transcript: TranscriptSearch | None = None
     """The session book `search_session` searches; None where there is no session store (a
     reference's variable look-up, unit tests)."""
+    vision: bool = False
+    """The turn's model can see images: tools may send it pictures (notebook_run's figures)."""
     images: dict[str, CapturedImage] = field(default_factory=dict)
     """The images of this turn by name (figures run_python drew), for view_image. The context
     is made once per turn and each call's copy shares this dictionary."""

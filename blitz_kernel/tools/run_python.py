@@ -35,7 +35,17 @@ from .images import FigureCapture, display_of, keep_figures, png_part
 from .registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput, change_recorder, tool
 from .signals import MAX_TIMEOUT_S, RunState, UserCodeTimeout, interruptible
 
-__all__ = ["RUN_PYTHON_TOOLS", "cap_text", "run_python", "user_namespace"]
+__all__ = [
+    "RUN_PYTHON_TOOLS",
+    "cap_text",
+    "compile_source",
+    "deliver_pending_interrupts",
+    "effective_timeout",
+    "format_error",
+    "one_at_a_time",
+    "run_python",
+    "user_namespace",
+]
 
 MAX_SECTION_CHARS = 20_000
 
@@ -102,7 +112,7 @@ class _CappedStream(io.TextIOBase):
 
 # -- run_python: compiling ---------------------------------------------------------------
 
-_run_numbers = itertools.count(1)
+run_numbers = itertools.count(1)
 
 
 @dataclasses.dataclass
@@ -113,7 +123,7 @@ class _Compiled:
     last_expression: types.CodeType | None
 
 
-def _compile(source: str, filename: str) -> _Compiled:
+def compile_source(source: str, filename: str) -> _Compiled:
     """Compile `source`; raise SyntaxError. The source goes into linecache under `filename`
     so tracebacks (ours, and IPython's later, for functions defined here) show the lines."""
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
@@ -176,7 +186,7 @@ def _user_traceback(error: BaseException, filename: str) -> types.TracebackType 
     return tb or error.__traceback__
 
 
-def _format_error(error: BaseException, filename: str, timeout_s: float | None) -> str:
+def format_error(error: BaseException, filename: str, timeout_s: float | None) -> str:
     tb = _user_traceback(error, filename)
     if isinstance(error, UserCodeTimeout):
         frames = traceback.extract_tb(tb) if tb else traceback.StackSummary()
@@ -192,7 +202,7 @@ def _format_error(error: BaseException, filename: str, timeout_s: float | None) 
     return cap_text("".join(lines))
 
 
-def _execute(compiled: _Compiled, ns: dict[str, Any], state: RunState, outcome: _Outcome) -> None:
+def execute_compiled(compiled: _Compiled, ns: dict[str, Any], state: RunState, outcome: _Outcome) -> None:
     """Run the statements, then evaluate the last expression; raises what the code raised.
 
     The nested try makes sure `in_user_code` is cleared before anything of ours runs.
@@ -211,32 +221,32 @@ def _execute(compiled: _Compiled, ns: dict[str, Any], state: RunState, outcome: 
 async def _run(
     source: str, ns: dict[str, Any], timeout_s: float | None, before_exec: Callable[[], None] | None = None
 ) -> tuple[_Outcome, RunState]:
-    filename = f"<run_python-{next(_run_numbers)}>"
+    filename = f"<run_python-{next(run_numbers)}>"
     outcome = _Outcome()
     state = RunState()
     try:
-        compiled = _compile(source, filename)
+        compiled = compile_source(source, filename)
     except SyntaxError as error:
         outcome.error = "".join(traceback.format_exception_only(type(error), error))
         return outcome, state
     stdout, stderr = _CappedStream(), _CappedStream()
     with interruptible(state, timeout_s) as has_signals:
-        await _deliver_pending_interrupts()
+        await deliver_pending_interrupts()
         if before_exec is not None:  # after the last await: another call's code cannot run between
             before_exec()
         try:
             with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-                _execute(compiled, ns, state, outcome)
+                execute_compiled(compiled, ns, state, outcome)
         except BaseException as error:  # user code may raise anything, SystemExit included
             if not (isinstance(error, KeyboardInterrupt) and state.interrupted):
-                outcome.error = _format_error(error, filename, timeout_s)
+                outcome.error = format_error(error, filename, timeout_s)
     outcome.stdout, outcome.stderr = stdout.getvalue(), stderr.getvalue()
     if timeout_s and not has_signals:
         outcome.notes.append("[timeout_s was not enforced: not running on the main thread]")
     return outcome, state
 
 
-async def _deliver_pending_interrupts() -> None:
+async def deliver_pending_interrupts() -> None:
     """An interrupt that came just before our handler was installed went to ipykernel's
     handler, which only *schedules* the cell's cancellation (two loop callbacks deep). Two
     loop turns let it land here, as CancelledError, instead of being lost behind a busy loop
@@ -261,7 +271,7 @@ class RunPythonArgs(BaseModel):
     )
 
 
-def _effective_timeout(timeout_s: float | None, ctx: ToolContext) -> float | None:
+def effective_timeout(timeout_s: float | None, ctx: ToolContext) -> float | None:
     """The call's own timeout_s, or less when the turn's --timeout comes sooner: the code runs
     on the event loop, so the turn's asyncio timeout cannot stop it."""
     if ctx.deadline is None or not math.isfinite(ctx.deadline):
@@ -273,7 +283,7 @@ def _effective_timeout(timeout_s: float | None, ctx: ToolContext) -> float | Non
 _RUNNING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
-def _one_at_a_time() -> asyncio.Lock:
+def one_at_a_time() -> asyncio.Lock:
     """Calls of one batch run concurrently, but code runs one piece at a time anyway (exec
     blocks the loop); without this, two calls interleave at their few awaits, and one's
     figure capture restores the other's stand-in `plt.show` for good, its figures go to the
@@ -302,9 +312,9 @@ async def run_python(args: RunPythonArgs, ctx: ToolContext) -> str | ToolOutput:
             taken.append(recorder.namespace_before(ns))
 
     try:
-        async with _one_at_a_time():
+        async with one_at_a_time():
             with capture.running():
-                outcome, state = await _run(args.code, ns, _effective_timeout(args.timeout_s, ctx), snapshot)
+                outcome, state = await _run(args.code, ns, effective_timeout(args.timeout_s, ctx), snapshot)
     finally:
         # by name only; an object changed in place keeps its name and identity
         changes = recorder.namespace_after(taken[0], ctx.call_id, args.code) if recorder and taken else ""

@@ -43,6 +43,10 @@ export class PanelDocument implements NotebookDocument {
       running: false,
       outputs: []
     };
+    const blitz = model.getMetadata('blitz');
+    if (typeof blitz === 'object' && blitz !== null && !Array.isArray(blitz)) {
+      snapshot.blitz = blitz as Record<string, unknown>;
+    }
     if (type === 'code') {
       const code = model as ICodeCellModel;
       snapshot.execution_count = code.executionCount ?? null;
@@ -73,6 +77,32 @@ export class PanelDocument implements NotebookDocument {
 
   deleteCell(index: number): void {
     this.shared.deleteCell(index);
+  }
+
+  setBlitz(index: number, blitz: Record<string, unknown> | null): void {
+    const model = this.panel.content.model!.cells.get(index);
+    if (blitz === null) {
+      model.deleteMetadata('blitz');
+    } else {
+      model.setMetadata('blitz', blitz as Parameters<typeof model.setMetadata>[1]);
+    }
+  }
+
+  setOutputs(
+    index: number,
+    outputs: OutputJSON[],
+    executionCount: number | null,
+    blitz: Record<string, unknown> | null
+  ): void {
+    const model = this.panel.content.model!.cells.get(index) as ICodeCellModel;
+    // Not inside a shared-model transaction: the output model mirrors each change into the
+    // shared model at once, and a deferred mirror would come back as a second copy.
+    model.outputs.clear();
+    for (const output of outputs) {
+      model.outputs.add(output as unknown as Parameters<typeof model.outputs.add>[0]);
+    }
+    model.executionCount = executionCount;
+    this.setBlitz(index, blitz);
   }
 
   reveal(index: number): void {

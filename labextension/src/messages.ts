@@ -7,7 +7,7 @@
 
 export type CellType = 'code' | 'markdown' | 'raw';
 export type ErrorCode = 'bad_request' | 'bad_index' | 'running_cell' | 'unknown_op' | 'internal';
-export type Op = 'list_cells' | 'read_cells' | 'insert_cell' | 'replace_cell' | 'delete_cell';
+export type Op = 'list_cells' | 'read_cells' | 'insert_cell' | 'replace_cell' | 'delete_cell' | 'set_outputs';
 
 /** What the kernel sends; `op` and `params` are checked by the handlers, not trusted. */
 export interface Request {
@@ -43,6 +43,8 @@ export type CellRecord = {
   execution_count: number | null;
   running: boolean;
   outputs: OutputRecord[];
+  /** The cell's `blitz` metadata (which session and turn made or ran it), when it has one. */
+  blitz?: Record<string, unknown>;
 };
 
 export type ListCellsResult = { path: string; cell_count: number; cells: CellSummary[] };
@@ -56,6 +58,13 @@ export type ReplaceCellResult = {
   cell_count: number;
 };
 export type DeleteCellResult = { deleted: { id: string; cell_type: CellType; source: string }; cell_count: number };
+export type SetOutputsResult = {
+  index: number;
+  id: string;
+  previous_outputs: Record<string, unknown>[];
+  previous_execution_count: number | null;
+  previous_metadata: Record<string, unknown> | null;
+};
 
 /** Each op's result. */
 export type OpResults = {
@@ -64,6 +73,7 @@ export type OpResults = {
   insert_cell: InsertCellResult;
   replace_cell: ReplaceCellResult;
   delete_cell: DeleteCellResult;
+  set_outputs: SetOutputsResult;
 };
 export type OpResult = OpResults[Op];
 
@@ -113,6 +123,7 @@ const tagged =
   };
 
 const cellType = oneOf('code', 'markdown', 'raw');
+const record: Check = (v, w) => (isRecord(v) ? null : `${w} must be an object`);
 const image = object({ mime_type: str, width: optional(int), height: optional(int), data: optional(str) });
 const rich = object({ mime_types: list(str), text: str, images: list(image) });
 const output = tagged('output_type', {
@@ -129,10 +140,21 @@ const RESULTS: Record<Op, Check> = {
     cell_count: int,
     cells: list(object({ ...cellBase, first_line: str, line_count: int, output_count: int }))
   }),
-  read_cells: object({ path: str, cell_count: int, cells: list(object({ ...cellBase, source: str, outputs: list(output) })) }),
+  read_cells: object({
+    path: str,
+    cell_count: int,
+    cells: list(object({ ...cellBase, source: str, outputs: list(output), blitz: optional(record) }))
+  }),
   insert_cell: object({ index: int, id: str, cell_count: int }),
   replace_cell: object({ index: int, id: str, cell_type: cellType, previous_source: str, cell_count: int }),
-  delete_cell: object({ deleted: object({ id: str, cell_type: cellType, source: str }), cell_count: int })
+  delete_cell: object({ deleted: object({ id: str, cell_type: cellType, source: str }), cell_count: int }),
+  set_outputs: object({
+    index: int,
+    id: str,
+    previous_outputs: list(record),
+    previous_execution_count: nullable(int),
+    previous_metadata: nullable(record)
+  })
 };
 
 const ERROR = object({

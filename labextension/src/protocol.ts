@@ -44,6 +44,8 @@ export interface CellSnapshot {
   /** Running or queued to run (JupyterLab shows [*]). */
   running: boolean;
   outputs: OutputJSON[];
+  /** The cell's `blitz` metadata key, when it has one. */
+  blitz?: Record<string, unknown>;
 }
 
 /** What request handling needs from a notebook; document.ts adapts a NotebookPanel. */
@@ -57,6 +59,11 @@ export interface NotebookDocument {
   /** Replace cell `index` by a new cell of another type; returns the new id. */
   replaceWithType(index: number, cellType: CellType, source: string): string;
   deleteCell(index: number): void;
+  /** Put nbformat outputs, an execution count and the `blitz` metadata key (null: removed)
+   * into code cell `index`, as if it had run. */
+  /** Set (or, with null, remove) code cell `index`'s `blitz` metadata key. */
+  setBlitz(index: number, blitz: Record<string, unknown> | null): void;
+  setOutputs(index: number, outputs: OutputJSON[], executionCount: number | null, blitz: Record<string, unknown> | null): void;
   /** Scroll cell `index` into view and highlight it briefly. */
   reveal(index: number): void;
 }
@@ -142,7 +149,8 @@ const HANDLERS: Record<string, Handler> = {
           source: cell.source,
           execution_count: cell.execution_count,
           running: cell.running,
-          outputs: includeOutputs ? cell.outputs.map(o => summariseOutput(o, includeImages, maxChars)) : []
+          outputs: includeOutputs ? cell.outputs.map(o => summariseOutput(o, includeImages, maxChars)) : [],
+          ...(cell.blitz === undefined ? {} : { blitz: cell.blitz })
         };
       })
     };
@@ -155,7 +163,11 @@ const HANDLERS: Record<string, Handler> = {
       throw new BridgeError('bad_index', `cannot insert at ${index}: the notebook has ${count} cells (0..${count} allowed)`);
     }
     const cellType = cellTypeOf(params.cell_type ?? 'code');
+    const blitz = blitzOf(params.metadata);
     const id = doc.insertCell(index, cellType, text(params.source, 'source'));
+    if (blitz !== null) {
+      doc.setBlitz(index, blitz);
+    }
     doc.reveal(index);
     return { index, id, cell_count: doc.cellCount() };
   },
@@ -166,11 +178,15 @@ const HANDLERS: Record<string, Handler> = {
     const cell = doc.cell(index);
     refuseRunning(cell, index, 'replace');
     const cellType = params.cell_type === undefined ? cell.cell_type : cellTypeOf(params.cell_type);
+    const blitz = blitzOf(params.metadata);
     let id = cell.id;
     if (cellType === cell.cell_type) {
       doc.setSource(index, source);
     } else {
       id = doc.replaceWithType(index, cellType, source);
+    }
+    if (blitz !== null) {
+      doc.setBlitz(index, blitz);
     }
     doc.reveal(index);
     return { index, id, cell_type: cellType, previous_source: cell.source, cell_count: doc.cellCount() };
@@ -182,8 +198,52 @@ const HANDLERS: Record<string, Handler> = {
     refuseRunning(cell, index, 'delete');
     doc.deleteCell(index);
     return { deleted: { id: cell.id, cell_type: cell.cell_type, source: cell.source }, cell_count: doc.cellCount() };
+  },
+
+  set_outputs: (doc, params) => {
+    const id = text(params.id, 'id');
+    const index = range(doc.cellCount()).find(i => doc.cell(i).id === id);
+    if (index === undefined) {
+      throw new BridgeError('bad_index', `no cell with id ${JSON.stringify(id)}: it was deleted or replaced`);
+    }
+    const cell = doc.cell(index);
+    if (cell.cell_type !== 'code') {
+      throw new BridgeError('bad_request', `cell ${index} is a ${cell.cell_type} cell; only code cells have outputs`);
+    }
+    if (!Array.isArray(params.outputs) || !params.outputs.every(isOutput)) {
+      throw new BridgeError('bad_request', 'outputs must be a list of nbformat outputs (each with an output_type)');
+    }
+    const count = params.execution_count;
+    if (count !== null && (typeof count !== 'number' || !Number.isInteger(count))) {
+      throw new BridgeError('bad_request', 'execution_count must be an integer or null');
+    }
+    const blitz = blitzOf(params.metadata);
+    doc.setOutputs(index, params.outputs as OutputJSON[], count, blitz);
+    doc.reveal(index);
+    return {
+      index,
+      id,
+      previous_outputs: cell.outputs,
+      previous_execution_count: cell.execution_count,
+      previous_metadata: cell.blitz ?? null
+    };
   }
 };
+
+/** A request's `metadata` (the cell's `blitz` key): an object, or null / left out. */
+function blitzOf(value: unknown): Record<string, unknown> | null {
+  if (value === undefined || value === null) {
+    return null;
+  }
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw new BridgeError('bad_request', 'metadata must be an object or null');
+  }
+  return value as Record<string, unknown>;
+}
+
+function isOutput(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && typeof (value as OutputJSON).output_type === 'string';
+}
 
 /** An output as the kernel reads it: text capped, images described (data only on request). */
 export function summariseOutput(output: OutputJSON, includeImages: boolean, maxChars: number): OutputRecord {

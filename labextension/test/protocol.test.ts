@@ -54,6 +54,21 @@ class MemoryNotebook implements NotebookDocument {
     this.cells.splice(index, 1);
   }
 
+  setBlitz(index: number, blitz: Record<string, unknown> | null): void {
+    const { blitz: _old, ...rest } = this.cells[index];
+    this.cells[index] = blitz === null ? rest : { ...rest, blitz };
+  }
+
+  setOutputs(
+    index: number,
+    outputs: CellSnapshot['outputs'],
+    executionCount: number | null,
+    blitz: Record<string, unknown> | null
+  ): void {
+    const { blitz: _old, ...rest } = this.cells[index];
+    this.cells[index] = { ...rest, outputs, execution_count: executionCount, ...(blitz === null ? {} : { blitz }) };
+  }
+
   reveal(index: number): void {
     this.revealed.push(index);
   }
@@ -225,6 +240,56 @@ describe('delete_cell', () => {
   });
 });
 
+describe('the agent\'s mark', () => {
+  it('insert_cell and replace_cell put the metadata they are given under the cell\'s blitz key', async () => {
+    const doc = notebook();
+    const mark = { session: 'default', turn: 2, edited: true };
+    result(await ask(doc, 'insert_cell', { index: 0, source: 'x = 1', metadata: mark }));
+    result(await ask(doc, 'replace_cell', { index: 2, source: 'df = load(2)', metadata: mark }));
+    expect([doc.cells[0].blitz, doc.cells[2].blitz]).toEqual([mark, mark]);
+    result(await ask(doc, 'replace_cell', { index: 2, source: 'df = load(3)' }));
+    expect(doc.cells[2].blitz).toEqual(mark);
+    const bad = await ask(doc, 'insert_cell', { index: 0, source: 'y', metadata: [1] });
+    expect(bad.ok ? null : bad.error.message).toBe('metadata must be an object or null');
+    expect(doc.cellCount()).toBe(4);
+  });
+});
+
+describe('set_outputs', () => {
+  const outputs = [
+    { output_type: 'stream', name: 'stdout', text: '42\n' },
+    { output_type: 'execute_result', execution_count: 7, data: { 'text/plain': '42' }, metadata: {} }
+  ];
+
+  it('puts outputs, count and metadata into the cell found by id, returning what it had', async () => {
+    const doc = notebook();
+    const blitz = { session: 'default', turn: 0, ran: true };
+    const reply = result(await ask(doc, 'set_outputs', { id: 'load', outputs, execution_count: 7, metadata: blitz }));
+    expect(reply.index).toBe(1);
+    expect(reply.previous_execution_count).toBe(3);
+    expect((reply.previous_outputs as unknown[]).length).toBe(3);
+    expect(reply.previous_metadata).toBeNull();
+    expect(doc.cells[1]).toMatchObject({ outputs, execution_count: 7, blitz });
+    expect(doc.revealed).toEqual([1]);
+    const read = result(await ask(doc, 'read_cells', { indices: [1], include_outputs: true }));
+    expect((read.cells as { blitz?: unknown }[])[0].blitz).toEqual(blitz);
+    const undone = result(await ask(doc, 'set_outputs', { id: 'load', outputs: [], execution_count: 3, metadata: null }));
+    expect(undone.previous_metadata).toEqual(blitz);
+    expect(doc.cells[1].blitz).toBeUndefined();
+  });
+
+  it('refuses a missing id, a markdown cell and outputs that are not nbformat', async () => {
+    const doc = notebook();
+    const missing = await ask(doc, 'set_outputs', { id: 'gone', outputs, execution_count: 1 });
+    const markdown = await ask(doc, 'set_outputs', { id: 'intro', outputs, execution_count: 1 });
+    const junk = await ask(doc, 'set_outputs', { id: 'load', outputs: ['x'], execution_count: 1 });
+    expect(missing.ok ? null : missing.error.code).toBe('bad_index');
+    expect(markdown.ok ? null : markdown.error.message).toBe('cell 0 is a markdown cell; only code cells have outputs');
+    expect(junk.ok ? null : junk.error.code).toBe('bad_request');
+    expect(doc.cells[1].execution_count).toBe(3);
+  });
+});
+
 describe('failures are replies', () => {
   it('answers an unknown op with an error', async () => {
     const reply = await ask(notebook(), 'rename_notebook');
@@ -272,6 +337,7 @@ describe('replies are checked before they are sent', () => {
       ['read_cells', { indices: null, include_outputs: true, include_images: true }],
       ['insert_cell', { index: 0, source: 'x = 1' }],
       ['replace_cell', { index: 0, source: '# Title', cell_type: 'markdown' }],
+      ['set_outputs', { id: 'load', outputs: [], execution_count: 1, metadata: { ran: true } }],
       ['delete_cell', { index: 0 }]
     ];
     for (const [op, params] of asked) {

@@ -61,7 +61,9 @@ class JupyterServer:
         (settings / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("BLITZ_", "JUPYTER"))}
+        # JUPYTER_PATH is kept: it can put a labextension built in a checkout ahead of the
+        # installed one (a folder holding labextensions/blitz-kernel)
+        env = {k: v for k, v in os.environ.items() if k == "JUPYTER_PATH" or not k.startswith(("BLITZ_", "JUPYTER"))}
         env.update(
             HOME=str(home),
             JUPYTER_CONFIG_DIR=str(config_dir),

@@ -215,9 +215,10 @@ def test_insert_replace_and_delete(front_end: PlayedFrontEnd, server: FakeOpenAI
     )
     cell = front_end.run("%%blitz -s edit --approve allow\nTidy up.", notebook)
     assert cell.status == "ok", cell.reply
+    mark = {"session": "edit", "turn": 0, "edited": True}  # who made the cell, in its metadata
     assert [(r["op"], r["params"]) for r in front_end.requests] == [
-        ("insert_cell", {"index": 3, "cell_type": "code", "source": "df.describe()"}),
-        ("replace_cell", {"index": 1, "source": "df = load(limit=10)"}),
+        ("insert_cell", {"index": 3, "cell_type": "code", "source": "df.describe()", "metadata": mark}),
+        ("replace_cell", {"index": 1, "source": "df = load(limit=10)", "metadata": mark}),
         ("delete_cell", {"index": 0}),
     ]
     inserted, replaced, deleted = (r["result"] for r in tool_results(server))

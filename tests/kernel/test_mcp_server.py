@@ -239,3 +239,66 @@ def test_over_http_with_the_bearer_token(kernel: KernelDriver) -> None:
     finally:
         process.terminate()
         process.communicate(timeout=30)
+
+
+def test_the_notebooks_cells_are_resources_read_through_notebook_read(
+    kernel: KernelDriver, workspace_dir: Path
+) -> None:
+    import nbformat
+    from mcp.shared.exceptions import MCPError
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("# Sales"), nbformat.v4.new_code_cell("total = 7")]
+    notebook.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="seven\n")]
+    nbformat.write(notebook, workspace_dir / "sales.ipynb")
+    ok(kernel.run(f"__session__ = {str(workspace_dir / 'sales.ipynb')!r}"))  # the notebook this kernel runs
+
+    async def session() -> tuple[list[str], list[str], str, str, str]:
+        async with Client(server_parameters(kernel.manager.connection_file), read_timeout_seconds=90) as client:
+            listed = [str(r.uri) for r in (await client.list_resources()).resources]
+            templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+            try:
+                await client.read_resource("blitz://notebook/elsewhere")
+                unknown = ""
+            except MCPError as error:
+                unknown = str(error)
+            every = (await client.read_resource("blitz://notebook/cells")).contents[0]
+            second = (await client.read_resource("blitz://notebook/cells/1")).contents[0]
+            return listed, templates, unknown, getattr(every, "text", ""), getattr(second, "text", "")
+
+    try:
+        listed, templates, unknown, every, second = anyio.run(session)
+    finally:
+        ok(kernel.run("del __session__"))
+    assert listed == ["blitz://notebook/cells"]
+    assert templates == ["blitz://notebook/cells/{index}"]
+    assert unknown.startswith("unknown resource 'blitz://notebook/elsewhere'"), unknown
+    assert "# Sales" in every and "total = 7" in every and "seven" in every, every
+    assert "total = 7" in second and "# Sales" not in second, second
+
+
+def test_blitz_clients_lists_what_a_client_called_and_a_detached_client_is_refused(kernel: KernelDriver) -> None:
+    ok(kernel.run("listed_by_a_client = 1"))
+    _, (first,) = over_mcp(kernel, ("list_variables", {}))
+    assert not first.is_error, text_of(first)
+    listing = ok(kernel.run("%blitz_clients")).stdout
+    client = next(word for word in listing.split() if word.startswith("mcp:"))
+    assert "attached" in listing and "list_variables (ok)" in listing, listing
+
+    detached = ok(kernel.run(f"%blitz_clients --detach {client}")).stdout
+    assert detached.strip() == f"{client} is detached: its requests are refused from now on"
+    before = ok(kernel.run("%blitz_audit")).stdout
+    try:
+        _, (refused,) = over_mcp(kernel, ("list_variables", {}))
+    finally:
+        ok(kernel.run(f"%blitz_clients --reattach {client}"))
+    assert refused.is_error
+    assert text_of(refused) == (
+        f"{client} was detached in the notebook (%blitz_clients --reattach {client} lets it back in)"
+    )
+    assert ok(kernel.run("%blitz_audit")).stdout == before  # nothing recorded for it
+    _, (again,) = over_mcp(kernel, ("list_variables", {}))
+    assert not again.is_error, text_of(again)
+
+    unknown = kernel.run("%blitz_clients --detach mcp:nobody")
+    assert unknown.status == "error" and "no outside client named 'mcp:nobody'" in str(unknown.reply), unknown.reply

@@ -112,17 +112,17 @@ SHELL_CASES: list[ShellCase] = [
     ShellCase(
         "tools-nosuch",
         "%%blitz --tools nosuch\nhi",
-        "unknown tool(s) nosuch in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
+        "unknown tool(s) nosuch in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, notebook_run, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
     ),
     ShellCase(
         "tools-read_file,nosuch",
         "%%blitz --tools read_file,nosuch\nhi",
-        "unknown tool(s) nosuch in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
+        "unknown tool(s) nosuch in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, notebook_run, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
     ),
     ShellCase(
         "tools-' '",
         "%%blitz --tools ' '\nhi",
-        "unknown tool(s) ' ' in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
+        "unknown tool(s) ' ' in the allowed tools; known: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, notebook_run, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
     ),
     ShellCase("out-1bad", "%%blitz --out 1bad\nhi", "--out needs a Python variable name, got '1bad'"),
     ShellCase("out-'a b'", "%%blitz --out 'a b'\nhi", "--out needs a Python variable name, got 'a b'"),
@@ -441,7 +441,7 @@ SHELL_CASES: list[ShellCase] = [
     ShellCase(
         "config-limits.nosuch=1",
         "%blitz_config limits.nosuch=1",
-        "bad configuration 'limits.nosuch' in %blitz_config: unknown key; known keys: max_turns, max_cost_usd, timeout_s, max_cost_usd_session, repeat_warn, repeat_stop, max_concurrent_turns",
+        "bad configuration 'limits.nosuch' in %blitz_config: unknown key; known keys: max_turns, max_cost_usd, timeout_s, max_cost_usd_session, shared_budget_file, repeat_warn, repeat_stop, max_concurrent_turns",
     ),
     ShellCase(
         "config-telemetry.exporter=bogus",
@@ -892,7 +892,20 @@ SHELL_CASES: list[ShellCase] = [
     ShellCase("replay-turn-x", "%blitz_replay --turn x", "--turn N must be a whole number, 1 or more; got 'x'"),
     ShellCase("replay-turn-0", "%blitz_replay --turn 0", "--turn N must be a whole number, 1 or more; got '0'"),
     ShellCase("replay-cell-and-turn", "%blitz_replay 3 --turn 1", "give a CELL or --turn N, not both"),
-    ShellCase("replay-cell-unknown", "%blitz_replay 99", "cell 99 ran no %%blitz turn in this kernel; use --turn N"),
+    ShellCase(
+        "replay-cell-unknown",
+        "%blitz_replay 99",
+        "cell 99 ran no %%blitz turn in this kernel; the saved notebook is not known here: use --turn N, or --notebook PATH",
+    ),
+    ShellCase("replay-index-words", "%blitz_replay --index x", "--index must be a cell position, 0 or more; got 'x'"),
+    ShellCase(
+        "replay-index-and-turn", "%blitz_replay --index 1 --turn 1", "give --index I, CELL or --turn N, one of them"
+    ),
+    ShellCase(
+        "replay-notebook-missing",
+        "%blitz_replay 3 --notebook nosuch.ipynb",
+        "no notebook at nosuch.ipynb",
+    ),
     ShellCase("replay-cell-words", "%blitz_replay four", "CELL must be a whole number, 1 or more; got 'four'"),
     ShellCase("replay-out-bad", "%blitz_replay -o 1x", "--out needs a Python variable name, got '1x'"),
     ShellCase("replay-no-turns", "%blitz_replay -s empty", "session 'empty' has no recorded turns to replay"),
@@ -1196,6 +1209,24 @@ TOOL_CASES: list[ToolCase] = [
         "invalid arguments for notebook_edit: action: Input should be 'insert', 'replace' or 'delete'",
     ),
     ToolCase(
+        "notebook_run-no-cell",
+        "notebook_run",
+        "{}",
+        "invalid arguments for notebook_run: (arguments): Value error, give either `cell` (an index or id) or `start` and `end`",
+    ),
+    ToolCase(
+        "notebook_run-backwards-range",
+        "notebook_run",
+        '{"start": 4, "end": 2}',
+        "invalid arguments for notebook_run: (arguments): Value error, `end` (2) is before `start` (4)",
+    ),
+    ToolCase(
+        "notebook_edit-run-a-deleted-cell",
+        "notebook_edit",
+        '{"action": "delete", "index": 0, "run": true}',
+        "run: true needs insert or replace; a deleted cell cannot be run",
+    ),
+    ToolCase(
         "todo-not-a-list", "todo", '{"items": 3}', "invalid arguments for todo: items: Input should be a valid list"
     ),
     ToolCase(
@@ -1214,7 +1245,7 @@ TOOL_CASES: list[ToolCase] = [
         "unknown-tool",
         "format_disk",
         "{}",
-        "unknown tool 'format_disk'; available: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
+        "unknown tool 'format_disk'; available: read_file, list_files, glob, grep, write_file, edit_file, run_python, list_variables, describe_variable, view_image, notebook_read, notebook_edit, notebook_run, search_session, web_fetch, load_skill, list_agents, invoke_agent, todo, enter_plan_mode, exit_plan_mode",
     ),
     ToolCase(
         "grep-pattern-too-long",

@@ -104,3 +104,16 @@ def test_the_help_names_the_command_it_was_called_by(
     out = capsys.readouterr().out
     assert out.startswith(usage), out
     assert "%%blitz cells unattended" in out
+
+
+def test_store_reaches_the_kernel_and_every_worker(tmp_path):
+    from pathlib import Path
+
+    from blitz_kernel.cli.fanout import common_options
+    from blitz_kernel.cli.run import settings_environment
+
+    args = build_parser().parse_args(["a.ipynb", "b.ipynb", "--store", "sqlite:///team.db", "-j", "2"])
+    assert settings_environment(args, Path("a.ipynb"))["BLITZ_STORE_URL"] == "sqlite:///team.db"
+    options = common_options(args)
+    assert options[options.index("--store") + 1] == "sqlite:///team.db"
+    assert "--budget" not in options  # the workers spend from the shared ledger, not a budget each

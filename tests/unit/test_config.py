@@ -490,3 +490,12 @@ def test_bad_list_item_names_its_index(workspace: Path, home: Path) -> None:
     path = write(workspace / "blitz.toml", 'fallback_models = ["a", 3]\n')
     error = load_error(workspace, home)
     assert (error.key, error.source) == ("fallback_models[1]", str(path))
+
+
+def test_a_workspace_file_cannot_name_a_shared_budget_ledger_without_trust(workspace: Path, home: Path) -> None:
+    write(workspace / "blitz.toml", '[limits]\nshared_budget_file = "/etc/ledger.json"\nmax_turns = 7\n')
+    config = load(workspace, home)
+    assert config.limits.shared_budget_file is None and config.limits.max_turns == 7
+    assert set(workspace_trust(workspace, {}, home).held) == {"limits.shared_budget_file"}
+    ledger = load(workspace, home, environ={"BLITZ_SHARED_BUDGET": "/tmp/run/budget.json"}).limits.shared_budget_file
+    assert ledger == Path("/tmp/run/budget.json")  # what blitz run sets for its workers applies

@@ -184,6 +184,45 @@ async def test_read_describes_binary_files(ws: Path) -> None:
     assert "binary file (5 bytes" in latin and "not UTF-8 text at byte 3" in latin
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"one",
+        b"one\n",
+        b"a\r\nb\r\n",
+        b"a\r\nb\r",
+        b"\r\n\n\r",
+        b"x\n\n\ny",
+        ("z" * (files.MAX_LINE_CHARS + 5) + "\r\nshort\n").encode(),
+        "caf\u00e9 \u2603\n\u00e9".encode(),
+        b"ok\nbad \xe9 byte\n",
+        b"cut at the end \xe2\x98",
+    ],
+)
+def test_a_small_file_read_whole_gives_the_same_lines_as_streaming(data: bytes) -> None:
+    """Small files are decoded in one go, large ones streamed in pieces: both must give the
+    same lines, lengths and first bad byte."""
+    import io
+
+    def lines(source: object) -> list[tuple[int, str, int]] | int:
+        try:
+            return [(line.number, line.text, line.chars) for line in source]  # type: ignore[attr-defined]
+        except files._NotTextError as error:
+            return error.position
+
+    assert lines(files._split_lines(data)) == lines(files._scan_lines(io.BytesIO(data)))
+
+
+async def test_a_file_over_the_inline_size_is_streamed_with_the_same_answer(ws: Path) -> None:
+    line = "w" * 99 + "\n"
+    (ws / "big.txt").write_text(line * (files.INLINE_READ_BYTES // len(line) + 10))
+    (ws / "small.txt").write_text(line * 30)
+    big = await call(ws, "read_file", path="big.txt", limit=30)
+    assert big.startswith(await call(ws, "read_file", path="small.txt"))
+    assert big.endswith("call again with offset=30 to continue]")
+
+
 async def test_read_rejects_negative_offset_through_argument_parsing(ws: Path) -> None:
     with pytest.raises(ToolError, match="invalid arguments for read_file: offset"):
         await call(ws, "read_file", path="a.txt", offset=-1)

@@ -174,6 +174,23 @@ def test_plain_output_is_made_from_the_turn_state():
     assert shown[-1].startswith("— m · 3 in · 1 out · 1 call · unpriced · ") and shown[-1].endswith(" s · end_turn")
 
 
+def test_thinking_is_one_line_in_plain_output_never_its_text():
+    state, presenter, output = plain()
+    feed(
+        state,
+        presenter,
+        START,
+        TextEvent(text="The secret plan is ", delta=True, thought=True),
+        TextEvent(text="to add two numbers.", delta=True, thought=True),
+        TextEvent(text="Four.", delta=True),
+        TextEvent(text="Four.", repeat=True),
+        DONE,
+    )
+    shown = output.rendered()
+    assert shown[:2] == ["Four.", "💭 thought (8 words; the widget shows it)"]
+    assert not any("secret plan" in line for line in shown)
+
+
 STARTING = ProgressEvent(message="starting MCP server docs…")
 
 

@@ -55,7 +55,7 @@ def test_a_daily_quota_is_final() -> None:
 
 def test_the_cause_is_googles_message_on_one_line() -> None:
     failed = MAPPER.map(rate_limit("GenerateRequestsPerMinutePerProjectPerModel-FreeTier", None), None)
-    assert failed.error.cause == f"HTTP 429: RESOURCE_EXHAUSTED: {QUOTA}"
+    assert failed.error.cause == f"HTTP 429: {QUOTA}"
 
 
 def test_too_long_input_is_a_context_window_error() -> None:

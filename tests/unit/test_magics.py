@@ -102,6 +102,7 @@ def test_quoted_names_lose_their_quotes(magics: BlitzMagics) -> None:
         ("--out class", "--out needs a Python variable name, got 'class'"),
         ("--session ''", "--session needs a name"),
         ("-m ''", "--model needs a name"),
+        ("--think hard", "invalid choice: 'hard'"),
     ],
 )
 def test_bad_cell_options_are_one_usage_error_with_the_usage_line(magics: BlitzMagics, line: str, words: str) -> None:

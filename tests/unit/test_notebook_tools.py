@@ -25,9 +25,9 @@ from blitz_kernel.tools.notebook import (
     NotebookRequestError,
     NotebookUnavailableError,
     find_notebook_file,
-    notebook_edit,
     notebook_read,
 )
+from blitz_kernel.tools.notebook_run import notebook_edit
 from blitz_kernel.tools.registry import Tool, ToolContext, ToolError, ToolKind, ToolOutput
 
 from .test_images import tiny_png
@@ -317,7 +317,13 @@ def test_names_kinds_and_arguments_match_the_interface() -> None:
     assert tools["notebook_read"].kind is ToolKind.READ_ONLY
     assert tools["notebook_edit"].kind is ToolKind.MUTATING
     assert set(tools["notebook_read"].spec().parameters["properties"]) == {"cells", "include_outputs"}
-    assert set(tools["notebook_edit"].spec().parameters["properties"]) == {"action", "index", "source", "cell_type"}
+    assert set(tools["notebook_edit"].spec().parameters["properties"]) == {
+        "action",
+        "index",
+        "source",
+        "cell_type",
+        "run",
+    }
 
 
 async def test_read_shows_cells_outputs_images_and_the_running_cell(tmp_path: Path) -> None:
@@ -330,7 +336,7 @@ async def test_read_shows_cells_outputs_images_and_the_running_cell(tmp_path: Pa
         [
             "notebook work/nb.ipynb — 3 cells; live from the open notebook",
             "[0] markdown · id c0\n# Sales",
-            "[1] code · execution count 4 · id c1\ndf.plot()\nprint('hi')\n→ stdout:\nhi\n→ display:\n<Figure>\n"
+            "[1] code · execution count 4 · FAILED (KeyError) · id c1\ndf.plot()\nprint('hi')\n→ stdout:\nhi\n→ display:\n<Figure>\n"
             "→ image/png 4×3: view_image(output=\"cell:1:1\")\n→ error: KeyError: 'x'\nKeyError: 'x'",
             "[2] code · RUNNING NOW (the %%blitz cell of this turn) · id c2\n%%blitz\nplot the sales",
         ]
@@ -339,7 +345,7 @@ async def test_read_shows_cells_outputs_images_and_the_running_cell(tmp_path: Pa
 
 async def test_read_without_outputs_and_chosen_cells(tmp_path: Path) -> None:
     text = await use(notebook_read, context(tmp_path, FrontEnd(CELLS)), cells=[1], include_outputs=False)
-    assert text.endswith("[1] code · execution count 4 · id c1\ndf.plot()\nprint('hi')")
+    assert text.endswith("[1] code · execution count 4 · FAILED (KeyError) · id c1\ndf.plot()\nprint('hi')")
 
 
 async def test_view_image_shows_a_cells_image_output(tmp_path: Path) -> None:

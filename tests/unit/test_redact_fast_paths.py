@@ -63,6 +63,27 @@ def test_a_remembered_text_is_redacted_again_after_learning_a_secret():
     assert "hunter2-correct-horse" not in redactor.redact(text)
 
 
+def test_a_short_text_is_remembered_and_forgotten_on_learning_like_a_long_one():
+    redactor = Redactor()
+    text = "key hunter2-correct-horse"
+    assert len(text) < CACHED_CHARS
+    assert redactor.redact(text) == text
+    assert redactor.redact(text) == text  # the remembered answer
+    redactor.learn(["hunter2-correct-horse"])
+    assert redactor.redact(text) == f"key {REDACTED}"
+    assert redactor.redact("token=sw0rdf1sh-2024") == f"token={REDACTED}"  # learned while redacting
+    assert redactor.redact("sw0rdf1sh-2024") == REDACTED
+
+
+def test_short_texts_streamed_past_do_not_grow_the_memory_without_bound():
+    from blitz_kernel.core.redact import SHORT_ENTRIES
+
+    redactor = Redactor()
+    for n in range(3 * SHORT_ENTRIES):
+        redactor.redact(f"piece {n}")
+    assert len(redactor._short) <= SHORT_ENTRIES
+
+
 def test_an_assignment_learned_while_redacting_reaches_remembered_texts():
     redactor = Redactor()
     later = "and then the value s3cr3t-value-42 was printed alone, far into a long output line"

@@ -28,7 +28,8 @@ def gemini_post(server: FakeGeminiServer, body: Any, *, key: str | None = KEY, s
         ([], None, "contents is not specified"),
         ([{"role": "assistant", "parts": [{"text": "x"}]}], None, "valid role"),
         ([{"role": "user", "parts": []}], None, "must not be empty"),
-        ([CALL], None, "function call turn comes immediately after a user turn"),
+        ([CALL], None, "first turn is a user turn"),
+        ([USER, USER], None, "alternate between user and model"),
         ([USER, CALL, USER], None, "function response turn comes immediately after a function call turn"),
         (
             [USER, CALL, {"role": "user", "parts": [{"functionResponse": {"name": "g", "response": {}}}]}],

@@ -1,7 +1,5 @@
-"""The engine over litellm's real Ollama chat path (`ollama_chat/<model>` with an api_base)
-against the fake Ollama, which refuses what Ollama refuses (unknown model, tools to a model
-without tool support, tool messages without a call, string arguments): every step also
-proves the history blitz sent was valid for Ollama."""
+"""The engine on an `ollama_chat/...` model, through litellm's real Ollama path, against the
+fake Ollama server (tests/fake_ollama.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +15,73 @@ from blitz_kernel.models import ollama_show
 from tests.fake_ollama import FakeOllamaServer
 from tests.helpers.workspaces import open_workspace
 
-MODEL = "ollama_chat/qwen3:8b"
+MODEL = "ollama_chat/llama3.1"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOllamaServer]:
+    with FakeOllamaServer() as server:
+        yield server
+
+
+def workspace_for(root: Path, server: FakeOllamaServer, model: str = MODEL, **overrides: Any) -> Workspace:
+    settings: dict[str, Any] = {"api_base": server.base_url, "model_retries": 0, **overrides}
+    return open_workspace(root, model, overrides=settings)
+
+
+async def test_parallel_tool_calls_over_several_steps_and_the_next_turn(fake: FakeOllamaServer, tmp_path: Path):
+    (tmp_path / "a.txt").write_text("alpha")
+    fake.enqueue(
+        {
+            "text": "Reading.",
+            "tool_calls": [
+                {"name": "read_file", "arguments": {"path": "a.txt"}},
+                {"name": "list_files", "arguments": {}},
+            ],
+            "usage": {"prompt_eval_count": 300, "eval_count": 12},
+        },
+        {"tool_calls": [{"name": "glob", "arguments": {"pattern": "*.txt"}}]},
+        {"text": "alpha; one text file.", "usage": {"prompt_eval_count": 500, "eval_count": 6}},
+        {"text": "Still here."},
+    )
+    workspace = workspace_for(tmp_path, fake)
+    result = await workspace.run("read a.txt and look around", session="s")
+    assert result.stop_reason == "end_turn", result.error
+    assert result.text == "alpha; one text file." and fake.refusals == []
+    second = fake.bodies[1]["messages"]
+    assert [m["role"] for m in second[-3:]] == ["assistant", "tool", "tool"]
+    assert [c["function"]["name"] for c in second[-3]["tool_calls"]] == ["read_file", "list_files"]
+    assert "alpha" in second[-2]["content"]
+    assert result.usage.input_tokens >= 800 and result.usage.output_tokens >= 18
+    again = await workspace.run("and now?", session="s")
+    assert again.text == "Still here."
+
+
+async def test_a_model_that_was_not_pulled_is_one_line_and_not_retried(fake: FakeOllamaServer, tmp_path: Path):
+    result = await workspace_for(tmp_path, fake, "ollama_chat/qwen3", model_retries=2).run("hello")
+    assert result.stop_reason == "error" and result.error is not None
+    assert result.error == "model 'ollama_chat/qwen3' failed: HTTP 404: model \"qwen3\" not found, try pulling it first"
+    assert len(fake.bodies) == 1
+
+
+async def test_a_stream_cut_before_done_fails_the_turn_and_the_session_goes_on(fake: FakeOllamaServer, tmp_path: Path):
+    fake.enqueue({"fault": "cut", "text": "Half an ans"}, {"text": "Whole."})
+    workspace = workspace_for(tmp_path, fake)
+    broken = await workspace.run("answer", session="s")
+    assert broken.stop_reason == "error"
+    again = await workspace.run("again", session="s")
+    assert again.text == "Whole."
+
+
+async def test_think_on_an_ollama_model_is_one_line(fake: FakeOllamaServer, tmp_path: Path):
+    result = await workspace_for(tmp_path, fake).run("hello", think="high")
+    assert result.stop_reason == "error" and result.error is not None
+    assert "no thinking setting" in result.error and fake.bodies == []
+
+
+# -- models with capabilities (/api/show): vision, num_ctx; busy servers and cut streams
+
+TOOLS_MODEL = "ollama_chat/qwen3:8b"
 VISION_MODEL = "ollama_chat/gemma3:4b"
 
 
@@ -37,7 +101,12 @@ def ollama() -> Iterator[FakeOllamaServer]:
 
 
 def ollama_workspace(
-    root: Path, server: FakeOllamaServer, *, model: str = MODEL, dotted: dict[str, Any] | None = None, **overrides: Any
+    root: Path,
+    server: FakeOllamaServer,
+    *,
+    model: str = TOOLS_MODEL,
+    dotted: dict[str, Any] | None = None,
+    **overrides: Any,
 ) -> Workspace:
     """A workspace on `model` at the fake; `dotted` holds overrides like "context.retain_events"."""
     settings: dict[str, Any] = {"api_base": server.base_url, "model_retries": 0, **overrides, **(dotted or {})}
@@ -53,7 +122,7 @@ def messages(server: FakeOllamaServer, index: int = -1) -> list[dict[str, Any]]:
     return server.chat_bodies()[index]["messages"]
 
 
-async def test_parallel_tool_calls_over_several_steps_and_the_next_turn(
+async def test_thinking_parallel_calls_arguments_as_objects_and_exact_usage(
     workspace: Workspace, ollama: FakeOllamaServer, tmp_path: Path
 ):
     (tmp_path / "a.txt").write_text("alpha\n")
@@ -120,14 +189,6 @@ async def test_a_busy_server_is_retried(ollama: FakeOllamaServer, tmp_path: Path
     assert len(ollama.chat_bodies()) == 2
 
 
-async def test_a_model_that_was_never_pulled_is_a_clear_error(ollama: FakeOllamaServer, tmp_path: Path):
-    workspace = ollama_workspace(tmp_path, ollama, model="ollama_chat/llama9")
-    result = await workspace.run("hello")
-    error = result.error or ""
-    assert result.stop_reason == "error" and "ollama_chat/llama9" in error and "try pulling it first" in error, error
-    assert "\n" not in error
-
-
 async def test_the_servers_num_ctx_is_the_window_so_a_long_history_is_compacted_in_time(tmp_path: Path):
     """Ollama does not refuse a prompt longer than its context: it drops the start. So blitz
     takes the window from the server (`num_ctx` in /api/show) and compacts before that."""
@@ -166,6 +227,6 @@ async def test_a_stream_broken_after_text_ends_the_turn_and_the_next_turn_works(
         {"fault": fault, "text": "Let me", "message": "model runner has unexpectedly stopped"}, {"text": "Fine now."}
     )
     broken = await workspace.run("list", session="s")
-    assert broken.stop_reason == "error" and MODEL in (broken.error or ""), (broken.text, broken.error)
+    assert broken.stop_reason == "error" and TOOLS_MODEL in (broken.error or ""), (broken.text, broken.error)
     result = await workspace.run("again", session="s")
     assert result.text == "Fine now.", result.error

@@ -200,3 +200,83 @@ def test_a_call_without_any_key_is_a_clear_auth_error_and_not_retried(
     with pytest.raises(ModelAuthError, match="no API key: set OPENAI_API_KEY"):
         asyncio.run(answer(model, ModelRequest(system="s", messages=[user_prompt("hi")])))
     assert fake_server.requests == []
+
+
+async def test_the_request_sent_as_given_is_what_the_sdks_create_would_send() -> None:
+    """The direct path posts its body as built (no `create` transform): for every kind of
+    message and a tool set, the SDK's transform gives back exactly the same data."""
+    from openai._utils._transform import async_maybe_transform
+    from openai.types.chat import completion_create_params
+
+    from blitz_kernel.core.history import ImagePart, SummaryMessage, TextPart, UserMessage
+
+    call = ToolCall(id="c1", name="read_file", arguments='{"path": "a"}')
+    history = [
+        SummaryMessage(text="earlier"),
+        UserMessage(parts=[TextPart(text="look"), ImagePart(media_type="image/png", data_base64="aGVsbG8=")]),
+        AssistantMessage(text="reading", tool_calls=[call], model="m"),
+        ToolResultMessage(call_id="c1", name="read_file", output="alpha"),
+    ]
+    specs = [
+        ToolSpec(
+            name="read_file",
+            description="Read.",
+            parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        )
+    ]
+    arguments = openai_direct.request_arguments(
+        "openai/gpt-4o",
+        openai_wire.to_openai_messages("sys", history, reuse=True),
+        openai_wire.to_openai_tools(specs, reuse=True),
+        temperature=0.2,
+        max_tokens=50,
+    )
+
+    transformed = await async_maybe_transform(arguments, completion_create_params.CompletionCreateParamsStreaming)
+
+    assert json.dumps(transformed, sort_keys=True) == json.dumps(arguments, sort_keys=True)
+
+
+async def test_the_direct_path_reads_chunks_as_sent(fake_server: FakeOpenAIServer) -> None:
+    """Chunks arrive as the endpoint's JSON: text, reasoning, tool calls and usage are read
+    from it as from the SDK's chunk objects."""
+    fake_server.enqueue(
+        {
+            "text": "Let me look.",
+            "tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}],
+            "usage": {"prompt_tokens": 120, "completion_tokens": 7},
+        }
+    )
+    model = LiteLLMModel("openai/fake-model", api_base=fake_server.base_url, api_key=KEY, direct=True)
+
+    response = await answer(model, ModelRequest(system="s", messages=[user_prompt("hi")]))
+
+    assert response.text == "Let me look."
+    assert [(c.name, json.loads(c.arguments)) for c in response.tool_calls] == [("read_file", {"path": "a.txt"})]
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (120, 7)
+
+
+def test_a_chunks_json_reads_like_the_sdks_chunk_object() -> None:
+    chunk = {
+        "choices": [
+            {
+                "index": 0,
+                "delta": {
+                    "content": "hi",
+                    "reasoning_content": "think",
+                    "tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f", "arguments": "{}"}}],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 4}},
+    }
+    reader = openai_wire.StreamReader()
+
+    shown = reader.feed(chunk)
+
+    assert [(d.text, d.thought) for d in shown] == [("think", True), ("hi", False)]
+    assert reader.finished and reader.usage is not None and reader.usage.cached_tokens == 4
+    assert [(c.id, c.name, c.arguments) for c in reader.tool_calls.calls()] == [("c1", "f", "{}")]
+    view = openai_wire.WireObject({"choices": []})
+    assert view.missing is None and view.choices == [] and not hasattr(view, "__len__")

@@ -44,10 +44,10 @@ class FileChange(BaseModel):
 
 
 class CellChange(BaseModel):
-    """One `notebook_edit` action and what reverses it."""
+    """One `notebook_edit` action, or one cell `notebook_run` ran, and what reverses it."""
 
     kind: Literal["cell"] = "cell"
-    action: Literal["insert", "replace", "delete"]
+    action: Literal["insert", "replace", "delete", "run"]
     via: Literal["bridge", "file"]
     """Through the labextension bridge, or by editing the .ipynb on disk."""
     notebook: str | None = None
@@ -63,6 +63,11 @@ class CellChange(BaseModel):
     source_after: str | None = None
     cell_before: dict[str, Any] | None = None
     """The whole cell as the .ipynb held it (via file): outputs and metadata come back too."""
+    outputs_before: list[dict[str, Any]] | None = None
+    """run: the cell's outputs before the run (undo puts them back)."""
+    execution_count_before: int | None = None
+    metadata_before: dict[str, Any] | None = None
+    """run: the cell's `blitz` metadata before the run (None: it had none)."""
 
 
 class CodeRun(BaseModel):

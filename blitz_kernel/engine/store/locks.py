@@ -49,13 +49,14 @@ class Holder(BaseModel):
 
     @classmethod
     def current(cls) -> Holder:
-        """This process. Jupyter server sets JPY_SESSION_NAME to the notebook's path."""
+        """This process. Jupyter server sets JPY_SESSION_NAME to the notebook's path. The host
+        name is looked up once per process (every fresh session records it)."""
         notebook = os.environ.get("JPY_SESSION_NAME") or None
-        return cls(
+        return cls.model_construct(
             pid=os.getpid(),
             notebook=Path(notebook).name if notebook else None,
             since=time.time(),
-            host=socket.gethostname() or None,
+            host=_host_name(),
         )
 
     def describe(self) -> str:
@@ -66,6 +67,15 @@ class Holder(BaseModel):
         notebook = f", notebook {self.notebook}" if self.notebook else ""
         host = f", host {self.host}" if self.host else ""
         return f"pid {self.pid}{notebook}, since {when}{host}"
+
+
+_HOST: list[str | None] = []
+
+
+def _host_name() -> str | None:
+    if not _HOST:
+        _HOST.append(socket.gethostname() or None)
+    return _HOST[0]
 
 
 def check_session_name(name: str) -> str:
@@ -131,7 +141,8 @@ class SessionLocks:
             if not _try_lock(fd, tries=ACQUIRE_TRIES):
                 raise SessionBusyError(busy_message(name, _read_holder(fd)))
             record = Holder.current().model_dump_json().encode()
-            os.ftruncate(fd, 0)
+            if not created:  # a file made just now is empty
+                os.ftruncate(fd, 0)
             os.pwrite(fd, record, 0)
         except BaseException:
             os.close(fd)

@@ -22,7 +22,7 @@ from typing import Any
 
 from opentelemetry.trace import SpanContext, TraceFlags
 
-from ...core.history import Message, SummaryMessage, TextPart, UserMessage, message_chars
+from ...core.history import Message, SummaryMessage, TextPart, UserMessage, keep_signed_thinking, message_chars
 from ...core.redact import Redactor
 from ...core.todos import TodoItem
 from ...core.usage import TokenUsage, UsageLedger
@@ -199,7 +199,12 @@ class Session:
     def commit(self, messages: Sequence[Message], turn_index: int) -> None:
         """Append one valid unit (a prompt, an answer, a response with all its results) to
         the history and, in one transaction, to the store."""
-        unit = list(messages) if self.redactor is None else [self.redactor.redact_value(m) for m in messages]
+        redactor = self.redactor
+        unit = (
+            list(messages)
+            if redactor is None
+            else [keep_signed_thinking(m, redactor.redact_value(m)) for m in messages]
+        )
         if self._note is not None and isinstance(unit[0], UserMessage):
             prompt = unit[0]
             unit[0] = UserMessage(parts=[*prompt.parts[:-1], TextPart(text=self._note), *prompt.parts[-1:]])

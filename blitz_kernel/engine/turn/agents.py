@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from ...core.terms import Reasoning
 from ...errors import BlitzError, ConfigError, UnknownAgentError
 from ...mcp import is_mcp_name
 from ...tools.confined import read_capped
@@ -43,6 +44,8 @@ class AgentDefinition(BaseModel):
     """A model pin: this agent always runs on it unless a run overrides the model."""
     tools: list[str] | None = None
     """The tools it gets; None means every built-in tool."""
+    reasoning: Reasoning | None = None
+    """How hard its model thinks; beats the config's `reasoning`, a run's `--think` beats it."""
 
 
 BUILTIN_AGENT = AgentDefinition(
@@ -62,7 +65,14 @@ MAX_AGENT_BYTES = 1024 * 1024
 def folder_state(workspace: Path) -> FolderState:
     """What `.blitz/agents` holds now, cheaply (one stat per entry, nothing read). The folder
     is opened with the file tools' confinement: a `.blitz` or `.blitz/agents` that is a
-    symlink out of the workspace reads as empty (and `folder_problem` says why)."""
+    symlink out of the workspace reads as empty (and `folder_problem` says why). Checked
+    before every turn, so a workspace without the folder costs one `lstat`."""
+    try:
+        os.lstat(workspace.joinpath(*AGENTS_FOLDER))
+    except FileNotFoundError:
+        return ()
+    except OSError:
+        pass  # the confined open below words it
     try:
         fd, _path = open_in_workspace(workspace, FOLDER_SHOWN, directory=True)
     except ToolError:

@@ -7,12 +7,17 @@ the expected output — `max_tokens`, else the turn's average so far — × outp
 not made when that would pass what is left. The session budget trips once spending
 passes it and stays tripped (a field of the session, persisted with it) until the user adds
 budget: every later turn is refused before any model call.
+
+A shared budget (`limits.shared_budget_file`, set by `blitz run -j` and `blitz eval` for all
+their notebooks) is checked the same way, before each call, by reserving the estimate in the
+ledger several kernels share (core/budget_ledger.py), and settled with the call's real cost.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ...core.budget_ledger import BudgetLedger, BudgetRefused
 from ...core.numbers import MAX_COST_USD, check_number
 from ...core.usage import Price, UsageTotals
 from ...errors import BlitzError, MaxCostError, SessionBudgetError
@@ -40,6 +45,10 @@ class Budget:
     control: TurnControl | None = None
     """Where side questions asked while the turn runs charge their cost: it counts toward
     the running turn's `--max-cost`."""
+    shared: BudgetLedger | None = None
+    """The budget several runs share; only a user's turn has it (a sub-agent's calls pass
+    through its caller's checks, so they are reserved once)."""
+    _reservation: str | None = field(default=None, init=False, repr=False)
 
     @property
     def charged_elsewhere(self) -> float:
@@ -64,7 +73,7 @@ class Budget:
     @property
     def limited(self) -> bool:
         """Whether any ceiling applies (else no estimate is worth making)."""
-        return self.turn_ceiling is not None or self.session_limit is not None
+        return self.turn_ceiling is not None or self.session_limit is not None or self.shared is not None
 
     def check_before_call(
         self, turn_spent: float, prompt_tokens: int, price: Price | None, output_tokens: int = 0
@@ -78,6 +87,24 @@ class Budget:
         ceiling = self.session_ceiling
         if ceiling is not None and self.session.ledger.total.cost_usd + estimate > ceiling:
             raise MaxCostError.before_call(estimate, ceiling - self.session.ledger.total.cost_usd, "session")
+        if self.shared is not None:
+            self.release()  # a reserved call that never came back (the provider failed, a retry)
+            try:
+                self._reservation = self.shared.reserve(estimate)
+            except BudgetRefused as refused:
+                raise MaxCostError.before_call(refused.estimate, refused.left, "shared") from None
+
+    def settle(self, cost: float | None) -> None:
+        """A model call was made: its reservation in the shared budget becomes its cost."""
+        if self.shared is not None:
+            key, self._reservation = self._reservation, None
+            self.shared.settle(key, cost)
+
+    def release(self) -> None:
+        """The reserved call was not made (or the turn ended): the shared budget gets it back."""
+        if self.shared is not None and self._reservation is not None:
+            key, self._reservation = self._reservation, None
+            self.shared.release(key)
 
     def check_after_usage(self, turn_spent: float) -> None:
         """Check the session ceiling after every usage event; once passed, the session trips and

@@ -72,6 +72,7 @@ class TurnRunner:
         self._specs = tools.specs
         self.watch = session_watch(setup.session, setup.limits.repeat_warn, setup.limits.repeat_stop)
         self.budget = Budget(setup.session, setup.limits.max_cost_usd, setup.limits.max_cost_usd_session, control)
+        self.budget.shared = setup.limits.shared_budget if parent is None else None
         caller = parent.spend if parent is not None else None
         self.spend: TurnSpend = TurnSpend(setup.session, setup.choice.prices, self.budget, self._emit, caller)
         self.usage = self.spend.usage
@@ -83,8 +84,7 @@ class TurnRunner:
         self.recorder: TurnRecorder | None = None
         """What the turn changed, for undo; a user's turn only, once it started."""
         self.tool_context = dataclasses.replace(setup.runtime.context, turn=self)
-        """The turn's own tool context: the setup's template with this turn's access and,
-        once the turn starts, its deadline (a sub-agent's is its caller's)."""
+        """The setup's tool context with this turn's access and, once started, its deadline."""
         self.outgoing = OutgoingEvents(setup.runtime.redactor)
         """Every event is redacted before anyone sees it (docs/safety.md)."""
         self.nested = SubagentRecords()
@@ -197,6 +197,7 @@ class TurnRunner:
         text, error = self.setup.runtime.redactor.redact(text), self.setup.runtime.redactor.redact_optional(error)
         last = self.outgoing.flush()  # a streamed answer's held tail (the stream was cut)
         session.end_turn(turn_index, stop, error)
+        self.budget.release()
         if stop in ("end_turn", "watchdog"):  # answered, or its loop already stopped: start afresh
             self.watch.reset()
         session.keep_window(self.watch.window())

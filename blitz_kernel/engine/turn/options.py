@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...core.numbers import MAX_COST_USD, MAX_TIMEOUT_S, MAX_TURNS, RunOptionError, check_number
-from ...core.terms import Policy
+from ...core.terms import Policy, Reasoning
 from .modes import TurnMode
 
 if TYPE_CHECKING:
@@ -50,6 +50,8 @@ class RunOptions:
     """A sub-agent's caller's per-run model (`-m`): used when the agent pins no model."""
     output: OutputSchema | None = None
     """The structured answer the turn must end with (`--schema`; docs/structured-output.md)."""
+    reasoning: Reasoning | None = None
+    """How hard the model thinks this turn (`--think`); None: the agent's, else the config's."""
 
     def __post_init__(self) -> None:
         check_number("max_turns", self.max_turns, upper=MAX_TURNS, integer=True)

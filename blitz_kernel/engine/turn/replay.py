@@ -17,7 +17,7 @@ import difflib
 import inspect
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -72,6 +72,9 @@ class ReplayReport(BaseModel):
     turn: int
     """The turn, counted from 1 as the session's views show it."""
     calls: list[ReplayedCall]
+    source: str = "transcript"
+    """Where the recorded calls came from: the session's `transcript`, or the `notebook`'s
+    turn record (a saved cell's metadata)."""
 
     def count(self, status: ReplayStatus) -> int:
         return sum(1 for call in self.calls if call.status == status)
@@ -90,7 +93,8 @@ class ReplayReport(BaseModel):
             if self.count(status)
         )
         plural = "s" if len(self.calls) != 1 else ""
-        return f"replayed turn {self.turn} of session {self.session!r}: {len(self.calls)} call{plural}, {counts}"
+        where = " (from the notebook's record)" if self.source == "notebook" else ""
+        return f"replayed turn {self.turn} of session {self.session!r}{where}: {len(self.calls)} call{plural}, {counts}"
 
     def text(self) -> str:
         """The report as the cell shows it: one line per call, its diff or reason indented."""
@@ -136,9 +140,26 @@ def recorded_turn(
     return index, steps
 
 
-async def replay_steps(setup: TurnSetup, steps: list[RecordedStep], session: str, turn: int) -> ReplayReport:
+Judge = Callable[[ToolCall, ToolResultMessage | None, ToolResultMessage], "ReplayedCall"]
+"""How a result is compared with the recorded one (`compare`; from a notebook's record, the
+part the record kept)."""
+
+
+async def replay_steps(
+    setup: TurnSetup,
+    steps: list[RecordedStep],
+    session: str,
+    turn: int,
+    *,
+    judge: Judge | None = None,
+    missing: Mapping[str, str] | None = None,
+    source: str = "transcript",
+) -> ReplayReport:
     """Run each step's calls as a batch, in order, and compare each result with the recorded
-    one. `setup` is a turn's setup on a throwaway session (nothing reaches the history)."""
+    one. `setup` is a turn's setup on a throwaway session (nothing reaches the history).
+    `missing`: calls the record cannot replay, and why (they are skipped)."""
+    judge = judge or compare
+    missing = missing or {}
     emit = _emitter(setup)
     replayed: list[ReplayedCall] = []
     watch = RepeatWatch(10**9, 10**9)  # the recorded turn already passed the watchdog
@@ -146,17 +167,17 @@ async def replay_steps(setup: TurnSetup, steps: list[RecordedStep], session: str
         setup.runtime.context, turn=ReplayAccess(setup.session, setup.runtime.context.workspace)
     )
     for step in steps:
-        runnable = [call for call in step.calls if _not_replayed(setup, call) is None]
+        runnable = [call for call in step.calls if _not_replayed(setup, call) is None and call.id not in missing]
         batch = ToolBatch(setup, context, TurnControl(), emit, runnable, watch)
         results = {result.call_id: result for result in await batch.run(TurnMode.NORMAL)} if runnable else {}
         for call in step.calls:
             recorded = step.results.get(call.id)
-            reason = _not_replayed(setup, call)
+            reason = _not_replayed(setup, call) or missing.get(call.id)
             if reason is not None:
                 replayed.append(_call(call, "skipped", f"not replayed: {reason}", recorded, None))
             else:
-                replayed.append(compare(call, recorded, results[call.id]))
-    return ReplayReport(session=session, turn=turn + 1, calls=replayed)
+                replayed.append(judge(call, recorded, results[call.id]))
+    return ReplayReport(session=session, turn=turn + 1, calls=replayed, source=source)
 
 
 class ReplayRecorder:

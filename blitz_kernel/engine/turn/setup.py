@@ -14,9 +14,10 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from ...core.budget_ledger import BudgetLedger
 from ...core.history import ToolResultMessage
 from ...core.redact import Redactor
-from ...core.terms import PlanStatus, Policy, StopReason, ToolPolicy
+from ...core.terms import PlanStatus, Policy, Reasoning, StopReason, ToolPolicy
 from ...core.usage import PriceBook, UsageTotals
 from ...models.base import Model
 from ...tools.registry import Tool, ToolContext
@@ -89,6 +90,8 @@ class TurnLimits:
     max_cost_usd_session: float | None = None
     repeat_warn: int = 3
     repeat_stop: int = 5
+    shared_budget: BudgetLedger | None = None
+    """The budget several runs share (`limits.shared_budget_file`), checked before each call."""
     spent_before_s: float = 0.0
     """Wall-clock seconds the turn's setup already used (model lookups): `timeout_s` covers them."""
 
@@ -115,6 +118,7 @@ class ModelChoice:
     )
     temperature: float | None = None
     max_tokens: int | None = None
+    reasoning: Reasoning | None = None
     compaction: bool = True
     """Automatic compaction allowed (asides never compact: they must not change the session)."""
     retain_events: int = 20

@@ -41,11 +41,13 @@ class TurnSpend:
         self.last_prompt_tokens = usage.input_tokens or self.last_prompt_tokens
         price = self._prices.lookup(model)
         cost = price.cost(usage) if price is not None else None
-        self.usage.add(usage, cost)
-        self._session.ledger.record(model, usage, cost)
-        await self._emit(UsageEvent(model=model, usage=usage, cost_usd=cost))
+        saved = price.cache_saving(usage) if price is not None else 0.0
+        self.usage.add(usage, cost, saved)
+        self._session.ledger.record(model, usage, cost, saved)
+        self._budget.settle(cost)
+        await self._emit(UsageEvent(model=model, usage=usage, cost_usd=cost, saved_usd=saved))
         if self._caller is not None:
-            self._caller.charge(model, usage, cost)
+            self._caller.charge(model, usage, cost, saved)
         if cost is None and self._budget.turn_ceiling is not None and not self._warned_unpriced:
             self._warned_unpriced = True
             await self._emit(
@@ -74,13 +76,14 @@ class TurnSpend:
         if self._caller is not None:
             self._caller.check_before_call(prompt_tokens, price, output_tokens)
 
-    def charge(self, model: str, usage: TokenUsage, cost: float | None) -> None:
+    def charge(self, model: str, usage: TokenUsage, cost: float | None, saved: float = 0.0) -> None:
         """A sub-agent's call, counted as this turn's: usage, session ledger and the ceilings
         (a spent ceiling ends the sub-agent; this turn stops before its next call)."""
-        self.usage.add(usage, cost)
-        self._session.ledger.record(model, usage, cost)
+        self.usage.add(usage, cost, saved)
+        self._session.ledger.record(model, usage, cost, saved)
+        self._budget.settle(cost)
         if self._caller is not None:
-            self._caller.charge(model, usage, cost)
+            self._caller.charge(model, usage, cost, saved)
         self._budget.check_after_usage(self.usage.cost_usd)
 
 

@@ -25,6 +25,7 @@ async def model_step(
         tools=specs,
         temperature=setup.choice.temperature,
         max_tokens=setup.choice.max_tokens,
+        reasoning=setup.choice.reasoning,
     )
     response: ModelResponse | None = None
     with setup.observers.telemetry.child_span("blitz.model_call", {"blitz.model": setup.choice.model.name}) as span:

@@ -51,6 +51,11 @@ class TurnRecorder:
         self._folder = session_folder(root, session.name)
         self._copies = 0
 
+    @property
+    def turn(self) -> int:
+        """The turn's index in its session (notebook_run marks the cells it ran with it)."""
+        return self.checkpoint.turn
+
     # -- files ------------------------------------------------------------------------------
 
     def before_file_change(self, path: Path, fd: int | None, folder: int | None = None) -> None:

@@ -2,7 +2,8 @@
 
 Each turn's checkpoint (checkpoints.py) says what to put back: files from their copies (or
 removed, when the turn created them), notebook cells by reversing each `notebook_edit` action
-(through the bridge, or in the .ipynb, whichever made it), variables rebound to the objects
+and putting back the outputs a cell had before `notebook_run` ran it (through the bridge, or
+in the .ipynb, whichever made it), variables rebound to the objects
 they held before. Something changed again since the agent changed it (the user edited the
 file or the cell, rebound the name) is a conflict: skipped and named, unless `force`.
 
@@ -265,6 +266,15 @@ class Undoer:
         if change.action == "insert":
             await self.bridge.request("delete_cell", {"index": index})
             return "removed"
+        if change.action == "run":
+            outputs = {
+                "id": cells[index]["id"],
+                "outputs": change.outputs_before or [],
+                "execution_count": change.execution_count_before,
+                "metadata": change.metadata_before,
+            }
+            await self.bridge.request("set_outputs", outputs)
+            return "restored the outputs of"
         params: dict[str, Any] = {"index": index, "source": change.source_before or ""}
         if change.cell_type_before and change.cell_type_before != cells[index].get("cell_type"):
             params["cell_type"] = change.cell_type_before
@@ -317,6 +327,15 @@ def _reverse_in_document(document: dict[str, Any], change: CellChange, force: bo
     if change.action == "insert":
         del cells[index]
         return "removed"
+    if change.action == "run":
+        cell = cells[index]
+        cell["outputs"], cell["execution_count"] = change.outputs_before or [], change.execution_count_before
+        metadata = cell.setdefault("metadata", {})
+        if change.metadata_before is None:
+            metadata.pop("blitz", None)
+        else:
+            metadata["blitz"] = change.metadata_before
+        return "restored the outputs of"
     before = change.cell_before
     cells[index] = (
         before

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.budget_ledger import BudgetLedger
 from ...core.usage import PriceBook
 from ...mcp.manager import McpManager, server_entries
 from ...mcp.toolset import Offer, offer
@@ -93,6 +94,7 @@ class TurnBuilder:
             context=await self.contexts.lookup(model, config),
             temperature=settings.temperature,
             max_tokens=settings.max_tokens,
+            reasoning=options.reasoning or definition.reasoning or settings.reasoning,
             compaction=not aside,  # asides never compact
             retain_events=config.context.retain_events,
             override=options.model or options.inherited_model,
@@ -112,6 +114,7 @@ class TurnBuilder:
                 transcript=self.sessions,  # search_session reads the transcript
                 home=self.configuration.home,  # load_skill reads ~/.blitz/skills there
                 web=config.web,
+                vision=supports_vision(model),
             ),
             gate=ApprovalGate(
                 front_end.approver or HeadlessApprover(),
@@ -171,6 +174,7 @@ class TurnBuilder:
             max_cost_usd_session=defaults.max_cost_usd_session,
             repeat_warn=defaults.repeat_warn,
             repeat_stop=defaults.repeat_stop,
+            shared_budget=BudgetLedger(defaults.shared_budget_file) if defaults.shared_budget_file else None,
         )
 
     def _notices(self, depth: int, mode: TurnMode) -> tuple[Event, ...]:

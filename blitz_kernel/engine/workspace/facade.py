@@ -13,7 +13,7 @@ from typing import Any, Unpack
 from ...config.settings import BlitzConfig
 from ...config.trust import TrustState
 from ...core.attachments import Attachment
-from ...core.terms import Policy
+from ...core.terms import Policy, Reasoning
 from ...core.usage import UsageLedger
 from ...mcp.manager import McpManager
 from ...models.base import Model
@@ -141,10 +141,10 @@ class Workspace:
         plan_reviewer: PlanReviewer | None = None,
         attachments: list[Attachment] | None = None,
         output_type: Any = None,
+        think: Reasoning | None = None,
     ) -> TurnResult:
-        """Run one turn in `session`; per-run options override the configuration for this turn
-        only; `plan=True` is a plan-only turn; `output_type` (a pydantic model, a type or a
-        JSON-schema dict) makes `TurnResult.output` hold validated data (docs/interface.md)."""
+        """One turn in `session`; per-run options beat the configuration for this turn only:
+        `plan` (`--plan`), `output_type` (`--schema`), `think` (`--think`); docs/interface.md."""
         options = RunOptions(
             agent=agent,
             model=model,
@@ -155,6 +155,7 @@ class Workspace:
             tools=tuple(tools) if tools is not None else None,
             approve=approve,
             output=output_schema(output_type) if output_type is not None else None,
+            reasoning=think,
         )
         front_end = FrontEnd(approver=approver, plan_reviewer=plan_reviewer, on_event=on_event, kernel=kernel)
         return await self.run_turn(prompt, session, options, front_end, attachments=attachments)
@@ -189,8 +190,7 @@ class Workspace:
 
     def steer(self, session: str, text: str, *, inbox: bool = True) -> None:
         """Queue `text` for the running turn, or (none running) in the session's inbox for its
-        next prompt; SteerTooLateError while a turn is ending, or with no turn when `inbox` is
-        False (a front end that sends it as its own follow-up prompt)."""
+        next prompt; SteerTooLateError while a turn ends, or with no turn and `inbox` False."""
         self.turns.steer(session, text, inbox)
 
     def stop(self, session: str) -> bool:

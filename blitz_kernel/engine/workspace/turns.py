@@ -9,8 +9,11 @@ import asyncio
 import dataclasses
 import time
 import weakref
+from collections.abc import Mapping
+from typing import Any
 
 from ...core.attachments import Attachment
+from ...core.history import ToolCall, ToolResultMessage
 from ...core.terms import Policy, StopReason
 from ...core.usage import PriceBook
 from ...errors import BlitzError, SessionBusyError, SteerTooLateError, TooManyTurnsError
@@ -22,8 +25,9 @@ from ..turn.compaction import CompactionResult, Compactor, manual_window
 from ..turn.loop import TurnRunner
 from ..turn.modes import TurnMode
 from ..turn.options import EventHandler, FrontEnd, RunOptions
-from ..turn.replay import ReplayReport, recorded_turn, replay_steps
-from ..turn.setup import TurnResult, refused_before_start
+from ..turn.replay import RecordedStep, ReplayedCall, ReplayReport, recorded_turn, replay_steps
+from ..turn.replay_record import compare_kept, record_calls
+from ..turn.setup import TurnResult, TurnSetup, refused_before_start
 from .builder import TurnBuilder
 from .configuration import Configuration
 from .resolution import Resolver
@@ -142,14 +146,7 @@ class Turns:
         throwaway = Session(name=f"{session} (replay)", turns=source.turns)
         throwaway.always_allowed = set(source.always_allowed)  # the session's "Always allow" answers hold
         try:
-            # built as an aside so the one-time notices stay for the next real turn; the calls
-            # themselves run in the normal mode (replay_steps), mutating ones through the gate
-            setup = await self.builder.build(
-                throwaway, RunOptions(mode=TurnMode.BTW, approve=approve), front_end or FrontEnd()
-            )
-            every_tool = {name: self.configuration.tools.get(name) for name in self.configuration.tools.names()}
-            tools = {**{n: t for n, t in every_tool.items() if t is not None}, **setup.runtime.tools}
-            setup = dataclasses.replace(setup, runtime=dataclasses.replace(setup.runtime, tools=tools))
+            setup = await self._replay_setup(throwaway, front_end, approve)
             return await replay_steps(setup, steps, session, index)
         finally:
             source.running = None  # first: outside a turn, the audit records are saved at once
@@ -158,6 +155,35 @@ class Turns:
                 source.record_audit(
                     record.model_copy(update={"session": session, "turn": index, "call_id": f"replay:{record.call_id}"})
                 )
+
+    async def replay_record(
+        self, record: Mapping[str, Any], front_end: FrontEnd | None = None, approve: Policy | None = None
+    ) -> ReplayReport:
+        """Replay from a saved cell's turn record, not from a transcript: the session and its
+        store may be gone (docs/replay.md). Each call runs as its own batch, in the record's
+        order; nothing is added to any session."""
+        calls, results, missing = record_calls(record)
+        name = str(record.get("session") or "notebook")
+        given = record.get("turn_index")
+        turn = given if isinstance(given, int) and given >= 0 else 0
+        images = {c.get("id"): c.get("images") for c in record.get("tool_calls", []) if isinstance(c, dict)}
+        steps = [RecordedStep([call], {call.id: results[call.id]} if call.id in results else {}) for call in calls]
+        setup = await self._replay_setup(Session(name=f"{name} (replay)", turns=turn), front_end, approve)
+
+        def judge(call: ToolCall, recorded: ToolResultMessage | None, now: ToolResultMessage) -> ReplayedCall:
+            shown = images.get(call.id)
+            return compare_kept(call, recorded, now, shown if isinstance(shown, int) else None)
+
+        return await replay_steps(setup, steps, name, turn, judge=judge, missing=missing, source="notebook")
+
+    async def _replay_setup(self, throwaway: Session, front_end: FrontEnd | None, approve: Policy | None) -> TurnSetup:
+        # built as an aside so the one-time notices stay for the next real turn; the calls
+        # themselves run in the normal mode (replay_steps), mutating ones through the gate
+        options = RunOptions(mode=TurnMode.BTW, approve=approve)
+        setup = await self.builder.build(throwaway, options, front_end or FrontEnd())
+        every_tool = {name: self.configuration.tools.get(name) for name in self.configuration.tools.names()}
+        tools = {**{n: t for n, t in every_tool.items() if t is not None}, **setup.runtime.tools}
+        return dataclasses.replace(setup, runtime=dataclasses.replace(setup.runtime, tools=tools))
 
     async def compact(self, session: str, focus: str | None, keep_turns: int) -> CompactionResult:
         """Summarise everything before the keep_turns-th most recent user turn with the current

@@ -377,7 +377,7 @@ class TurnState:
             self.dirty.add("steers")
 
     def _on_usage(self, event: UsageEvent) -> None:
-        self.usage.add(event.usage, event.cost_usd)
+        self.usage.add(event.usage, event.cost_usd, event.saved_usd)
         self.dirty.add("footer")
 
     def _on_compaction(self, event: CompactionEvent) -> None:
@@ -562,6 +562,7 @@ class TurnState:
             "cached_tokens": usage.cached_tokens,
             "calls": usage.calls,
             "cost": usage.describe_cost(),
+            "saving": usage.describe_saving(),
             "priced": usage.priced,
             "elapsed_s": self.elapsed_s,
             "stop_reason": self.stop_reason,

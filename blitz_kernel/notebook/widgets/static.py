@@ -66,15 +66,18 @@ def _call_records(tools: list[ToolItem]) -> list[dict[str, Any]]:
     """The record's tool calls; an `invoke_agent` call carries its sub-agent's calls."""
     records = []
     for tool in tools:
+        args = _short_value(tool["args"])
         record = {
             "id": tool["id"],
             "name": tool["name"],
-            "args": _short_value(tool["args"]),
+            "args": args,
             "status": tool["status"],
             "decision": tool["decision"],
             "result": shorten(tool["error"] or tool["preview"] or "", RECORD_RESULT_CHARS),
             "images": tool["images"],
         }
+        if args != tool["args"]:  # replay from the record must not run a cut argument
+            record["args_cut"] = True
         nested = [item for item in tool["nested"] if item["kind"] == "tool"]
         if nested:
             record["subagent_calls"] = _call_records(nested)

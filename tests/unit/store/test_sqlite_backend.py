@@ -247,6 +247,30 @@ def test_a_fresh_session_is_one_small_transaction_and_reads_no_rows(tmp_path):
     assert not [sql for sql in seen if "events" in sql or "audit" in sql]
 
 
+def test_wal_checkpoints_run_on_a_thread_of_their_own_not_inside_a_commit(tmp_path):
+    """Regression: SQLite checkpointed inside whichever commit pushed the WAL past 1,000
+    pages (tens of ms for that unit). The store's connection now checkpoints only as a
+    backstop, and its own thread copies the WAL back every EVERY_COMMITS commits."""
+    import time
+
+    from blitz_kernel.engine.store.sqlite.checkpointer import BACKSTOP_PAGES, EVERY_COMMITS
+
+    store = Store(tmp_path / "blitz.db")
+    assert store._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == BACKSTOP_PAGES
+    session = store.open_session("s")
+    database = tmp_path / "blitz.db"
+    before = database.stat().st_size
+    for n in range(EVERY_COMMITS):  # one page a commit: far below SQLite's own 1,000 pages
+        store.save_budget(session.id, float(n), False)
+    deadline = time.monotonic() + 10
+    while database.stat().st_size == before and time.monotonic() < deadline:
+        time.sleep(0.01)  # polling the file for the thread's work, bounded
+    assert database.stat().st_size > before
+    store.close()
+    assert store._checkpoints is not None and store._checkpoints._thread is not None
+    assert not store._checkpoints._thread.is_alive()
+
+
 def test_search_runs_no_correlated_subquery_and_finds_rewinds_by_index(tmp_path):
     """Regression: an EXISTS over the session's events ran for every match, and a snippet was
     made for every match before the LIMIT (then for a list of row ids FTS5 tested every match

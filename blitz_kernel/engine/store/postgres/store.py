@@ -31,8 +31,9 @@ from ....core.store_url import shown_url
 from ....core.todos import TodoItem
 from ....core.usage import UsageLedger, UsageTotals
 from ...safety.audit import AuditRecord
+from .. import event_log
 from ..protocol import SEARCH_LIMIT, StoreBusyError, StoreError
-from ..records import BetweenTurns, SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail
+from ..records import BetweenTurns, SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome
 from ..sqlite import reads
 from . import rows as writes
 from .connection import Link, retried
@@ -224,34 +225,21 @@ class PostgresStore:
     @retried(session=True)
     def append_summary(self, session_id: int, summary: SummaryMessage, covered: int, turn: int) -> int:
         live = self._live[session_id]
-        now = time.time()
-        rows, covered_ids = cut(live.rows, covered)
-        number = live.next_message
-        first_live = rows[0][1] if rows else number + 1
         with self._write() as db:
-            event_id = writes.insert(
-                db,
-                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
-                "covers_to, covered) VALUES (%s, %s, %s, 'summary', 1, %s, %s, %s, %s, %s)",
-                (
-                    session_id,
-                    turn,
-                    now,
-                    number,
-                    HISTORY_ADAPTER.dump_json([summary]).decode(),
-                    covered_ids[0] if covered_ids else None,
-                    covered_ids[-1] if covered_ids else None,
-                    covered,
+            written = event_log.summary_event(
+                writes.Sql(db),
+                lambda sql, parameters: writes.insert(db, sql.replace("?", "%s"), parameters),
+                lambda event, first, at_turn, now, messages: writes.transcribe(
+                    db, session_id, event, first, at_turn, now, messages
                 ),
+                live.rows,
+                live.next_message,
+                (session_id, turn, time.time()),
+                summary,
+                covered,
             )
-            writes.transcribe(db, session_id, event_id, number, turn, now, [summary])
-            db.execute(
-                "UPDATE sessions SET last_used = %s, messages = %s, first_live = %s, live_summary = %s WHERE id = %s",
-                (now, number + 1, first_live, number, session_id),
-            )
-        live.next_message = number + 1
-        live.rows = [[event_id, number, 1], *rows]
-        return event_id
+        live.next_message, live.rows = written.next_message, written.rows
+        return written.event_id
 
     @edge("write to")
     @retried(session=True)
@@ -316,26 +304,12 @@ class PostgresStore:
     @retried(session=True)
     def append_rewind(self, session_id: int, covered: int, turn: int) -> int:
         live = self._live[session_id]
-        rows, removed = cut_tail(live.rows, covered)
-        now = time.time()
         with self._write() as db:
-            event_id = writes.insert(
-                db,
-                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
-                "covers_to, covered) VALUES (%s, %s, %s, 'rewind', 0, %s, '[]', %s, %s, %s)",
-                (
-                    session_id,
-                    turn,
-                    now,
-                    live.next_message,
-                    min(removed, default=None),
-                    max(removed, default=None),
-                    covered,
-                ),
-            )
-            db.execute("UPDATE sessions SET last_used = %s WHERE id = %s", (now, session_id))
-        live.rows = rows
-        return event_id
+            insert = lambda sql, parameters: writes.insert(db, sql.replace("?", "%s"), parameters)  # noqa: E731
+            at = (session_id, turn, time.time())
+            written = event_log.rewind_event(writes.Sql(db), insert, live.rows, live.next_message, at, covered)
+        live.rows = written.rows
+        return written.event_id
 
     @edge("write to")
     @retried(session=True)

@@ -56,6 +56,8 @@ class Live:
     next_message: int
     rows: list[list[int]] = field(default_factory=list)
     usage_json: str = ""
+    open_turn: int | None = None
+    """The turn this process marked open (its `turns` row written): later units skip both."""
 
 
 def load_session(db: Query, location: str, session_id: int, name: str) -> tuple[StoredSession, Live]:

@@ -103,12 +103,13 @@ def transcribe(
     now: float,
     messages: Sequence[Message],
 ) -> None:
-    for offset, message in enumerate(messages):
-        role, text = role_and_text(message)
-        db.execute(
-            "INSERT INTO transcript (session_id, event_id, message, turn, time, role, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (session_id, event_id, first + offset, turn, now, role, text),
-        )
+    db.executemany(
+        "INSERT INTO transcript (session_id, event_id, message, turn, time, role, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (session_id, event_id, first + offset, turn, now, *role_and_text(message))
+            for offset, message in enumerate(messages)
+        ],
+    )
 
 
 def index_transcript(db: sqlite3.Connection) -> None:
@@ -137,8 +138,12 @@ def index_is_current(db: sqlite3.Connection) -> bool:
     return (int(mark[0]) if mark else 0) == top
 
 
-def save_usage(db: sqlite3.Connection, session_id: int, ledger: UsageLedger, live: reads.Live) -> None:
-    """The ledger, per model and total; skipped when nothing changed since the last write."""
+def save_usage(
+    db: sqlite3.Connection, session_id: int, ledger: UsageLedger, live: reads.Live, *, prompt_tokens: bool = True
+) -> None:
+    """The ledger, per model and total; skipped when nothing changed since the last write.
+    `prompt_tokens` False: the caller's own update of the session row sets
+    `last_prompt_tokens`."""
     dumped = ledger.model_dump_json()
     if dumped == live.usage_json:
         return
@@ -147,7 +152,8 @@ def save_usage(db: sqlite3.Connection, session_id: int, ledger: UsageLedger, liv
         "INSERT OR REPLACE INTO usage (session_id, model, totals) VALUES (?, ?, ?)",
         [(session_id, model, totals.model_dump_json()) for model, totals in totals_rows],
     )
-    db.execute("UPDATE sessions SET last_prompt_tokens = ? WHERE id = ?", (ledger.last_prompt_tokens, session_id))
+    if prompt_tokens:
+        db.execute("UPDATE sessions SET last_prompt_tokens = ? WHERE id = ?", (ledger.last_prompt_tokens, session_id))
     live.usage_json = dumped
 
 

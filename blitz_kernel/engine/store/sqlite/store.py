@@ -33,12 +33,14 @@ from ....core.history import HISTORY_ADAPTER, Message, SummaryMessage
 from ....core.todos import TodoItem
 from ....core.usage import UsageLedger
 from ...safety.audit import AuditRecord
+from .. import event_log
 from ..protocol import SEARCH_LIMIT, StoreError
-from ..records import BetweenTurns, SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome, cut, cut_tail
+from ..records import BetweenTurns, SessionInfo, SpanLink, StoredHit, StoredSession, TurnOutcome
 from . import reads
 from . import rows as writes
+from .checkpointer import BACKSTOP_PAGES, Checkpointer
 from .edge import edge, translate
-from .schema import connect
+from .schema import BUSY_TIMEOUT_S, connect
 
 DB_NAME = "blitz.db"
 _EMPTY_USAGE = UsageLedger().model_dump_json()
@@ -65,12 +67,20 @@ class Store:
         self._db = connection
         self._lock = threading.RLock()
         self._live: dict[int, reads.Live] = {}
+        self._checkpoints: Checkpointer | None = None
+        """WAL mode: checkpoints on a thread of their own (checkpointer.py)."""
+        with contextlib.suppress(sqlite3.Error):
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                connection.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+                self._checkpoints = Checkpointer(path, BUSY_TIMEOUT_S)
 
     @classmethod
     def for_workspace(cls, root: Path) -> Store:
         return cls(root / ".blitz" / DB_NAME, location=f".blitz/{DB_NAME}")
 
     def close(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.close()
         with self._lock, contextlib.suppress(sqlite3.Error):
             self._db.close()
 
@@ -82,6 +92,8 @@ class Store:
             try:
                 yield self._db
                 self._db.execute("COMMIT")
+                if self._checkpoints is not None:
+                    self._checkpoints.committed()
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):
                     self._db.execute("ROLLBACK")
@@ -176,53 +188,45 @@ class Store:
                 (session_id, turn, now, len(messages), first, body, " ".join(variables) or None),
             )
             writes.transcribe(db, session_id, event_id, first, turn, now, messages)
-            db.execute(
-                "INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)", (session_id, turn, now)
-            )
-            db.execute(
-                "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ? WHERE id = ?",
-                (now, first + len(messages), turn, session_id),
-            )
+            if live.open_turn != turn:  # the turn's first unit: its row and the open marker
+                db.execute(
+                    "INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)", (session_id, turn, now)
+                )
+            if ledger is None:
+                db.execute(
+                    "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ? WHERE id = ?",
+                    (now, first + len(messages), turn, session_id),
+                )
+            else:
+                db.execute(
+                    "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ?, last_prompt_tokens = ? WHERE id = ?",
+                    (now, first + len(messages), turn, ledger.last_prompt_tokens, session_id),
+                )
+                writes.save_usage(db, session_id, ledger, live, prompt_tokens=False)
             writes.insert_audit(db, session_id, audit)
-            if ledger is not None:
-                writes.save_usage(db, session_id, ledger, live)
         live.next_message = first + len(messages)
+        live.open_turn = turn
         live.rows.append([event_id, first, len(messages)])
         return event_id
 
     @edge("write to")
     def append_summary(self, session_id: int, summary: SummaryMessage, covered: int, turn: int) -> int:
-        """Compaction replaced the first `covered` live messages with `summary`: a row naming
-        the rows it stands for. Nothing is deleted; the transcript keeps every message."""
         live = self._live[session_id]
-        now = time.time()
-        rows, covered_ids = cut(live.rows, covered)
-        number = live.next_message
-        first_live = rows[0][1] if rows else number + 1
         with self._write() as db:
-            event_id = writes.insert(
+            written = event_log.summary_event(
                 db,
-                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
-                "covers_to, covered) VALUES (?, ?, ?, 'summary', 1, ?, ?, ?, ?, ?)",
-                (
-                    session_id,
-                    turn,
-                    now,
-                    number,
-                    HISTORY_ADAPTER.dump_json([summary]).decode(),
-                    covered_ids[0] if covered_ids else None,
-                    covered_ids[-1] if covered_ids else None,
-                    covered,
+                lambda sql, parameters: writes.insert(db, sql, tuple(parameters)),
+                lambda event, first, at_turn, now, messages: writes.transcribe(
+                    db, session_id, event, first, at_turn, now, messages
                 ),
+                live.rows,
+                live.next_message,
+                (session_id, turn, time.time()),
+                summary,
+                covered,
             )
-            writes.transcribe(db, session_id, event_id, number, turn, now, [summary])
-            db.execute(
-                "UPDATE sessions SET last_used = ?, messages = ?, first_live = ?, live_summary = ? WHERE id = ?",
-                (now, number + 1, first_live, number, session_id),
-            )
-        live.next_message = number + 1
-        live.rows = [[event_id, number, 1], *rows]
-        return event_id
+        live.next_message, live.rows = written.next_message, written.rows
+        return written.event_id
 
     @edge("write to")
     def end_turn(
@@ -257,6 +261,7 @@ class Store:
                 writes.insert_span(db, session_id, span)
             writes.save_usage(db, session_id, ledger, live)
             writes.index_transcript(db)
+        live.open_turn = None
 
     @edge("write to")
     def save_usage(self, session_id: int, ledger: UsageLedger) -> None:
@@ -281,30 +286,14 @@ class Store:
 
     @edge("write to")
     def append_rewind(self, session_id: int, covered: int, turn: int) -> int:
-        """An undo took the last `covered` live messages out of the history: a row saying so
-        (replay honours it). Nothing is deleted; the transcript keeps them, marked rewound by
-        the range of rows this one names."""
         live = self._live[session_id]
-        rows, removed = cut_tail(live.rows, covered)
-        now = time.time()
         with self._write() as db:
-            event_id = writes.insert(
-                db,
-                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, covers_from, "
-                "covers_to, covered) VALUES (?, ?, ?, 'rewind', 0, ?, '[]', ?, ?, ?)",
-                (
-                    session_id,
-                    turn,
-                    now,
-                    live.next_message,
-                    min(removed, default=None),
-                    max(removed, default=None),
-                    covered,
-                ),
+            insert = lambda sql, parameters: writes.insert(db, sql, tuple(parameters))  # noqa: E731
+            written = event_log.rewind_event(
+                db, insert, live.rows, live.next_message, (session_id, turn, time.time()), covered
             )
-            db.execute("UPDATE sessions SET last_used = ? WHERE id = ?", (now, session_id))
-        live.rows = rows
-        return event_id
+        live.rows = written.rows
+        return written.event_id
 
     @edge("write to")
     def save_budget(self, session_id: int, added_usd: float, tripped: bool) -> None:

@@ -364,6 +364,7 @@ function footerText(footer, header, phase) {
   const cached = footer.cached_tokens ? ` (${footer.cached_tokens.toLocaleString()} cached)` : "";
   parts.push(`${(footer.input_tokens || 0).toLocaleString()} in${cached} · ${(footer.output_tokens || 0).toLocaleString()} out`);
   parts.push(footer.cost || "unpriced");
+  if (footer.saving) parts.push(footer.saving);
   const elapsed = footer.elapsed_s !== null && footer.elapsed_s !== undefined
     ? footer.elapsed_s * 1000 : Date.now() - (header.started_ms || Date.now());
   parts.push(seconds(elapsed));

@@ -5,12 +5,14 @@ Why not litellm's word: its price map marks no Ollama model as seeing images (so
 gemma3 would never get one), and its model lookup asks the default local address rather
 than the configured `api_base`. The server itself knows: `capabilities` lists "vision", and
 `parameters` holds the `num_ctx` it runs the model with (else `model_info` has the model's
-trained context length). Asked once per server and model, with a short timeout; a server
+trained context length). The server is `api_base`, else `OLLAMA_API_BASE` (as for litellm),
+else the local default. Asked once per server and model, with a short timeout; a server
 that does not answer, or an old one without `capabilities`, leaves the question to litellm.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from typing import Any
@@ -34,7 +36,7 @@ def ollama_model(name: str) -> str | None:
 
 def show(api_base: str | None, model: str) -> dict[str, Any] | None:
     """The server's `/api/show` answer for `model` (cached), or None when it gave none."""
-    base = (api_base or DEFAULT_BASE).rstrip("/")
+    base = (api_base or os.environ.get("OLLAMA_API_BASE") or DEFAULT_BASE).rstrip("/")
     for suffix in ("/api/chat", "/api/generate"):
         base = base.removesuffix(suffix)
     key = (base, model)

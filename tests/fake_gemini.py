@@ -22,6 +22,9 @@ Step format (each generation request takes one step; an empty script answers 500
   error (429 as RESOURCE_EXHAUSTED with the quota details and RetryInfo the service sends).
 - ``{"fault": "reset_mid_stream", "text": "...", "tool_calls": [...]}``: what is given is
   streamed (no finish chunk), then the connection is reset.
+- ``{"fault": "stream_error", "status": 503, "text": "..."}``: a 200 stream that carries
+  Google's error object as an event (after the given text), as the service reports a failure
+  once the stream has begun.
 - ``{"fault": "blocked_prompt"}``: ``promptFeedback.blockReason`` SAFETY and no candidates.
 - ``{"fault": "blocked_candidate", "text": "..."}`` (or ``"safety"``): a candidate ending with
   finishReason SAFETY and its safety ratings (after the given text, if any).
@@ -60,7 +63,7 @@ _DEFAULT_MESSAGES = {
 }
 _FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,63}$")
 _IMAGE_TYPES = {"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"}
-_FAULTS = {"status", "reset_mid_stream", "blocked_prompt", "blocked_candidate", "safety"}
+_FAULTS = {"status", "reset_mid_stream", "stream_error", "blocked_prompt", "blocked_candidate", "safety"}
 IMAGE_TOKENS = 258
 """What the service counts for one image of up to 384 px."""
 
@@ -355,6 +358,11 @@ class _GeminiHandler(NativeHandler):
         if fault == "reset_mid_stream":
             self._sse(chunks, stream, step.get("hold"), end=False)
             self.abort_connection()
+            return
+        if fault == "stream_error":
+            code = int(step.get("status", 503))
+            message = step.get("message") or _DEFAULT_MESSAGES.get(code, f"fake Gemini: injected HTTP {code}")
+            self._sse([*chunks, error_body(code, message)], stream, step.get("hold"))
             return
         usage = usage_metadata(step, estimate, pieces)
         if fault == "blocked_prompt":

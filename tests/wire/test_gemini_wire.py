@@ -274,3 +274,24 @@ async def test_a_stream_cut_after_text_ends_the_turn_and_the_next_turn_works(
     assert broken.stop_reason == "error" and "gemini/gemini-2.5-flash" in (broken.error or ""), broken.error
     result = await workspace.run("again", session="s")
     assert result.text == "Fine now.", result.error  # the fake refused nothing: the history is valid
+
+
+async def test_an_error_event_in_the_stream_before_any_text_is_retried(
+    gemini: FakeGeminiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    workspace = gemini_workspace(tmp_path, gemini, model_retries=1)
+    gemini.enqueue({"fault": "stream_error", "status": 503}, {"text": "Recovered."})
+    result = await workspace.run("hello")
+    assert result.text == "Recovered.", result.error
+    assert len(gemini.bodies) == 2
+
+
+async def test_an_error_event_after_text_ends_the_turn_with_googles_message(
+    workspace: Workspace, gemini: FakeGeminiServer
+):
+    gemini.enqueue({"fault": "stream_error", "status": 503, "text": "Half of"}, {"text": "Whole."})
+    broken = await workspace.run("hello", session="s")
+    error = broken.error or ""
+    assert broken.stop_reason == "error" and "The model is overloaded." in error and "\n" not in error, error
+    assert (await workspace.run("again", session="s")).text == "Whole."

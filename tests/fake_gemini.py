@@ -1,55 +1,161 @@
-"""A fake Gemini API server (`models/{model}:streamGenerateContent?alt=sse`) for wire tests.
+"""A fake Gemini API (Google AI Studio, v1beta) for wire tests: `models/{model}:generateContent`
+and `models/{model}:streamGenerateContent?alt=sse`.
 
-Why it exists: a `gemini/...` model goes through litellm's own Gemini path (contents and
-function declarations, SSE chunks, usage metadata, safety finishes, Google's error bodies),
-which neither the OpenAI nor the Anthropic fake reaches. Like the real service it checks each
-request before answering: an API key in `x-goog-api-key`; `contents` alternate between `user`
-and `model` and start with the user; a turn with function calls is answered by the next turn
-with exactly as many function responses, of the same names; a function call this server sent
-with a `thoughtSignature` comes back with that signature. A wrong request gets Google's 400
-body (`INVALID_ARGUMENT`).
+Why it exists: `gemini/<model>` goes through litellm's own Gemini code (a different request
+body, SSE framing, usage block and error shape from OpenAI's), and only a server that checks
+requests the way Google's does shows whether blitz's histories survive that translation. So
+every request is validated first, and a wrong one gets the service's own 400 answer
+(`{"error": {"code", "message", "status"}}`); the messages quoted are the service's where
+known. The request body is read in both spellings the service accepts (camelCase and the
+snake_case litellm sends).
 
-Script steps (a queue; each request takes one):
+Step format (each generation request takes one step; an empty script answers 500):
 
 - answer: ``{"text": "...", "thought": "...", "tool_calls": [{"name": "f", "arguments": {...},
-  "signature": "optional thoughtSignature"}], "usage": {"promptTokenCount": .., "candidatesTokenCount":
-  .., "cachedContentTokenCount": .., "thoughtsTokenCount": ..}}``
-- ``{"fault": "safety"}``: the answer stops with finishReason SAFETY and no content (a
-  blocked response); ``{"fault": "blocked_prompt"}``: promptFeedback.blockReason SAFETY and no
-  candidates (a blocked prompt).
-- ``{"fault": "status", "status": 429|503|400, "message": "..."}``: Google's error body.
+  "signature": "a thoughtSignature"}], "usage": {"prompt": 10, "candidates": 5, "cached": 0,
+  "thoughts": 0}, "hold": "NAME"}`` (usage keys may also be Google's own, `promptTokenCount`…) —
+  thought text streams first as ``thought: true`` parts, then text in word-sized parts, then
+  all function calls in one chunk (as Gemini sends parallel calls), then the finish chunk with
+  ``usageMetadata``. ``prompt`` defaults to the fake's estimate of the request (4 characters a
+  token, 258 per image).
+- ``{"fault": "status", "status": 429, "message": "...", "retry_delay": "1s"}``: a Google
+  error (429 as RESOURCE_EXHAUSTED with the quota details and RetryInfo the service sends).
+- ``{"fault": "reset_mid_stream", "text": "...", "tool_calls": [...]}``: what is given is
+  streamed (no finish chunk), then the connection is reset.
+- ``{"fault": "stream_error", "status": 503, "text": "..."}``: a 200 stream that carries
+  Google's error object as an event (after the given text), as the service reports a failure
+  once the stream has begun.
+- ``{"fault": "blocked_prompt"}``: ``promptFeedback.blockReason`` SAFETY and no candidates.
+- ``{"fault": "blocked_candidate", "text": "..."}`` (or ``"safety"``): a candidate ending with
+  finishReason SAFETY and its safety ratings (after the given text, if any).
+
+`max_input_tokens` (None: no limit) makes a longer request fail as the service fails it.
 """
 
 from __future__ import annotations
 
-import collections
 import json
-import threading
+import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
-from tests.fakeserver import RecordedRequest, _dumps, _Handler, _Server, split_text
+from tests.fake_native_server import NativeFakeServer, NativeHandler, Step, dumps
+from tests.fakeserver import split_text
 
-Step = dict[str, Any]
-_FAULTS = {"status", "safety", "blocked_prompt"}
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
     403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
     429: "RESOURCE_EXHAUSTED",
     500: "INTERNAL",
     503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
 }
+_DEFAULT_MESSAGES = {
+    429: (
+        "You exceeded your current quota, please check your plan and billing details. For more "
+        "information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
+    ),
+    500: "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting",
+    503: "The model is overloaded. Please try again later.",
+}
+_FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,63}$")
+_IMAGE_TYPES = {"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"}
+_FAULTS = {"status", "reset_mid_stream", "stream_error", "blocked_prompt", "blocked_candidate", "safety"}
+IMAGE_TOKENS = 258
+"""What the service counts for one image of up to 384 px."""
 
 
-class RequestError(Exception):
-    """What the real API would refuse, with its message."""
+class GeminiError(Exception):
+    """A request the service refuses: the HTTP status and the message of its error body."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
-def _part(part: dict[str, Any], name: str) -> dict[str, Any] | None:
-    """A part's field by its proto JSON name in either spelling (litellm sends snake_case)."""
-    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
-    value = part.get(name, part.get(snake))
-    return value if isinstance(value, dict) else None
+def error_body(code: int, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Google's error shape."""
+    error: dict[str, Any] = {"code": code, "message": message, "status": _STATUS_NAMES.get(code, "UNKNOWN")}
+    if details:
+        error["details"] = details
+    return {"error": error}
+
+
+def _get(mapping: Any, camel: str) -> Any:
+    """A field in either spelling the service accepts (`functionCall` or `function_call`)."""
+    if not isinstance(mapping, dict):
+        return None
+    if camel in mapping:
+        return mapping[camel]
+    return mapping.get(re.sub(r"(?<!^)([A-Z])", r"_\1", camel).lower())
+
+
+# -- validation -------------------------------------------------------------------------------
+
+
+def estimate_tokens(body: dict[str, Any]) -> int:
+    """Roughly what the service would count: 4 characters a token, a fixed cost per image."""
+    characters, images = 0, 0
+    parts: list[Any] = []
+    for content in body.get("contents") or []:
+        parts.extend(_get(content, "parts") or [])
+    parts.extend(_get(_get(body, "systemInstruction"), "parts") or [])
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        if _get(part, "inlineData") is not None:
+            images += 1
+        else:
+            characters += len(
+                dumps({k: v for k, v in part.items() if k not in ("thought_signature", "thoughtSignature")})
+            )
+    characters += len(dumps(body.get("tools") or []))
+    return max(characters // 4, 1) + images * IMAGE_TOKENS
+
+
+def _check_tools(body: dict[str, Any]) -> None:
+    seen: set[str] = set()
+    for tool in body.get("tools") or []:
+        for declaration in _get(tool, "functionDeclarations") or []:
+            name = str((declaration or {}).get("name", ""))
+            if not _FUNCTION_NAME.match(name):
+                raise GeminiError(
+                    400,
+                    "* GenerateContentRequest.tools[0].function_declarations: Invalid function name. Must start "
+                    "with a letter or an underscore. Must be alphameric (a-z, A-Z, 0-9), underscores (_), dots "
+                    "(.), colons (:), or dashes (-), with a maximum length of 64.",
+                )
+            if name in seen:
+                raise GeminiError(400, f"Duplicate function declaration found: {name}")
+            seen.add(name)
+
+
+def _check_part(part: Any, where: str, issued: dict[str, str]) -> None:
+    if not isinstance(part, dict) or not part:
+        raise GeminiError(400, f"* GenerateContentRequest.{where}: a part must hold one kind of data")
+    call = _get(part, "functionCall")
+    expected = issued.get(call_key(call.get("name"), call.get("args", {}))) if call else None
+    if expected is not None and _get(part, "thoughtSignature") != expected:
+        raise GeminiError(
+            400, f"* {where}: Function call is missing a thought_signature or carries one that is not valid."
+        )
+    inline = _get(part, "inlineData")
+    if inline is not None:
+        mime = str(_get(inline, "mimeType") or "")
+        if mime.startswith("image/") and mime not in _IMAGE_TYPES:
+            raise GeminiError(400, f"Unsupported MIME type: {mime}")
+        if not _get(inline, "data"):
+            raise GeminiError(400, f"* GenerateContentRequest.{where}.inline_data.data: required field is not set")
+    response = _get(part, "functionResponse")
+    if response is not None and not isinstance(_get(response, "response"), dict):
+        raise GeminiError(
+            400,
+            f"Invalid value at '{where}.function_response.response' (type.googleapis.com/google.protobuf.Struct)",
+        )
 
 
 def call_key(name: Any, arguments: Any) -> str:
@@ -57,195 +163,324 @@ def call_key(name: Any, arguments: Any) -> str:
     return json.dumps([name, arguments], sort_keys=True)
 
 
-def validate(body: dict[str, Any], issued: dict[str, str]) -> None:
-    """Raise RequestError with Google's wording for a request it would refuse."""
+def check_request(body: Any, issued: dict[str, str] | None = None) -> None:
+    """Raise GeminiError for what the service refuses: no contents, a role other than user and
+    model, a first turn that is not the user's, two turns of one role in a row, an empty part
+    list, function responses
+    that do not answer the previous turn's calls one for one by name, a function call this
+    server sent with a thought signature (`issued`, by call_key) coming back without it, bad or
+    duplicate function names."""
+    if not isinstance(body, dict):
+        raise GeminiError(400, "Invalid JSON payload received.")
     contents = body.get("contents")
-    if not isinstance(contents, list) or not contents:
-        raise RequestError("* GenerateContentRequest.contents: contents is not specified")
-    previous = ""
-    calls: list[str] = []
+    if not contents:
+        raise GeminiError(400, "* GenerateContentRequest.contents: contents is not specified")
+    _check_tools(body)
+    previous_calls: list[str] | None = None  # names called by the previous model turn
     for index, content in enumerate(contents):
-        role = content.get("role")
-        parts = content.get("parts") or []
-        if not parts:
-            raise RequestError(f"* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty.")
+        role = content.get("role", "user") if isinstance(content, dict) else None
+        if role not in ("user", "model"):
+            raise GeminiError(400, "Please use a valid role: user, model.")
         if index == 0 and role != "user":
-            raise RequestError("Please ensure that the first turn is a user turn.")
-        if role == previous:
-            raise RequestError("Please ensure that multiturn requests alternate between user and model.")
-        responses = [str(r.get("name")) for r in (_part(part, "functionResponse") for part in parts) if r is not None]
-        if calls and sorted(responses) != sorted(calls):
-            raise RequestError(
-                "Please ensure that the number of function response parts is equal to the number of function "
-                "call parts of the function call turn."
+            raise GeminiError(400, "Please ensure that the first turn is a user turn.")
+        if index > 0 and role == (contents[index - 1].get("role", "user")):
+            raise GeminiError(400, "Please ensure that multiturn requests alternate between user and model.")
+        parts = _get(content, "parts") or []
+        if not parts:
+            raise GeminiError(
+                400, f"* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty."
             )
-        if responses and not calls:
-            raise RequestError(
-                "Please ensure that function response turn comes immediately after a function call turn."
-            )
-        made = [c.get("name") for c in (_part(part, "functionCall") for part in parts) if c is not None]
-        calls = [str(name) for name in made] if role == "model" else []
-        for position, part in enumerate(parts):
-            call = _part(part, "functionCall")
-            expected = issued.get(call_key(call.get("name"), call.get("args", {}))) if call is not None else None
-            signature = part.get("thoughtSignature", part.get("thought_signature"))
-            if expected is not None and signature != expected:
-                raise RequestError(
-                    f"* contents[{index}].parts[{position}]: Function call is missing a thought_signature "
-                    "or carries one that is not valid."
+        for number, part in enumerate(parts):
+            _check_part(part, f"contents[{index}].parts[{number}]", issued or {})
+        calls = [str(_get(_get(part, "functionCall"), "name")) for part in parts if _get(part, "functionCall")]
+        responses = [
+            str(_get(_get(part, "functionResponse"), "name")) for part in parts if _get(part, "functionResponse")
+        ]
+        if responses:
+            if role != "user" or previous_calls is None:
+                raise GeminiError(
+                    400, "Please ensure that function response turn comes immediately after a function call turn."
                 )
-        previous = role
-    if calls:
-        raise RequestError("Please ensure that function call turn is followed by a function response turn.")
+            if len(responses) != len(previous_calls):
+                raise GeminiError(
+                    400,
+                    "Please ensure that the number of function response parts is equal to the number of function "
+                    "call parts of the function call turn.",
+                )
+            if sorted(responses) != sorted(previous_calls):
+                raise GeminiError(
+                    400, f"function response names {responses} do not match the function calls {previous_calls}."
+                )
+        elif previous_calls is not None:
+            raise GeminiError(
+                400, "Please ensure that function response turn comes immediately after a function call turn."
+            )
+        previous_calls = calls if role == "model" and calls else None
+    if previous_calls is not None:
+        raise GeminiError(
+            400, "Please ensure that function response turn comes immediately after a function call turn."
+        )
 
 
-def _chunk(parts: list[dict[str, Any]], finish: str | None = None, usage: dict[str, int] | None = None) -> bytes:
-    candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
-    if finish is not None:
-        candidate["finishReason"] = finish
-    data: dict[str, Any] = {"candidates": [candidate], "modelVersion": "gemini-fake"}
-    if usage is not None:
-        data["usageMetadata"] = usage
-    return f"data: {_dumps(data)}\r\n\r\n".encode()
+# -- answers ----------------------------------------------------------------------------------
 
 
-def stream_events(step: Step) -> Iterator[bytes]:
-    """The SSE chunks of one answer, as streamGenerateContent sends them."""
-    pieces = 0
-    for piece in split_text(step.get("thought", "")):
-        pieces += 1
-        yield _chunk([{"text": piece, "thought": True}])
-    for piece in split_text(step.get("text", "")):
-        pieces += 1
-        yield _chunk([{"text": piece}])
-    calls = []
-    for call in step.get("tool_calls") or []:
-        part: dict[str, Any] = {"functionCall": {"name": call["name"], "args": call.get("arguments", {})}}
-        if call.get("signature"):
-            part["thoughtSignature"] = call["signature"]
-        calls.append(part)
+def usage_metadata(step: Step, estimate: int, pieces: int) -> dict[str, Any]:
     given = step.get("usage") or {}
-    usage = {
-        "promptTokenCount": int(given.get("promptTokenCount", 10)),
-        "candidatesTokenCount": int(given.get("candidatesTokenCount", max(pieces, 1))),
+    prompt = int(given.get("prompt", given.get("promptTokenCount", estimate)))
+    candidates = int(given.get("candidates", given.get("candidatesTokenCount", max(pieces, 1))))
+    thoughts = int(given.get("thoughts", given.get("thoughtsTokenCount", 0)))
+    cached = int(given.get("cached", given.get("cachedContentTokenCount", 0)))
+    usage: dict[str, Any] = {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": candidates,
+        "totalTokenCount": prompt + candidates + thoughts,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}],
     }
-    for key in ("cachedContentTokenCount", "thoughtsTokenCount"):
-        if key in given:
-            usage[key] = int(given[key])
-    usage["totalTokenCount"] = sum(usage.values()) - usage.get("cachedContentTokenCount", 0)
-    yield _chunk(calls or [{"text": ""}], "STOP", usage)
+    if cached:
+        usage["cachedContentTokenCount"] = cached
+    if thoughts:
+        usage["thoughtsTokenCount"] = thoughts
+    return usage
 
 
-class _GeminiHandler(_Handler):
-    server: _GeminiServer  # type: ignore[assignment]
+class _Response:
+    """The GenerateContentResponse objects of one answer, as the stream sends them."""
 
-    def do_GET(self) -> None:
-        self._send_json(404, self._error(404, f"fake server: no route GET {self.path}"))
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.response_id = f"fake-{time.monotonic_ns()}"
 
-    def do_POST(self) -> None:
-        body = self._read_body()
-        path = self.path.split("?", 1)[0]
-        if not path.endswith(":streamGenerateContent"):
-            self._send_json(404, self._error(404, f"fake server: no route POST {self.path}"))
+    def chunk(self, parts: list[dict[str, Any]] | None, **extra: Any) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"index": 0}
+        if parts is not None:
+            candidate["content"] = {"role": "model", "parts": parts}
+        candidate.update(extra.pop("candidate", {}))
+        response: dict[str, Any] = {
+            "candidates": [candidate],
+            "modelVersion": self.model,
+            "responseId": self.response_id,
+        }
+        response.update(extra)
+        return response
+
+
+def answer_parts(step: Step) -> Iterator[list[dict[str, Any]]]:
+    """The parts of an answer, one list per streamed chunk."""
+    for piece in split_text(step.get("thought", "")):
+        yield [{"text": piece, "thought": True}]
+    for piece in split_text(step.get("text", "")):
+        yield [{"text": piece}]
+    calls = step.get("tool_calls") or []
+    if calls:
+        yield [_call_part(call) for call in calls]
+
+
+def _call_part(call: dict[str, Any]) -> dict[str, Any]:
+    part: dict[str, Any] = {"functionCall": {"name": call["name"], "args": call.get("arguments", {})}}
+    if call.get("signature"):
+        part["thoughtSignature"] = call["signature"]
+    return part
+
+
+_SAFETY_RATINGS = [
+    {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True},
+    {"category": "HARM_CATEGORY_HARASSMENT", "probability": "NEGLIGIBLE"},
+]
+
+
+class _GeminiHandler(NativeHandler):
+    server: Any
+
+    def answer(
+        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: Any, raw: bytes
+    ) -> None:
+        owner: FakeGeminiServer = self.server.owner
+        match = re.fullmatch(r"/v1(?:beta)?/models/([^/:]+):(generateContent|streamGenerateContent)", path)
+        if method != "POST" or match is None:
+            self.send_json(404, error_body(404, f"fake Gemini: no route {method} {path}"))
             return
-        fake = self.server.fake
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        fake.record(RecordedRequest("POST", self.path, headers, body))
-        if not headers.get("x-goog-api-key"):
-            self._send_json(403, self._error(403, "Method doesn't allow unregistered callers."))
-            return
+        model, action = match.groups()
+        stream = action == "streamGenerateContent"
         try:
-            validate(body if isinstance(body, dict) else {}, fake.issued)
-        except RequestError as error:
-            fake.refusals.append(str(error))
-            self._send_json(400, self._error(400, str(error)))
+            self._check_access(owner, model, headers, query, stream)
+            check_request(body, owner.issued)
+            estimate = estimate_tokens(body)
+            if owner.max_input_tokens is not None and estimate > owner.max_input_tokens:
+                raise GeminiError(
+                    400,
+                    f"The input token count ({estimate}) exceeds the maximum number of tokens allowed "
+                    f"({owner.max_input_tokens}).",
+                )
+        except GeminiError as error:
+            owner.refusals.append(error.message)
+            self.send_json(error.code, error_body(error.code, error.message))
             return
-        step = fake.take()
+        step = owner.take()
         if step is None:
-            self._send_json(500, self._error(500, "fake server: script exhausted"))
-        elif step.get("fault") == "status":
-            status = int(step.get("status", 500))
-            self._send_json(status, self._error(status, step.get("message") or f"fake server: injected HTTP {status}"))
-        elif step.get("fault") == "safety":
-            usage = {"promptTokenCount": 10, "totalTokenCount": 10}
-            self._send_events([_chunk([], "SAFETY", usage)])
-        elif step.get("fault") == "blocked_prompt":
-            data = {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 10}}
-            self._send_events([f"data: {_dumps(data)}\r\n\r\n".encode()])
+            self.send_json(500, error_body(500, "fake Gemini: script exhausted"))
+            return
+        self._play(step, model, estimate, stream)
+
+    def _check_access(
+        self, owner: FakeGeminiServer, model: str, headers: dict[str, str], query: dict[str, str], stream: bool
+    ) -> None:
+        key = headers.get("x-goog-api-key") or query.get("key")
+        if not key:
+            raise GeminiError(
+                403,
+                "Method doesn't allow unregistered callers (callers without established identity). Please use "
+                "API Key or other form of API consumer identity to call this API.",
+            )
+        if owner.api_key is not None and key != owner.api_key:
+            raise GeminiError(400, "API key not valid. Please pass a valid API key.")
+        if owner.models is not None and model not in owner.models:
+            raise GeminiError(
+                404, f"models/{model} is not found for API version v1beta, or is not supported for generateContent."
+            )
+        if stream and query.get("alt") != "sse":
+            raise GeminiError(400, "fake Gemini: only the alt=sse stream is served")
+
+    def _play(self, step: Step, model: str, estimate: int, stream: bool) -> None:
+        fault = step.get("fault")
+        if fault == "status":
+            code = int(step.get("status", 500))
+            message = step.get("message") or _DEFAULT_MESSAGES.get(code, f"fake Gemini: injected HTTP {code}")
+            details = _rate_limit_details(step) if code == 429 else None
+            self.send_json(code, error_body(code, message, details))
+            return
+        for call in step.get("tool_calls") or []:
+            if call.get("signature"):
+                self.server.owner.issued[call_key(call["name"], call.get("arguments", {}))] = call["signature"]
+        response = _Response(model)
+        chunks = [response.chunk(parts) for parts in answer_parts(step)]
+        pieces = len(chunks)
+        if fault == "reset_mid_stream":
+            self._sse(chunks, stream, step.get("hold"), end=False)
+            self.abort_connection()
+            return
+        if fault == "stream_error":
+            code = int(step.get("status", 503))
+            message = step.get("message") or _DEFAULT_MESSAGES.get(code, f"fake Gemini: injected HTTP {code}")
+            self._sse([*chunks, error_body(code, message)], stream, step.get("hold"))
+            return
+        usage = usage_metadata(step, estimate, pieces)
+        if fault == "blocked_prompt":
+            chunks = [
+                {
+                    "promptFeedback": {"blockReason": "SAFETY", "safetyRatings": _SAFETY_RATINGS},
+                    "usageMetadata": {"promptTokenCount": estimate, "totalTokenCount": estimate},
+                    "modelVersion": model,
+                }
+            ]
+        elif fault in ("blocked_candidate", "safety"):
+            chunks.append(
+                response.chunk(
+                    None, candidate={"finishReason": "SAFETY", "safetyRatings": _SAFETY_RATINGS}, usageMetadata=usage
+                )
+            )
         else:
-            for call in step.get("tool_calls") or []:
-                if call.get("signature"):
-                    fake.issued[call_key(call["name"], call.get("arguments", {}))] = call["signature"]
-            self._send_events(stream_events(step))
+            chunks.append(response.chunk([{"text": ""}], candidate={"finishReason": "STOP"}, usageMetadata=usage))
+        if stream:
+            self._sse(chunks, True, step.get("hold"))
+        else:
+            self.send_json(200, _merged(chunks))
 
-    @staticmethod
-    def _error(status: int, message: str) -> dict[str, Any]:
-        return {"error": {"code": status, "message": message, "status": _STATUS_NAMES.get(status, "UNKNOWN")}}
-
-
-class _GeminiServer(_Server):
-    fake: FakeGeminiServer
-
-    def __init__(self, address: tuple[str, int], fake: FakeGeminiServer) -> None:
-        self.fake = fake
-        self.owner = fake  # type: ignore[assignment]  # the base's handler reads owner.stopping only
-        self.connections = set()
-        self.connections_lock = threading.Lock()
-        super(_Server, self).__init__(address, _GeminiHandler)
+    def _sse(self, chunks: list[dict[str, Any]], stream: bool, hold: str | None, *, end: bool = True) -> None:
+        events = (b"data: " + dumps(chunk).encode() + b"\r\n\r\n" for chunk in chunks)
+        self.stream("text/event-stream", events, hold, end=end)
 
 
-class FakeGeminiServer:
-    """The Gemini API on 127.0.0.1, playing a script (see the module doc)."""
+def _rate_limit_details(step: Step) -> list[dict[str, Any]]:
+    """What the service attaches to a 429: the quota that ran out and when to retry."""
+    quota = step.get("quota_id", "GenerateRequestsPerMinutePerProjectPerModel-FreeTier")
+    details: list[dict[str, Any]] = [
+        {
+            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+            "violations": [
+                {
+                    "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                    "quotaId": quota,
+                    "quotaValue": "10",
+                }
+            ],
+        },
+        {
+            "@type": "type.googleapis.com/google.rpc.Help",
+            "links": [
+                {
+                    "description": "Learn more about Gemini API quotas",
+                    "url": "https://ai.google.dev/gemini-api/docs/rate-limits",
+                }
+            ],
+        },
+    ]
+    if step.get("retry_delay") is not None:
+        details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": step["retry_delay"]})
+    return details
 
-    def __init__(self) -> None:
+
+def _merged(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The non-streamed answer: every chunk's parts in one candidate."""
+    parts: list[dict[str, Any]] = []
+    last = chunks[-1]
+    for chunk in chunks:
+        for candidate in chunk.get("candidates") or []:
+            parts.extend((candidate.get("content") or {}).get("parts") or [])
+    merged = dict(last)
+    if last.get("candidates"):
+        candidate = dict(last["candidates"][0])
+        candidate["content"] = {"role": "model", "parts": [p for p in parts if p.get("text") != ""] or [{"text": ""}]}
+        merged["candidates"] = [candidate]
+    return merged
+
+
+class FakeGeminiServer(NativeFakeServer):
+    """The fake Gemini API on 127.0.0.1; `base_url` is the api_base to give litellm.
+
+    `api_key`: when set, only this key is accepted; `models`: when set, other model names are
+    404; `max_input_tokens`: a longer request is refused as too long.
+    """
+
+    handler = _GeminiHandler
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        api_key: str | None = None,
+        models: set[str] | None = None,
+        max_input_tokens: int | None = None,
+    ) -> None:
+        super().__init__(host, port)
+        self.api_key = api_key
+        self.models = models
+        self.max_input_tokens = max_input_tokens
         self.refusals: list[str] = []
+        """The messages of the requests refused, oldest first (a test expects none)."""
         self.issued: dict[str, str] = {}
-        """The thoughtSignatures this server handed out, by call_key."""
-        self.stopping = threading.Event()
-        self._steps: collections.deque[Step] = collections.deque()
-        self._lock = threading.Lock()
-        self._requests: list[RecordedRequest] = []
-        self._httpd = _GeminiServer(("127.0.0.1", 0), self)
-        self._thread: threading.Thread | None = None
+        """The thought signatures this server handed out, by call_key."""
 
     @property
     def base_url(self) -> str:
-        """The api_base to give litellm (it appends /models/{model}:streamGenerateContent)."""
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return f"{self.root_url}/v1beta"
 
-    def __enter__(self) -> FakeGeminiServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stopping.set()
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-        self._httpd.close_connections()
-        self._httpd.server_close()
-
-    def enqueue(self, *steps: Step) -> None:
-        for step in steps:
-            if step.get("fault") is not None and step["fault"] not in _FAULTS:
-                raise ValueError(f"unknown fault {step['fault']!r} (known: {', '.join(sorted(_FAULTS))})")
-        with self._lock:
-            self._steps.extend(steps)
-
-    def take(self) -> Step | None:
-        with self._lock:
-            return self._steps.popleft() if self._steps else None
-
-    def record(self, request: RecordedRequest) -> None:
-        with self._lock:
-            self._requests.append(request)
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
+    def check_step(self, step: Step) -> Step:
+        step = super().check_step(step)
+        fault = step.get("fault")
+        if fault is not None and fault not in _FAULTS:
+            raise ValueError(f"unknown fault {fault!r} (known: {', '.join(sorted(_FAULTS))})")
+        for call in step.get("tool_calls") or []:
+            if "name" not in call or not isinstance(call.get("arguments", {}), dict):
+                raise ValueError(f"a Gemini function call needs a name and an arguments object: {call!r}")
+        return step
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
-        return [json.loads(json.dumps(request.body)) for request in self.requests]
+        """The bodies of the generation requests received, oldest first."""
+        return self.generation_bodies()
+
+    def generation_bodies(self) -> list[dict[str, Any]]:
+        """The bodies of the generation requests received, oldest first."""
+        return [r.body for r in self.requests if ":generateContent" in r.path or ":streamGenerateContent" in r.path]

@@ -15,6 +15,8 @@ has already pulled the provider's message out of the error body and the SDK has 
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import email.utils
 import errno
 import json
@@ -37,7 +39,7 @@ from ..errors import (
     ModelUnavailableError,
 )
 
-_PREFIXES = re.compile(r"^(?:(?:litellm\.)?[A-Za-z]*(?:Error|Exception|Timeout)(?:\s*:\s*|\s+-\s+))+")
+_PREFIXES = re.compile(r"^(?:(?:litellm\.)?[A-Za-z_]*(?:Error|Exception|Timeout)(?:\s*:\s*|\s+-\s+))+")
 _SECRET_PATTERNS = (
     re.compile(r"\b(sk-[A-Za-z0-9]{0,8})[A-Za-z0-9_\-]{12,}"),
     re.compile(r"(Bearer\s+)\S+", re.IGNORECASE),
@@ -49,6 +51,7 @@ _CONTEXT_WORDS = (
     "too many tokens",
     "prompt is too long",
     "context_length_exceeded",
+    "exceeds the maximum number of tokens",  # Gemini: "The input token count (N) exceeds the maximum ..."
 )
 _FINAL_WORDS = ("insufficient_quota", "exceeded your current quota", "budget")
 _MAX_CAUSE = 400
@@ -90,14 +93,22 @@ class AttemptFailed(Exception):
     exception is printed in full in a traceback."""
 
     def __init__(
-        self, error: ModelError, retry_after: float | None = None, original: BaseException | None = None
+        self,
+        error: ModelError,
+        retry_after: float | None = None,
+        original: BaseException | None = None,
+        *,
+        final: bool | None = None,
     ) -> None:
         super().__init__(str(error))
         self.error = error
         self.retry_after = retry_after
         self.original = original
-        # A 429 for an exhausted quota or budget will not clear by waiting.
-        self.retryable = error.retryable and not any(word in error.cause.lower() for word in _FINAL_WORDS)
+        # A 429 for an exhausted quota or budget will not clear by waiting; `final` is the
+        # provider's own word on that where it gives one (Google's quota details).
+        if final is None:
+            final = any(word in error.cause.lower() for word in _FINAL_WORDS)
+        self.retryable = error.retryable and not final
 
 
 def _body_message(exc: BaseException) -> str | None:
@@ -129,6 +140,62 @@ def embedded_message(text: str) -> str | None:
     inner = data.get("error", data) if isinstance(data, dict) else None
     message = inner.get("message") if isinstance(inner, dict) else inner
     return message if isinstance(message, str) and message.strip() else None
+
+
+_BYTES_LITERAL = re.compile(r"b'(\{.*\}|\[.*\])'", re.DOTALL)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+
+
+def embedded_error(exc: BaseException) -> dict[str, Any] | None:
+    """The `{"error": {...}}` object of a provider's answer that litellm kept only as text in
+    its message (its Gemini path puts the raw body there, often as a bytes literal), or None."""
+    for link in _chain(exc):
+        for text in (getattr(link, "message", None), str(link)):
+            if isinstance(text, str) and '"error"' in text:
+                found = _parse_error_text(text)
+                if found is not None:
+                    return found
+    return None
+
+
+def _parse_error_text(text: str) -> dict[str, Any] | None:
+    literal = _BYTES_LITERAL.search(text)
+    candidate = text[min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=0) :]
+    if literal is not None:
+        with contextlib.suppress(ValueError, SyntaxError):
+            candidate = ast.literal_eval("b'" + literal.group(1) + "'").decode("utf-8", "replace")
+    try:
+        value, _ = json.JSONDecoder().raw_decode(candidate.strip())
+    except ValueError:
+        return None
+    if isinstance(value, list) and value:
+        value = value[0]  # Google's streaming endpoints wrap the error in a list
+    error = value.get("error") if isinstance(value, dict) else None
+    return error if isinstance(error, dict) and isinstance(error.get("message"), str) else None
+
+
+def google_retry(error: dict[str, Any]) -> tuple[float | None, bool | None]:
+    """What a Google error's details say about retrying: the `RetryInfo` delay, and whether
+    the quota that ran out is a daily one (final) or a per-minute one that a wait clears
+    (Google words both "You exceeded your current quota"). None where the details are silent."""
+    delay: float | None = None
+    final: bool | None = None
+    for detail in error.get("details") or []:
+        if not isinstance(detail, dict):
+            continue
+        kind = str(detail.get("@type", ""))
+        if kind.endswith("google.rpc.RetryInfo"):
+            match = _DURATION.match(str(detail.get("retryDelay", "")))
+            if match is not None:
+                delay = float(match.group(1))
+                final = False if final is None else final
+        elif kind.endswith("google.rpc.QuotaFailure"):
+            quota_ids = [str(v.get("quotaId", "")) for v in detail.get("violations") or [] if isinstance(v, dict)]
+            if any("PerDay" in quota for quota in quota_ids):
+                final = True
+            elif quota_ids and final is None:
+                final = False
+    return delay, final
 
 
 def status_of(exc: BaseException) -> int | None:
@@ -220,7 +287,12 @@ class ErrorMapper:
         refused = None if mid_stream else self._not_connected(exc, openai)
         error = refused or self._typed(exc, status, litellm, openai, mid_stream)
         retry_after = retry_after_seconds(exc) if error.retryable else None
-        return AttemptFailed(error, retry_after, None if self._mentions_secret(exc) else exc)
+        final = None
+        embedded = embedded_error(exc) if error.retryable else None
+        if embedded is not None:
+            delay, final = google_retry(embedded)
+            retry_after = delay if retry_after is None else retry_after
+        return AttemptFailed(error, retry_after, None if self._mentions_secret(exc) else exc, final=final)
 
     def _not_connected(self, exc: BaseException, openai: Any) -> ModelConnectionError | None:
         """A connection that was never made (refused, unknown host, no route), found anywhere

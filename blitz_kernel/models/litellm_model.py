@@ -32,7 +32,7 @@ from ..errors import (
     ModelTimeoutError,
     ModelUnavailableError,
 )
-from . import cache_marks, openai_direct, price_map
+from . import cache_marks, ollama_show, openai_direct, price_map
 from .base import ModelRequest, StreamItem, TextDelta
 from .litellm_errors import AttemptFailed, ErrorMapper
 from .openai_wire import StreamReader, to_openai_messages, to_openai_tools
@@ -255,6 +255,7 @@ class LiteLLMModel:
         May load litellm: call it off the event loop."""
         if self.speaks_openai():
             return None
+        self._ollama_info()  # asked here, off the event loop, before a turn needs it
         litellm = load_litellm()
         try:
             litellm.get_llm_provider(model=self.name, api_base=self.api_base)
@@ -305,7 +306,12 @@ class LiteLLMModel:
     def completion_arguments(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `litellm.acompletion` for a request (retries are ours)."""
         arguments: dict[str, Any] = dict(self.extra)
-        messages = to_openai_messages(request.system, request.messages, thinking_model=self.name)
+        messages = to_openai_messages(
+            request.system,
+            request.messages,
+            thinking_model=self.name,
+            images_with_results=self.name.startswith(_GEMINI_PREFIXES),
+        )
         if self.prompt_caching and self.caches_explicitly():
             messages = cache_marks.mark_breakpoints(messages)
         arguments.update(
@@ -436,6 +442,9 @@ class LiteLLMModel:
         """Maximum prompt tokens from litellm's model info, or None when litellm does not know."""
         if self.speaks_openai():
             return price_map.context_window_of(self.name)
+        served = ollama_show.context_tokens(self._ollama_info())
+        if served is not None:
+            return served
         litellm = load_litellm()
         entry = price_map.entry_of(litellm.model_cost, self.name)
         tokens = (entry or {}).get("max_input_tokens")
@@ -474,11 +483,23 @@ class LiteLLMModel:
         """litellm's word on whether the model reads images (view_image needs it)."""
         if self.speaks_openai():
             return price_map.supports_vision_of(self.name)
+        sees = ollama_show.sees_images(self._ollama_info())
+        if sees is not None:
+            return sees
         try:
             return bool(load_litellm().supports_vision(model=self.name))
         except Exception:  # noqa: BLE001 - unmapped models raise: treat them as blind
             return False
 
+    def _ollama_info(self) -> dict[str, Any] | None:
+        """What the Ollama server at `api_base` says about this model (ollama_show.py); None
+        for other providers or when it does not answer."""
+        model = ollama_show.ollama_model(self.name)
+        return None if model is None else ollama_show.show(self.api_base, model)
+
+
+_GEMINI_PREFIXES = ("gemini/", "vertex_ai/gemini")
+"""Models litellm reaches over Gemini's API, which refuses two user turns in a row."""
 
 NO_REASONING = "this model has no thinking setting that --think or reasoning could choose; use --think off"
 

@@ -125,7 +125,12 @@ def to_openai_message(message: Message, thinking_model: str | None = None) -> di
 
 
 def to_openai_messages(
-    system: str, messages: Iterable[Message], *, reuse: bool = False, thinking_model: str | None = None
+    system: str,
+    messages: Iterable[Message],
+    *,
+    reuse: bool = False,
+    thinking_model: str | None = None,
+    images_with_results: bool = False,
 ) -> list[dict[str, Any]]:
     """Our history as OpenAI chat messages (the format litellm takes for every provider).
 
@@ -135,6 +140,9 @@ def to_openai_messages(
     and any other model would refuse or misread them. The direct OpenAI path never sends them.
     A summary becomes a user message, because it stands in for earlier turns of both sides.
     `reuse`: hand out each message's dict built for an earlier request (see the module doc).
+    `images_with_results`: a result's images go in its own tool message instead of a user
+    message after the results; for Gemini, where litellm makes them parts of the function
+    response turn, since Gemini refuses two user turns in a row.
     """
     converted: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     seen: list[ImagePart] = []  # images of the current run of tool results (view_image)
@@ -146,6 +154,9 @@ def to_openai_messages(
         if reuse:
             entry = cache.get(message)
             converted.append(entry if entry is not None else cache.put(message, to_openai_message(message)))
+        elif images_with_results and isinstance(message, ToolResultMessage) and message.images:
+            converted.append(_tool_message_with_images(message))
+            continue
         else:
             converted.append(to_openai_message(message, thinking_model))
         if isinstance(message, ToolResultMessage):
@@ -153,6 +164,14 @@ def to_openai_messages(
     if seen:
         converted.append(_tool_images_message(seen))
     return converted
+
+
+def _tool_message_with_images(message: ToolResultMessage) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": message.to_model_content()}]
+    for part in message.images:
+        url = f"data:{part.media_type};base64,{part.data_base64}"
+        content.append({"type": "image_url", "image_url": {"url": url}})
+    return {"role": "tool", "tool_call_id": message.call_id, "content": content}
 
 
 def _tool_images_message(images: list[ImagePart]) -> dict[str, Any]:

@@ -78,3 +78,35 @@ async def test_undo_puts_back_a_run_cells_outputs_and_the_variables_it_rebound(
         "removed cell 1 (id " + ran[1]["id"] + ")",
         "restored the outputs of cell 0 (id load)",
     ]
+
+
+async def test_review_lists_a_run_cell_and_its_variable_and_reverts_the_run_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notebook = tmp_path / "analysis.ipynb"
+    original = write_notebook(notebook)
+    monkeypatch.chdir(tmp_path)
+    kernel = NamespaceKernel(user_ns={"__session__": str(notebook), "total": [1, 2]})
+    workspace = scripted_workspace(
+        tmp_path,
+        [
+            tool_step(call("notebook_run", cell=0)),
+            tool_step(call("write_file", path="notes.md", content="ran it\n")),
+            {"text": "ok"},
+        ],
+        kernel=kernel,
+    )[0]
+    await workspace.run("run the first cell and take a note", approve="allow")
+    listed = workspace.changes(session="default")
+    summaries = {change.id: change.summary() if hasattr(change, "summary") else None for change in listed.changes}
+    kinds = sorted(change.kind for change in listed.changes)
+    assert kinds == ["cell", "file", "variable"], summaries
+    [cell] = [change for change in listed.changes if change.kind == "cell"]
+    assert cell.action == "run" and cell.outputs_changed and cell.status == "pending"
+
+    report = await workspace.revert([cell.id], session="default")
+    assert json.loads(notebook.read_text())["cells"] == original  # the run's outputs are gone
+    assert (tmp_path / "notes.md").read_text() == "ran it\n"  # the other change stays
+    again = {change.kind: change.status for change in workspace.changes(session="default").changes}
+    assert again["cell"] == "reverted" and again["file"] == "pending"
+    assert report is not None

@@ -127,7 +127,9 @@ def summary(change: ReviewedChange) -> str:
         counts = "" if change.status == "reverted" else f" +{change.added} −{change.removed}"
         return f"file {change.path}" + (" (created)" if change.created else "") + counts
     if isinstance(change, CellReview):
-        done = {"insert": "inserted", "replace": "replaced", "delete": "deleted"}.get(change.action, change.action)
+        done = {"insert": "inserted", "replace": "replaced", "delete": "deleted", "run": "run"}.get(
+            change.action, change.action
+        )
         return f"cell {change.index} {done}" + (" (outputs changed)" if change.outputs_changed else "")
     return f"variable {change.name} {change.type_before} → {change.type_after}"
 
@@ -212,7 +214,8 @@ class _Reader:
             cell_id=change.cell_id,
             source_before=change.source_before,
             source_after=change.source_after,
-            outputs_changed=change.action != "insert" and bool(before.get("outputs")),
+            # a run replaced the outputs; an edit of a cell that had some dropped them
+            outputs_changed=change.action == "run" or (change.action != "insert" and bool(before.get("outputs"))),
         )
         if change.via == "file" and change.action != "delete":
             review.note = self._cell_conflict(change)

@@ -76,7 +76,10 @@ async def test_the_turn_offers_review_changes_and_its_rendering_lists_them(tmp_p
     assert "-one\n+ONE\n" in view.changes[0]["diff"]
     _, data, metadata = output.replaced[-1]  # the static rendering that replaced the widget
     plain = data["text/plain"]
-    assert "Changes in this turn (reverting one needs a running kernel: %blitz_review --revert ID)" in plain
+    assert (
+        "Changes in this turn (revert one with Review changes or %blitz_review --revert ID while a kernel runs)"
+        in plain
+    )
     assert "  1f1  file a.txt +1 −1  [pending]" in plain
     assert "**Changes in this turn**" in data["text/markdown"]
     assert metadata is not None and [c["id"] for c in metadata["blitz"]["changes"]] == ["1f1", "1f2"]

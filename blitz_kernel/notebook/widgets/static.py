@@ -282,13 +282,14 @@ def _blocks(state: TurnState, final_text: str) -> list[tuple[str, str]]:
 
 
 def changes_block(changes: list[dict[str, Any]]) -> tuple[str, str]:
-    """The turn's change list, for a reader with no kernel: what changed and its status;
-    reverting needs a running kernel, and the block says how."""
-    title, needs, how = "Changes in this turn", "reverting one needs a running kernel", "%blitz_review --revert ID"
+    """The turn's change list as the saved notebook keeps it: what changed and its status, and
+    how to revert one (it needs a running kernel: a reopened notebook shows no controls)."""
+    title, how = "Changes in this turn", "%blitz_review --revert ID"
     rows = [(str(c.get("id", "")), str(c.get("summary", "")), str(c.get("status", ""))) for c in changes]
-    markdown = [f"**{title}** ({needs}: {code_span(how)})"]
+    needs = f"revert one with Review changes or {how} while a kernel runs"
+    markdown = [f"**{title}** (revert one with Review changes or {code_span(how)} while a kernel runs)"]
     markdown.extend(f"- {code_span(i)} {escape_html(what)} — *{escape_html(status)}*" for i, what, status in rows)
-    plain = [f"{title} ({needs}: {how})", *(f"  {i}  {what}  [{status}]" for i, what, status in rows)]
+    plain = [f"{title} ({needs})", *(f"  {i}  {what}  [{status}]" for i, what, status in rows)]
     return "\n".join(markdown), "\n".join(plain)
 
 

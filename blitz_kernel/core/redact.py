@@ -47,6 +47,9 @@ _KEYWORD = (
     r"(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|secret|password|passwd|pwd|credentials?)"
 )
 KEYWORD = re.compile(_KEYWORD, re.IGNORECASE)
+KEYWORD_IN_LOWER = re.compile(_KEYWORD)
+"""KEYWORD on an ASCII text's `lower()` (same positions): `re`'s case-insensitive scan of a long
+text costs tens of times more than a case-sensitive one (100 KB: ~40 ms against ~1 ms)."""
 KEYWORD_PIECES = ("key", "token", "secret", "pass", "pwd", "credential")
 """Every KEYWORD match contains one of these: an ASCII text holding none has no assignment."""
 VALUE_AFTER_KEY = re.compile(
@@ -156,8 +159,8 @@ class Redactor:
             return done
         original = text
         folded = text.lower() if text.isascii() else None
-        if (folded is None or any(piece in folded for piece in KEYWORD_PIECES)) and KEYWORD.search(text):
-            text = self._assignments(text)
+        if folded is None or any(piece in folded for piece in KEYWORD_PIECES):
+            text = self._assignments(text, folded)
             folded = text.lower() if text.isascii() else None
         if self._forms:
             text = self._replace_known(text)
@@ -215,11 +218,13 @@ class Redactor:
 
     # -- assignments --------------------------------------------------------------------------
 
-    def _assignments(self, text: str) -> str:
+    def _assignments(self, text: str, folded: str | None = None) -> str:
         """Values assigned to secret-named keys, found from each keyword hit (a scan of the
-        whole text for keys costs far more than the few hits there are)."""
+        whole text for keys costs far more than the few hits there are). `folded`: the text's
+        `lower()` when it is ASCII (the faster scan, same positions)."""
         spans: list[tuple[int, int]] = []
-        for hit in KEYWORD.finditer(text):
+        hits = KEYWORD_IN_LOWER.finditer(folded) if folded is not None else KEYWORD.finditer(text)
+        for hit in hits:
             tail = VALUE_AFTER_KEY.match(text, hit.end())
             if tail is None:
                 continue

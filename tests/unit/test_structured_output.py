@@ -12,6 +12,8 @@ from pydantic import BaseModel
 from blitz_kernel.core.history import UserMessage, check_history
 from blitz_kernel.core.numbers import RunOptionError
 from blitz_kernel.engine.turn.structured import FINAL_RESULT, output_schema
+from blitz_kernel.models.base import supports_response_schema
+from blitz_kernel.models.fallback import FallbackModel
 from blitz_kernel.models.scripted import ScriptedModel
 from tests.helpers.workspaces import open_workspace
 
@@ -186,3 +188,14 @@ def test_a_closed_schema_with_every_property_required_is_strict():
         "required": ["n", "tags", "inner"],
     }
     assert output_schema(nested_open, "Open").response_schema().strict is False
+
+
+async def test_a_fallback_chain_answers_natively_only_when_every_model_can(tmp_path):
+    step = tool_step(call(FINAL_RESULT, region="west", total=2))
+    chain = FallbackModel([ScriptedModel([step], response_schema=True), ScriptedModel([], response_schema=False)])
+    ws = open_workspace(tmp_path, chain)
+    result = await ws.run("revenue", output_type=Revenue)
+    assert result.output == Revenue(region="west", total=2)  # through final_result: the fallback lacks it
+    assert supports_response_schema(chain) is False
+    both = FallbackModel([ScriptedModel([], response_schema=True), ScriptedModel([], response_schema=True)])
+    assert supports_response_schema(both) is True

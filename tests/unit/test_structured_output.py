@@ -5,6 +5,7 @@ twice, then the turn fails with one line (docs/structured-output.md)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -174,9 +175,10 @@ async def test_natively_a_non_object_schema_is_wrapped_and_unwrapped(tmp_path):
 
 
 def test_a_closed_schema_with_every_property_required_is_strict():
+    properties: dict[str, Any] = {"n": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}}
     closed = {
         "type": "object",
-        "properties": {"n": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}},
+        "properties": properties,
         "required": ["n", "tags"],
         "additionalProperties": False,
     }
@@ -184,7 +186,7 @@ def test_a_closed_schema_with_every_property_required_is_strict():
     assert output_schema(closed, "rows by region!").response_schema().name == "rows_by_region"  # OpenAI's name pattern
     nested_open = {
         **closed,
-        "properties": {**closed["properties"], "inner": {"type": "object"}},
+        "properties": {**properties, "inner": {"type": "object"}},
         "required": ["n", "tags", "inner"],
     }
     assert output_schema(nested_open, "Open").response_schema().strict is False

@@ -122,6 +122,103 @@ def usage_payload(step: Step, pieces: int) -> dict[str, Any]:
     return usage
 
 
+def step_text(step: Step) -> str:
+    """A step's answer text: its `text`, or its `json` value written as JSON (the answer to a
+    request with `response_format`)."""
+    if "json" in step:
+        return json.dumps(step["json"])
+    return str(step.get("text", ""))
+
+
+# -- response_format, checked as OpenAI checks it ----------------------------------------------
+
+_SCHEMA_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def response_format_problem(request: dict[str, Any]) -> dict[str, Any] | None:
+    """OpenAI's 400 error object for a `response_format` it would refuse, or None. The checks
+    and their wording are the real service's: the format type, the json_schema name (pattern,
+    64 characters), a root that is an object, and in strict mode every object closed with every
+    property required."""
+    shape = request.get("response_format")
+    if shape is None:
+        return None
+    kind = shape.get("type") if isinstance(shape, dict) else None
+    if kind not in ("text", "json_object", "json_schema"):
+        message = f"Invalid value: {kind!r}. Supported values are: 'json_object', 'json_schema', and 'text'."
+        return _invalid(message, "response_format.type", "invalid_value")
+    if kind != "json_schema":
+        return None
+    spec = shape.get("json_schema")
+    if not isinstance(spec, dict):
+        return _invalid(
+            "Missing required parameter: 'response_format.json_schema'.",
+            "response_format.json_schema",
+            "missing_required_parameter",
+        )
+    name = spec.get("name")
+    if not isinstance(name, str):
+        return _invalid(
+            "Missing required parameter: 'response_format.json_schema.name'.",
+            "response_format.json_schema.name",
+            "missing_required_parameter",
+        )
+    if not _SCHEMA_NAME.match(name):
+        message = (
+            "Invalid 'response_format.json_schema.name': string does not match pattern. Expected a string "
+            "that matches the pattern '^[a-zA-Z0-9_-]+$'."
+        )
+        return _invalid(message, "response_format.json_schema.name", "invalid_value")
+    if len(name) > 64:
+        message = (
+            "Invalid 'response_format.json_schema.name': string too long. Expected a string with maximum "
+            f"length 64, but got a string with length {len(name)} instead."
+        )
+        return _invalid(message, "response_format.json_schema.name", "string_above_max_length")
+    schema = spec.get("schema", {})
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        got = schema.get("type") if isinstance(schema, dict) else None
+        message = (
+            f"Invalid schema for response_format '{name}': schema must be a JSON Schema of 'type: \"object\"', "
+            f"got 'type: \"{got}\"'."
+        )
+        return _invalid(message, "response_format", "invalid_json_schema")
+    if spec.get("strict"):
+        problem = _strict_problem(schema, ())
+        if problem is not None:
+            return _invalid(
+                f"Invalid schema for response_format '{name}': {problem}", "response_format", "invalid_json_schema"
+            )
+    return None
+
+
+def _strict_problem(schema: Any, context: tuple[str, ...]) -> str | None:
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("type") == "object":
+        where = f"In context={context!r}, "
+        if schema.get("additionalProperties") is not False:
+            return where + "'additionalProperties' is required to be supplied and to be false."
+        properties = schema.get("properties") or {}
+        missing = [key for key in properties if key not in (schema.get("required") or [])]
+        if missing:
+            return (
+                where + "'required' is required to be supplied and to be an array including every key in "
+                f"properties. Missing '{missing[0]}'."
+            )
+        for key, value in properties.items():
+            problem = _strict_problem(value, (*context, "properties", key))
+            if problem is not None:
+                return problem
+    if "items" in schema:
+        return _strict_problem(schema["items"], (*context, "items"))
+    return None
+
+
+def _invalid(message: str, param: str, code: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
+
+
 def stream_events(step: Step, model: str, include_usage: bool) -> Iterator[bytes]:
     """The SSE events of a normal answer, in the order OpenAI sends them."""
     writer = _ChunkWriter(step.get("model") or model)
@@ -130,7 +227,7 @@ def stream_events(step: Step, model: str, include_usage: bool) -> Iterator[bytes
     for piece in split_text(step.get("reasoning", "")):
         pieces += 1
         yield writer.choice({"reasoning_content": piece})
-    for piece in step.get("chunks") or split_text(step.get("text", "")):
+    for piece in step.get("chunks") or split_text(step_text(step)):
         pieces += 1
         yield writer.choice({"content": piece})
     calls = step.get("tool_calls") or []
@@ -156,7 +253,7 @@ def stream_events(step: Step, model: str, include_usage: bool) -> Iterator[bytes
 def completion_body(step: Step, model: str) -> dict[str, Any]:
     """A non-streamed chat.completion object for a step."""
     calls = step.get("tool_calls") or []
-    message: dict[str, Any] = {"role": "assistant", "content": step.get("text", "") or None}
+    message: dict[str, Any] = {"role": "assistant", "content": step_text(step) or None}
     if step.get("reasoning"):
         message["reasoning_content"] = step["reasoning"]
     if calls:
@@ -176,7 +273,7 @@ def completion_body(step: Step, model: str) -> dict[str, Any]:
         "choices": [
             {"index": 0, "message": message, "logprobs": None, "finish_reason": "tool_calls" if calls else "stop"}
         ],
-        "usage": usage_payload(step, len(split_text(step.get("text", "")))),
+        "usage": usage_payload(step, len(split_text(step_text(step)))),
     }
 
 
@@ -207,7 +304,9 @@ class Script:
       {...} or "raw json", "id": "call_1"}], "usage": {"prompt_tokens": 10, "completion_tokens":
       5, "cached_tokens": 2, "cache_creation_input_tokens": 1, "reasoning_tokens": 0},
       "model": "name in chunks", "chunks": ["explicit", " text", " pieces"]}`` — every key is
-      optional. ``"delay_s": 0.05`` waits that long after each streamed event (a slow model).
+      optional. ``"json": VALUE`` answers with VALUE written as JSON (the text a request with
+      ``response_format`` gets). A ``response_format`` OpenAI would refuse gets its 400 error
+      (``response_format_problem``) and leaves the script as it is. ``"delay_s": 0.05`` waits that long after each streamed event (a slow model).
       ``"hold": "NAME"`` pauses the stream after its first piece (text or tool call) until
       ``release("NAME")``: a test does what must happen mid-answer (a steer, a click) and then
       lets it finish, instead of hoping a delay is long enough (a stream never released goes on
@@ -346,6 +445,10 @@ class _Handler(BaseHTTPRequestHandler):
     # answers
 
     def _answer(self, request: dict[str, Any]) -> None:
+        refused = response_format_problem(request)
+        if refused is not None:  # refused before any answer: the script's next step stays
+            self._send_json(400, refused)
+            return
         step, looped = self.server.owner.script.take()
         if step is None:
             self._send_json(500, {"error": {"message": "fake server: script exhausted", "type": "server_error"}})

@@ -10,7 +10,7 @@ provider's wire format; adapters translate.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -18,6 +18,19 @@ from ..core.history import AssistantMessage, Message, ThinkingBlock, ToolCall
 from ..core.terms import Reasoning
 from ..core.tools import ToolSpec
 from ..core.usage import Price, TokenUsage
+
+
+class ResponseSchema(BaseModel):
+    """The shape a step's text must have, asked for with the provider's own structured output
+    (OpenAI's `response_format` json_schema; litellm maps it to each provider's form)."""
+
+    name: str
+    """Letters, digits, `_` and `-` only, at most 64 characters (OpenAI's rule for the name)."""
+    json_schema: dict[str, Any]
+    """A JSON schema whose root is an object (the only root OpenAI takes)."""
+    strict: bool = False
+    """Whether the provider must follow the schema exactly (OpenAI takes it only for schemas in
+    its strict subset: every object closed, every property required)."""
 
 
 class ModelRequest(BaseModel):
@@ -30,6 +43,8 @@ class ModelRequest(BaseModel):
     max_tokens: int | None = None
     reasoning: Reasoning | None = None
     """How hard the model thinks ("off" turns thinking off); None: the provider's default."""
+    response_schema: ResponseSchema | None = None
+    """Answer with JSON text of this shape (only for models that `supports_response_schema`)."""
 
 
 class TextDelta(BaseModel):
@@ -103,4 +118,16 @@ def supports_vision(model: Model) -> bool:
     gets a clear refusal instead of a provider error about image content.
     """
     check = getattr(model, "supports_vision", None)
+    return bool(check()) if callable(check) else False
+
+
+def supports_response_schema(model: Model) -> bool:
+    """Whether `model` can be asked for JSON of a given shape with the provider's own structured
+    output (`ModelRequest.response_schema`).
+
+    Models say so with an optional `supports_response_schema()` method (the litellm adapter asks
+    `litellm.supports_response_schema`); a model that does not say gets the schema as a tool
+    (`final_result`, docs/structured-output.md) instead.
+    """
+    check = getattr(model, "supports_response_schema", None)
     return bool(check()) if callable(check) else False

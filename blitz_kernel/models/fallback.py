@@ -17,7 +17,7 @@ from ..errors import (
     ModelBadRequestError,
     ModelError,
 )
-from .base import Model, ModelRequest, ModelSwitch, StreamItem, TextDelta, supports_vision
+from .base import Model, ModelRequest, ModelSwitch, StreamItem, TextDelta, supports_response_schema, supports_vision
 from .breaker import CircuitBreaker, Clock, breaker_for
 
 
@@ -129,6 +129,10 @@ class FallbackModel:
 
     def supports_vision(self) -> bool:
         return supports_vision(self.primary)
+
+    def supports_response_schema(self) -> bool:
+        """Every model of the chain must take it: any of them may answer the final request."""
+        return all(supports_response_schema(model) for model in self.models)
 
 
 def _record_verdict(breaker: CircuitBreaker, error: ModelError) -> None:

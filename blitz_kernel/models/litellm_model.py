@@ -235,6 +235,7 @@ class LiteLLMModel:
         self._errors = ErrorMapper(name, [api_key, self.extra.get("api_key")], request_timeout, api_base)
         self._speaks_openai: bool | None = openai_direct.speaks_openai(name) if "/" in name else None
         self._reasons: bool | None = None
+        self._response_schema: bool | None = None
 
     def __repr__(self) -> str:  # never shows the key
         return f"LiteLLMModel({self.name!r}, api_base={self.api_base!r})"
@@ -324,6 +325,8 @@ class LiteLLMModel:
         )
         if request.tools:
             arguments["tools"] = to_openai_tools(request.tools)
+        if request.response_schema is not None:
+            arguments["response_format"] = openai_direct.response_format(request.response_schema)
         if self.api_base is not None:
             arguments["api_base"] = self.api_base
         if self._api_key is not None:
@@ -479,6 +482,19 @@ class LiteLLMModel:
                     self._reasons = False
         return self._reasons
 
+    def supports_response_schema(self) -> bool:
+        """litellm's word on whether the provider takes a JSON schema for the answer
+        (`response_format`; litellm turns it into Anthropic's and Gemini's own forms)."""
+        if self._response_schema is None:
+            if self.speaks_openai():
+                self._response_schema = price_map.supports_response_schema_of(self.name)
+            else:
+                try:
+                    self._response_schema = bool(load_litellm().supports_response_schema(model=self.name))
+                except Exception:  # noqa: BLE001 - unmapped models raise: the tool is used instead
+                    self._response_schema = False
+        return self._response_schema
+
     def supports_vision(self) -> bool:
         """litellm's word on whether the model reads images (view_image needs it)."""
         if self.speaks_openai():
@@ -542,6 +558,7 @@ class _DirectTransport(_Transport):
             temperature=request.temperature,
             max_tokens=request.max_tokens,
             reasoning_effort=reasoning_effort(request),
+            response_schema=request.response_schema,
         )
 
     async def open(self) -> Any:

@@ -37,6 +37,7 @@ import sys
 import weakref
 from typing import Any
 
+from .base import ResponseSchema
 from .price_map import provider_of
 
 PREFIX = "openai/"
@@ -137,6 +138,7 @@ def request_arguments(
     temperature: float | None,
     max_tokens: int | None,
     reasoning_effort: str | None = None,
+    response_schema: ResponseSchema | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments of `client.chat.completions.create` for one streamed step."""
     model = wire_name(name)
@@ -154,4 +156,14 @@ def request_arguments(
         arguments["max_completion_tokens" if _REASONING.match(model) else "max_tokens"] = max_tokens
     if reasoning_effort is not None:
         arguments["reasoning_effort"] = reasoning_effort
+    if response_schema is not None:
+        arguments["response_format"] = response_format(response_schema)
     return arguments
+
+
+def response_format(schema: ResponseSchema) -> dict[str, Any]:
+    """OpenAI's `response_format` for a schema; litellm takes the same and maps it per provider."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": schema.name, "schema": schema.json_schema, "strict": schema.strict},
+    }

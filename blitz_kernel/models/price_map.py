@@ -87,6 +87,10 @@ def supports_reasoning_of(model: str) -> bool:
     return bool((entry_of(model_map(), model) or {}).get("supports_reasoning"))
 
 
+def supports_response_schema_of(model: str) -> bool:
+    return bool((entry_of(model_map(), model) or {}).get("supports_response_schema"))
+
+
 def provider_of(model: str) -> str | None:
     """The provider the map names for `model` (`openai` for `gpt-4o-mini`), or None."""
     provider = (entry_of(model_map(), model) or {}).get("litellm_provider")

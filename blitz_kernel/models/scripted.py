@@ -64,6 +64,7 @@ class ScriptedModel:
         delay_s: float = 0.0,
         stream_delay_s: float = 0.0,
         vision: bool = True,
+        response_schema: bool = False,
     ) -> None:
         self.name = name
         self.steps = list(steps)
@@ -74,6 +75,7 @@ class ScriptedModel:
         self._stream_delay_s = stream_delay_s
         self._call_ids = 0
         self._vision = vision
+        self._response_schema = response_schema
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> ScriptedModel:
@@ -130,6 +132,11 @@ class ScriptedModel:
     def supports_vision(self) -> bool:
         """Scripted models see images unless told otherwise (`vision=False`)."""
         return self._vision
+
+    def supports_response_schema(self) -> bool:
+        """Whether to play a model with native structured output (`response_schema=True`):
+        then a turn with a schema asks for the data in a final request of its own."""
+        return self._response_schema
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         index = len(self.requests)

@@ -308,11 +308,11 @@ class TurnRunner:
         """A provider that rejects the prompt as too long gets one compaction and one retry;
         then the turn ends with the provider's error (never a stuck cell)."""
         try:
-            return await model_step(self.setup, self.plan.system, self._specs, self._emit)
+            return await model_step(self.setup, self.plan.system, self._specs, self._emit, self.output)
         except ContextWindowError:
             if not self.compaction.enabled or not await self.compaction.compact(required=False):
                 raise
-        return await model_step(self.setup, self.plan.system, self._specs, self._emit)
+        return await model_step(self.setup, self.plan.system, self._specs, self._emit, self.output)
 
     async def _attach_steering(self, ordered: list[ToolResultMessage]) -> None:
         """Queued steer messages ride on the batch's last result."""

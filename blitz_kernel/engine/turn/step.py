@@ -11,21 +11,29 @@ from ...errors import ModelError
 from ...models.base import ModelRequest, ModelResponse, ModelSwitch, TextDelta
 from ..events import Event, ModelSwitchEvent, TextEvent
 from .setup import TurnSetup
+from .structured import OutputFlow
 
 
 async def model_step(
-    setup: TurnSetup, system: str, specs: list[ToolSpec], emit: Callable[[Event], Awaitable[None]]
+    setup: TurnSetup,
+    system: str,
+    specs: list[ToolSpec],
+    emit: Callable[[Event], Awaitable[None]],
+    output: OutputFlow | None = None,
 ) -> ModelResponse:
-    """Ask the turn's model for its next step on the history as it is now."""
+    """Ask the turn's model for its next step on the history as it is now. Once a structured
+    answer is asked for natively (`output`), the request carries its schema and no tools."""
+    shape = output.request_schema() if output is not None else None
     # Every part is valid already (committed messages, the tool set's specs): constructed,
     # not validated, so a step does not re-check the whole history.
     request = ModelRequest.model_construct(
         system=system,
         messages=for_model(setup.session.history),  # a sub-agent's nested turn stays behind
-        tools=specs,
+        tools=[] if shape is not None else specs,
         temperature=setup.choice.temperature,
         max_tokens=setup.choice.max_tokens,
         reasoning=setup.choice.reasoning,
+        response_schema=shape,
     )
     response: ModelResponse | None = None
     with setup.observers.telemetry.child_span("blitz.model_call", {"blitz.model": setup.choice.model.name}) as span:

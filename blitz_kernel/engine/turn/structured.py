@@ -1,11 +1,17 @@
 """Structured output (`%%blitz --schema NAME`, `Workspace.run(output_type=…)`): the turn ends
 with data validated against a schema, in `TurnResult.output` (docs/structured-output.md).
 
-The model hands the data over by calling the `final_result` tool, whose parameters are the
-schema. A tool works on every provider litellm speaks and mixes with the turn's other tool
-calls, where a provider's native JSON mode would forbid tools on the very request that must
-answer. A call that fails validation gets the errors back as its tool result; an answer in
-plain text is read as JSON first, and otherwise is sent back with what was expected. After
+Two ways to hand the data over, chosen per turn by the model it runs on:
+
+- Native: a model whose provider takes a JSON schema for its answer (the adapter's
+  `supports_response_schema`) works with its tools as usual; once it answers in text that is
+  not valid data, one final request asks for the data with the provider's structured output
+  and no tools (a provider's JSON mode forbids or ignores tools on that request).
+- Tool: every other model gets the `final_result` tool, whose parameters are the schema; it
+  works wherever tool calls do and mixes with the turn's other calls.
+
+Data that fails validation goes back with the errors (as the tool result, or as a message
+before the next final request); an answer in plain text is read as JSON first. After
 `MAX_RETRIES` failed attempts the turn fails with one line.
 """
 
@@ -14,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import jsonschema
@@ -23,6 +29,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from ...core.history import TextPart, UserMessage
 from ...core.numbers import RunOptionError
 from ...errors import BlitzError
+from ...models.base import ResponseSchema
 from ...tools.registry import PassthroughArgs, Tool, ToolContext, ToolError, ToolKind
 
 FINAL_RESULT = "final_result"
@@ -46,6 +53,12 @@ class OutputSchema:
     """The schema of the data itself (a pydantic model's, or the user's dict)."""
     check: Callable[[Any], Any]
     """Validates the data and returns the output (an instance for a pydantic model)."""
+    native: bool = False
+    """Asked for with the provider's own structured output (`for_model`), not `final_result`."""
+
+    def for_model(self, native: bool) -> OutputSchema:
+        """This schema as the turn's model takes it: natively, or through `final_result`."""
+        return replace(self, native=native)
 
     @property
     def wrapped(self) -> bool:
@@ -63,11 +76,39 @@ class OutputSchema:
             raise ValueError(f"put the answer in the {WRAPPED!r} argument")
         return self.check(data)
 
+    def response_schema(self) -> ResponseSchema:
+        """The schema as the provider's structured output takes it: a name of OpenAI's pattern,
+        an object root, and `strict` only where the schema is in OpenAI's strict subset."""
+        name = re.sub(r"[^A-Za-z0-9_-]+", "_", self.name).strip("_")[:64] or "output"
+        parameters = self.parameters()
+        return ResponseSchema(name=name, json_schema=parameters, strict=_strict_subset(parameters))
+
     def instructions(self) -> str:
+        if self.native:
+            return (
+                f"\n\nThis turn must end with structured data ({self.name}): when you have the answer, "
+                "reply with it; it is then asked for once more, as JSON of that shape."
+            )
         return (
             f"\n\nThis turn must end with structured data ({self.name}): when you have the answer, "
             f"call {FINAL_RESULT} with it, exactly once, as your last action."
         )
+
+
+def _strict_subset(schema: Any) -> bool:
+    """Whether OpenAI's strict mode takes `schema`: every object closed
+    (`additionalProperties: false`) with every property required. Pydantic's schemas are
+    not, unless the model forbids extra fields and has no defaults; then strict is off and the
+    answer is still validated here."""
+    if isinstance(schema, list):
+        return all(_strict_subset(item) for item in schema)
+    if not isinstance(schema, dict):
+        return True
+    if schema.get("type") == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        if schema.get("additionalProperties") is not False or set(schema.get("required") or ()) != set(properties):
+            return False
+    return all(_strict_subset(value) for key, value in schema.items() if key not in ("enum", "const", "default"))
 
 
 def output_schema(spec: Any, name: str | None = None) -> OutputSchema:
@@ -124,6 +165,8 @@ class OutputFlow:
 
     def __init__(self, schema: OutputSchema) -> None:
         self.schema = schema
+        self.asking = False
+        """Native only: the model said it is done; the next request asks for the data."""
         self.failures = 0
         self.value: Any = None
         self.done = False
@@ -140,13 +183,24 @@ class OutputFlow:
 
     def accept_text(self, text: str) -> UserMessage | None:
         """A plain-text answer: read as JSON (a fenced block too) when it validates; else the
-        message that asks again (None once accepted)."""
+        message that asks again (None once accepted). Natively, the first answer that holds no
+        valid data is the model saying it is done, not a failed attempt: the data is asked for
+        next, in the provider's structured output."""
         try:
-            self.value, self.done = self.schema.validate(_json_in(text, self.schema.wrapped)), True
+            # The final request's answer is the parameters object itself (a wrapped schema's too).
+            data = _json_in(text, False, native=True) if self.asking else _json_in(text, self.schema.wrapped)
+            self.value, self.done = self.schema.validate(data), True
             return None
         except (ValidationError, ValueError) as error:
             problem = _problems(error)
+        if self.schema.native and not self.asking:
+            self.asking = True
+            return UserMessage(parts=[TextPart(text=f"[blitz] Now give the answer as {self.schema.name} data.")])
         return UserMessage(parts=[TextPart(text=f"[blitz] {self._retry_text(problem)}")])
+
+    def request_schema(self) -> ResponseSchema | None:
+        """The schema the next request asks the provider for (natively, once the model is done)."""
+        return self.schema.response_schema() if self.asking else None
 
     def answer_text(self) -> str:
         """The turn's answer as the user reads it: the data as JSON."""
@@ -168,20 +222,23 @@ class OutputFlow:
         self.failures += 1
         if self.failures > MAX_RETRIES:
             self.failure = f"the answer did not match {self.schema.name} after {self.failures} attempts: {problem}"
-        return f"the answer does not match {self.schema.name}: {problem}. Call {FINAL_RESULT} again with the fix."
+        again = "Give it again, fixed" if self.schema.native else f"Call {FINAL_RESULT} again with the fix"
+        return f"the answer does not match {self.schema.name}: {problem}. {again}."
 
 
 _FENCED = re.compile(r"```(?:json)?\s*\n(.*?)\n```", re.DOTALL)
 
 
-def _json_in(text: str, wrapped: bool) -> dict[str, Any]:
+def _json_in(text: str, wrapped: bool, *, native: bool = False) -> dict[str, Any]:
     """The JSON a plain-text answer holds; ValueError when it holds none."""
     fenced = _FENCED.search(text)
     raw = fenced.group(1) if fenced else text.strip()
     try:
         data = json.loads(raw)
     except json.JSONDecodeError:
-        raise ValueError(f"no data came: call {FINAL_RESULT} with the answer") from None
+        raise ValueError(
+            "no JSON data came" if native else f"no data came: call {FINAL_RESULT} with the answer"
+        ) from None
     if wrapped:
         return {WRAPPED: data}
     if not isinstance(data, dict):

@@ -5,6 +5,7 @@ resolved here, once; the loop only reads the result.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,7 @@ from ...core.budget_ledger import BudgetLedger
 from ...core.usage import PriceBook
 from ...mcp.manager import McpManager, server_entries
 from ...mcp.toolset import Offer, offer
-from ...models.base import Model, supports_vision
+from ...models.base import Model, supports_response_schema, supports_vision
 from ...tools.registry import KernelContext, ToolContext
 from ...tools.skills import SKILL_TOOL, SkillBook, find_skills
 from ..events import Event, NoticeEvent, ProgressEvent
@@ -80,7 +81,9 @@ class TurnBuilder:
         aside = mode is TurnMode.BTW
         mcp = await self._mcp_offer(definition, model, front_end if depth == 0 and not aside else None)
         output = options.output if depth == 0 and not aside else None  # a sub-agent answers in text
-        answer_tools = {FINAL_RESULT: final_result_tool(output)} if output is not None else {}
+        if output is not None:  # the provider's own structured output where it has one
+            output = output.for_model(await asyncio.to_thread(supports_response_schema, model))
+        answer_tools = {FINAL_RESULT: final_result_tool(output)} if output is not None and not output.native else {}
         state.redactor = self.configuration.redactor  # what enters the history is redacted
         choice = ModelChoice(
             model=model,

@@ -31,6 +31,8 @@ Step = dict[str, Any]
 _WORD = re.compile(r"\s*\S+\s*|\s+")
 _ARGUMENT_PIECE = 8
 """Characters per tool-argument fragment: small enough that every call arrives in pieces."""
+RESET_WAIT_S = 10.0
+"""How long `reset` waits for answers still being written (a released stall ends at once)."""
 HOLD_LIMIT_S = 60.0
 """How long a held stream waits for its release at most (a test that forgot it fails, not hangs)."""
 
@@ -420,8 +422,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"ok": True})
         elif self.path.rstrip("/").endswith("/chat/completions"):
             headers = {name.lower(): value for name, value in self.headers.items()}
-            self.server.owner.record(RecordedRequest("POST", self.path, headers, body))
-            self._answer(body if isinstance(body, dict) else {})
+            with self.server.owner.answering():
+                self.server.owner.record(RecordedRequest("POST", self.path, headers, body))
+                self._answer(body if isinstance(body, dict) else {})
         else:
             self._send_json(404, {"error": {"message": f"fake server: no route POST {self.path}"}})
 
@@ -497,8 +500,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_chunk(writer.choice({"role": "assistant", "content": ""}))
             for piece in split_text(step.get("text", "")):
                 self._write_chunk(writer.choice({"content": piece}))
-        # Wait on the stop event, so stopping the server never waits for a stall to end.
-        self.server.owner.stopping.wait(seconds)
+        # Wait on the release event, so neither stopping nor resetting the server waits for a
+        # stall to end: a stalled stream of a finished test must not linger into the next one.
+        self.server.owner.stall_release.wait(seconds)
         self._abort_connection()
 
     def _send_malformed(self, model: str) -> None:
@@ -606,6 +610,10 @@ class FakeOpenAIServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, record: bool = True) -> None:
         self.script = Script()
         self.stopping = threading.Event()
+        self.stall_release = threading.Event()
+        """Set to end every stall now (reset, stop); a new one is made for later stalls."""
+        self._answering = 0
+        self._answering_changed = threading.Condition()
         self._record = record
         self._requests: list[RecordedRequest] = []
         self._requests_changed = threading.Condition()
@@ -639,6 +647,7 @@ class FakeOpenAIServer:
 
     def stop(self) -> None:
         self.stopping.set()
+        self.stall_release.set()
         self._open_gates()
         if self._thread is not None:
             self._httpd.shutdown()
@@ -695,9 +704,27 @@ class FakeOpenAIServer:
         for gate in gates:
             gate.set()
 
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        """A chat request being answered: `reset` waits until none is."""
+        with self._answering_changed:
+            self._answering += 1
+        try:
+            yield
+        finally:
+            with self._answering_changed:
+                self._answering -= 1
+                self._answering_changed.notify_all()
+
     def reset(self) -> None:
-        """Forget the script and every recorded request (a held stream is let go)."""
+        """Forget the script and every recorded request. Held and stalled streams are let go
+        first, and the answers still being written end, so that nothing of the test before
+        reaches the script or the requests of the test after (waited on, up to RESET_WAIT_S)."""
+        released, self.stall_release = self.stall_release, threading.Event()
+        released.set()
         self._open_gates()
+        with self._answering_changed:
+            self._answering_changed.wait_for(lambda: self._answering == 0, RESET_WAIT_S)
         self.script.clear()
         self._rendered.clear()
         with self._requests_changed:

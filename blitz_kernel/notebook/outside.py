@@ -73,7 +73,13 @@ async def _answer(request: OutsideRequest) -> OutsideReply:
         if request.kind == "call":
             if not request.tool:
                 return OutsideReply(status="error", text="malformed request: a call needs `tool`")
-            result = await workspace.outside.call_tool(session, request.tool, request.arguments, request.client)
+            from ..engine.turn.options import FrontEnd
+            from .outside_approval import notebook_approver
+
+            front_end = FrontEnd(approver=notebook_approver(workspace, request.client))
+            result = await workspace.outside.call_tool(
+                session, request.tool, request.arguments, request.client, front_end
+            )
             return _from_result(result, session)
         if request.kind == "history":
             return OutsideReply(status="ok", history=history_of(workspace, session), session=session)

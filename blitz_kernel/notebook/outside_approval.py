@@ -37,6 +37,13 @@ class NotebookApprover:
         self.headless = headless
 
     async def decide(self, request: PermissionRequest) -> list[PermissionDecision]:
+        answers = await self.ask(request)
+        if answers is None:  # expired, or the tab went away: as if nobody had been there
+            return list(expired_to_headless(request, self.headless, self.timeout_s).values())
+        return answers
+
+    async def ask(self, request: PermissionRequest) -> list[PermissionDecision] | None:
+        """The person's answers, or None when none came (expired, the front end went away)."""
         from ..tools.notebook import NotebookRequestError, NotebookUnavailableError
 
         question = f"{request.request_id}-{uuid.uuid4().hex[:8]}"
@@ -50,8 +57,8 @@ class NotebookApprover:
         try:
             reply = await self.bridge.request("ask_permission", params, timeout_s=self.timeout_s)
             answered = True
-        except (NotebookRequestError, NotebookUnavailableError):  # expired, or the tab went away
-            return list(expired_to_headless(request, self.headless, self.timeout_s).values())
+        except (NotebookRequestError, NotebookUnavailableError):
+            return None
         finally:
             if not answered:
                 self.take_back(question)
@@ -65,6 +72,35 @@ class NotebookApprover:
         """Close the card (best effort: the front end may be gone already)."""
         task = asyncio.ensure_future(self.bridge.request("close_permission", {"question": question}))
         task.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+
+class EitherApprover:
+    """Asks the ACP client and the notebook at once (`blitz acp`): the first answer wins and
+    the other side's question is taken back (the notebook's card closes; the client is told
+    through `settle`, since ACP cannot withdraw a request). The notebook giving no answer is
+    no answer: the client's still counts, and the gate's approval.timeout_s still applies."""
+
+    interactive = True
+
+    def __init__(self, client_side: Any, notebook: NotebookApprover, settle: Any) -> None:
+        self.client_side = client_side
+        self.notebook = notebook
+        self.settle = settle
+        """Called with the request id when the notebook answered first."""
+
+    async def decide(self, request: PermissionRequest) -> list[PermissionDecision]:
+        client = asyncio.ensure_future(self.client_side.decide(request))
+        notebook = asyncio.ensure_future(self.notebook.ask(request))
+        try:
+            done, _ = await asyncio.wait({client, notebook}, return_when=asyncio.FIRST_COMPLETED)
+            answered = notebook.result() if notebook in done else None
+            if answered is not None:
+                self.settle(request.request_id)
+                return answered
+            return await client
+        finally:
+            for side in (client, notebook):
+                side.cancel()
 
 
 def preview(call: PendingCall) -> str:

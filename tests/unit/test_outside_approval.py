@@ -88,7 +88,8 @@ async def test_no_answer_in_time_leaves_it_to_the_headless_policy_and_takes_the_
 
 
 async def test_no_answer_in_time_runs_the_call_when_the_headless_policy_allows(tmp_path: Path) -> None:
-    workspace, _ = scripted_workspace(tmp_path, [], **{"approval.headless": "allow", "approval.timeout_s": 0.05})
+    allow_late: dict[str, Any] = {"approval.headless": "allow", "approval.timeout_s": 0.05}
+    workspace, _ = scripted_workspace(tmp_path, [], **allow_late)
     bridge, _comm = connected()
     approver = notebook_approver_for(workspace, bridge)
     assert approver is not None and approver.timeout_s == 0.05

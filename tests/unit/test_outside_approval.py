@@ -7,6 +7,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from blitz_kernel.core.terms import HeadlessPolicy
+from blitz_kernel.engine.events import PendingCall, PermissionDecision, PermissionRequest
+from blitz_kernel.engine.safety.approval import TIMEOUT_REASON, ApprovalGate
 from blitz_kernel.engine.turn.options import FrontEnd
 from blitz_kernel.notebook import bridge as bridge_module
 from blitz_kernel.notebook.bridge import NotebookBridge
@@ -113,3 +116,31 @@ def test_without_a_connected_front_end_nothing_is_asked(tmp_path: Path) -> None:
     bridge, _comm = connected()
     approver = notebook_approver_for(workspace, bridge)
     assert approver is not None and approver.timeout_s == OUTSIDE_ASK_TIMEOUT_S  # approval.timeout_s unset
+
+
+class SilentApprover:
+    """Someone who was asked and never answers."""
+
+    interactive = True
+
+    def __init__(self, expires_to_headless: bool) -> None:
+        self.expires_to_headless = expires_to_headless
+
+    async def decide(self, request: PermissionRequest) -> list[PermissionDecision]:
+        await asyncio.Event().wait()
+        return []
+
+
+async def test_the_gate_leaves_an_expired_outside_question_to_the_headless_policy() -> None:
+    calls = [PendingCall(id="c1", name="write_file")]
+    cases: list[tuple[bool, HeadlessPolicy, str]] = [
+        (True, "allow", "allow"),
+        (True, "deny", "deny"),
+        (False, "allow", "deny"),
+    ]
+    for marked, headless, expected in cases:
+        gate = ApprovalGate(SilentApprover(marked), headless_policy=headless, timeout_s=0.02)
+        decision = (await gate.decide(gate.new_request(calls)))["c1"]
+        assert (decision.decision, decision.decided_by) == (expected, "timeout")
+        if not marked:
+            assert decision.reason == TIMEOUT_REASON  # a notebook turn's own question: expired is denied

@@ -125,10 +125,13 @@ def _from_result(result: OutsideResult, session: str) -> OutsideReply:
 
 
 async def _turn(workspace: Any, session: str, prompt: str, client: str) -> OutsideReply:
-    """A whole blitz turn for `client`, headless: its text, stop reason and usage."""
+    """A whole blitz turn for `client`: its text, stop reason and usage. Its calls that ask are
+    asked in the notebook when its front end is connected, else the headless policy decides."""
     from ..engine.turn.options import FrontEnd, RunOptions
+    from .outside_approval import notebook_approver
 
-    result = await workspace.run_turn(prompt, session, RunOptions(), FrontEnd(caller=client))
+    front_end = FrontEnd(caller=client, approver=notebook_approver(workspace, client))
+    result = await workspace.run_turn(prompt, session, RunOptions(), front_end)
     lines = [result.text] if result.text else []
     if result.error:
         lines.append(f"error: {result.error}")

@@ -148,3 +148,25 @@ def test_acp_client_answering_first_takes_the_notebooks_card_back(
     assert closed["params"] == {"question": asked["params"]["question"]}
     assert response.stop_reason == "end_turn"
     assert not (workspace_dir / "client_first.txt").exists()
+
+
+def test_a_blitz_turn_over_mcp_asks_its_calls_in_the_notebook(
+    kernel: KernelDriver, server: FakeOpenAIServer, workspace_dir: Path
+) -> None:
+    server.enqueue(
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "by_turn.txt", "content": "from the turn"}}]},
+        {"text": "Written."},
+    )
+    front_end = PlayedFrontEnd(kernel)
+    front_end.connect()
+    try:
+        thread, box = in_thread(lambda: over_mcp(kernel, ("blitz_turn", {"prompt": "write by_turn.txt"})))
+        (asked,) = serve_questions(front_end, {"answer": "allow"}, until="ask_permission")
+        _, (answered,) = joined(thread, box)
+    finally:
+        front_end.disconnect()
+    assert asked["params"]["client"].startswith("mcp:")
+    assert not answered.is_error, text_of(answered)
+    assert "Written." in text_of(answered)
+    assert (workspace_dir / "by_turn.txt").read_text() == "from the turn"
+    (workspace_dir / "by_turn.txt").unlink()

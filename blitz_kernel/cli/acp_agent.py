@@ -277,6 +277,8 @@ class BlitzAgent:
         def deliver(event: OutsideEvent) -> None:  # on the link's thread: in order, onto this loop
             if event.acked is not None:
                 loop.call_soon_threadsafe(self._acked, event.acked, event.refused)
+            elif event.settled is not None:  # answered in the notebook first: stop asking here
+                loop.call_soon_threadsafe(shown.settle, event.settled)
             else:
                 loop.call_soon_threadsafe(events.put_nowait, event)
 

@@ -8,6 +8,7 @@ so a `tool_call_update` finds its `tool_call`. File and cell edits carry `diff` 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic import ValidationError
@@ -56,6 +57,10 @@ class EventMapper:
         self.streamed = False
         self.shown = 0
         """How many of the turn's events reached the client."""
+        self.asking: dict[str, asyncio.Task[list[OutsideDecision]]] = {}
+        """The permission requests being asked in the client, by request id."""
+        self.settled: set[str] = set()
+        """Requests answered in the notebook before the client was asked."""
 
     async def update(self, update: Any) -> None:
         await self.agent.conn.session_update(session_id=self.session_id, update=update)
@@ -93,7 +98,18 @@ class EventMapper:
         elif isinstance(event, ToolResultEvent):
             await self.update(tool_end(event, prefix))
         elif isinstance(event, PermissionRequest):
-            decisions = [await self.ask(call, prefix) for call in event.calls]
+            if event.request_id in self.settled:
+                return
+            asking = asyncio.ensure_future(self.ask_all(event.calls, prefix))
+            self.asking[event.request_id] = asking
+            try:
+                decisions = await asking
+            except asyncio.CancelledError:
+                if event.request_id not in self.settled:
+                    raise
+                return  # the notebook answered first: the kernel decided already
+            finally:
+                self.asking.pop(event.request_id, None)
             self.control(OutsideControl(stream=stream, kind="answer", request_id=event.request_id, decisions=decisions))
         elif isinstance(event, PlanEvent):
             await self.update(update_plan(plan_entries(event.plan)))
@@ -101,6 +117,17 @@ class EventMapper:
             await self.update(update_agent_message_text(f"\n\nerror: {event.message}"))
         elif isinstance(event, SubagentEvent):
             await self.show_event(event.event, stream, f"{prefix}{event.call_id}/")
+
+    async def ask_all(self, calls: list[Any], prefix: str) -> list[OutsideDecision]:
+        return [await self.ask(call, prefix) for call in calls]
+
+    def settle(self, request_id: str) -> None:
+        """The notebook answered `request_id` first: stop waiting for the client's answer (ACP
+        cannot withdraw a `session/request_permission`; a late answer is ignored)."""
+        self.settled.add(request_id)
+        asking = self.asking.get(request_id)
+        if asking is not None:
+            asking.cancel()
 
     async def ask(self, call: Any, prefix: str) -> OutsideDecision:
         """One call of a permission request, as `session/request_permission`."""

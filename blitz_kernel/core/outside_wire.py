@@ -94,6 +94,8 @@ class OutsideEvent(BaseModel):
     """The id of a control the turn has answered (a steering message is queued, Stop is asked)."""
     refused: str | None = None
     """Why the turn could not take that control (one line), when it could not."""
+    settled: str | None = None
+    """The id of a permission request answered in the notebook first: stop asking the client."""
 
 
 class PlanToReview(BaseModel):

@@ -86,6 +86,12 @@ class NotebookBridge:
                        → {"index", "id", "previous_outputs", "previous_execution_count",
                        "previous_metadata"}: the outputs of a cell notebook_run ran (or undo
                        puts back); "metadata" is the cell's `blitz` metadata key.
+          ask_permission {"question", "client", "calls": [{"id", "name", "preview"}],
+                       "timeout_s"?} → {"answer": "allow" | "always" | "deny", "reason"?}:
+                       a card in the notebook asks about an outside client's calls
+                       (docs/mcp-server.md); the reply comes when the person answers.
+          close_permission {"question"} → {"closed"}: take the card back (answered in the
+                       ACP client first, expired, or its call was cancelled).
         CELL may carry "blitz", the cell's `blitz` metadata (who made or ran it).
         Error codes: bad_request, bad_index, running_cell, unknown_op, internal.
 
@@ -250,9 +256,11 @@ class NotebookBridge:
 
     # -- requests (NotebookAccess) --------------------------------------------------------------
 
-    async def request(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send `op` and wait for its reply; see the class docstring for the shapes. Params
-        that do not fit the op are an error before anything is sent."""
+    async def request(self, op: str, params: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        """Send `op` and wait for its reply (up to `timeout_s`, else `request_timeout_s`); see
+        the class docstring for the shapes. Params that do not fit the op are an error before
+        anything is sent."""
+        limit = self.request_timeout_s if timeout_s is None else timeout_s
         from .bridge_messages import request_data
 
         request_id = f"{self._prefix}-{next(self._ids)}"
@@ -265,11 +273,11 @@ class NotebookBridge:
         self._pending[request_id] = (future, comm, op)
         try:
             comm.send(data)
-            async with asyncio.timeout(self.request_timeout_s):
+            async with asyncio.timeout(limit):
                 return await future
         except TimeoutError:
             raise _request_error(
-                f"the notebook front end did not answer {op} within {self.request_timeout_s:g} s "
+                f"the notebook front end did not answer {op} within {limit:g} s "
                 "(is the notebook tab still open?); a change may still have been made, so read "
                 "the notebook before trying again"
             ) from None

@@ -20,7 +20,17 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 CellType = Literal["code", "markdown", "raw"]
 ErrorCode = Literal["bad_request", "bad_index", "running_cell", "unknown_op", "internal"]
-Op = Literal["list_cells", "read_cells", "insert_cell", "replace_cell", "delete_cell", "set_outputs"]
+Op = Literal[
+    "list_cells",
+    "read_cells",
+    "insert_cell",
+    "replace_cell",
+    "delete_cell",
+    "set_outputs",
+    "ask_permission",
+    "close_permission",
+]
+Answer = Literal["allow", "always", "deny"]
 
 
 class _Sent(BaseModel):
@@ -108,6 +118,34 @@ class SetOutputsParams(_Sent):
     execution_count: int | None
     metadata: dict[str, Any] | None = None
     """The cell's `blitz` metadata key (who ran it); null removes the key."""
+
+
+class AskedCall(_Sent):
+    """One call of a permission request, as the notebook shows it."""
+
+    id: str
+    name: str
+    preview: str
+    """What the call would do, as plain text (a diff, the code, or its arguments as JSON)."""
+
+
+class AskPermissionParams(_Sent):
+    """Ask the person at the notebook about calls from a client outside it (`blitz mcp`,
+    `blitz acp`): a card naming the client, answered Allow / Always / Deny."""
+
+    question: str
+    """Names the question, so that `close_permission` can take it back."""
+    client: str
+    """Who is calling, e.g. "mcp:claude-code"."""
+    calls: list[AskedCall]
+    timeout_s: float | None = None
+    """How long the kernel waits for the answer (the card says so); null: no limit."""
+
+
+class ClosePermissionParams(_Sent):
+    """Take back a question: answered elsewhere first, expired, or its call was cancelled."""
+
+    question: str
 
 
 class Request(_Sent):
@@ -217,6 +255,18 @@ class SetOutputsResult(_Received):
     previous_metadata: dict[str, Any] | None = None
 
 
+class AskPermissionResult(_Received):
+    answer: Answer
+    """For every call of the question; "always" allows the tool for the rest of the session."""
+    reason: str | None = None
+    """Why it was denied, when the person said (the client reads it as the tool error)."""
+
+
+class ClosePermissionResult(_Received):
+    closed: bool
+    """False when the question was no longer shown (already answered or never asked)."""
+
+
 class ReplyError(_Received):
     code: ErrorCode | str
     """One of the known codes; another one (a newer front end) is shown as it is."""
@@ -246,6 +296,8 @@ OPS: dict[str, tuple[type[_Sent], type[_Received]]] = {
     "replace_cell": (ReplaceCellParams, ReplaceCellResult),
     "delete_cell": (DeleteCellParams, DeleteCellResult),
     "set_outputs": (SetOutputsParams, SetOutputsResult),
+    "ask_permission": (AskPermissionParams, AskPermissionResult),
+    "close_permission": (ClosePermissionParams, ClosePermissionResult),
 }
 """Each op's params and result models."""
 

@@ -73,7 +73,13 @@ async def _answer(request: OutsideRequest) -> OutsideReply:
         if request.kind == "call":
             if not request.tool:
                 return OutsideReply(status="error", text="malformed request: a call needs `tool`")
-            result = await workspace.outside.call_tool(session, request.tool, request.arguments, request.client)
+            from ..engine.turn.options import FrontEnd
+            from .outside_approval import notebook_approver
+
+            front_end = FrontEnd(approver=notebook_approver(workspace, request.client))
+            result = await workspace.outside.call_tool(
+                session, request.tool, request.arguments, request.client, front_end
+            )
             return _from_result(result, session)
         if request.kind == "history":
             return OutsideReply(status="ok", history=history_of(workspace, session), session=session)
@@ -119,10 +125,13 @@ def _from_result(result: OutsideResult, session: str) -> OutsideReply:
 
 
 async def _turn(workspace: Any, session: str, prompt: str, client: str) -> OutsideReply:
-    """A whole blitz turn for `client`, headless: its text, stop reason and usage."""
+    """A whole blitz turn for `client`: its text, stop reason and usage. Its calls that ask are
+    asked in the notebook when its front end is connected, else the headless policy decides."""
     from ..engine.turn.options import FrontEnd, RunOptions
+    from .outside_approval import notebook_approver
 
-    result = await workspace.run_turn(prompt, session, RunOptions(), FrontEnd(caller=client))
+    front_end = FrontEnd(caller=client, approver=notebook_approver(workspace, client))
+    result = await workspace.run_turn(prompt, session, RunOptions(), front_end)
     lines = [result.text] if result.text else []
     if result.error:
         lines.append(f"error: {result.error}")

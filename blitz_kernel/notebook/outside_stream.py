@@ -122,6 +122,22 @@ class StreamPlanReviewer:
         return PlanReview(approved=answer.approved, reason=answer.text)
 
 
+def stream_approver(workspace: Any, stream: LiveStream, client: str) -> Any:
+    """The ACP client's answer, raced with the notebook's when its front end is connected."""
+    from .outside_approval import EitherApprover, notebook_approver
+
+    asked = StreamApprover(stream)
+    notebook = notebook_approver(workspace, client)
+    if notebook is None:
+        return asked
+
+    def settle(request_id: str) -> None:
+        stream.waiting.pop(request_id, None)
+        stream.publish(OutsideEvent(stream=stream.id, settled=request_id))
+
+    return EitherApprover(asked, notebook, settle)
+
+
 async def run_prompt(workspace: Any, session: str, request: OutsideRequest) -> OutsideReply:
     """Run the request's prompt as a turn of `session`, streaming it to the client."""
     from ..engine.turn.modes import TurnMode
@@ -133,7 +149,7 @@ async def run_prompt(workspace: Any, session: str, request: OutsideRequest) -> O
     stream = LiveStream(request.stream, session, workspace)
     _streams[stream.id] = stream
     front_end = FrontEnd(
-        approver=StreamApprover(stream),
+        approver=stream_approver(workspace, stream, request.client),
         plan_reviewer=StreamPlanReviewer(stream),
         on_event=stream.on_event,
         caller=request.client,

@@ -14,6 +14,7 @@ import type { Kernel, KernelMessage } from '@jupyterlab/services';
 
 import { PanelDocument } from './document';
 import { Dropped } from './dropped';
+import { PermissionCards } from './permission';
 import type { Hello } from './generated/protocol';
 import { COMM_TARGET, type NotebookDocument, PROTOCOL, handleRequest, receivedRequest } from './protocol';
 
@@ -27,10 +28,12 @@ export class PanelBridge {
   private probeAfterRestart = false;
   private disposed = false;
   private readonly document: NotebookDocument;
+  private readonly cards: PermissionCards;
   private readonly connectionListeners = new Set<() => void>();
 
   constructor(private readonly panel: NotebookPanel) {
     this.document = new PanelDocument(panel);
+    this.cards = new PermissionCards(panel.node);
     const context = panel.sessionContext;
     context.kernelChanged.connect(this.onKernelChanged, this);
     context.statusChanged.connect(this.onStatus, this);
@@ -60,6 +63,7 @@ export class PanelBridge {
     this.panel.sessionContext.kernelChanged.disconnect(this.onKernelChanged, this);
     this.panel.sessionContext.statusChanged.disconnect(this.onStatus, this);
     this.detach();
+    this.cards.closeAll();
   }
 
   private attach(kernel: Kernel.IKernelConnection | null): void {
@@ -135,6 +139,7 @@ export class PanelBridge {
     comm.onMsg = msg => this.onMessage(comm, msg);
     comm.onClose = () => {
       if (this.comm === comm) {
+        this.cards.closeAll(); // the kernel no longer waits for their answers
         this.comm = null;
         this.connectionChanged();
       }
@@ -149,7 +154,7 @@ export class PanelBridge {
     if (data === null) {
       return; // the kernel's welcome, or no request (logged once per kind)
     }
-    const reply = await handleRequest(this.document, data);
+    const reply = await handleRequest(this.document, data, this.cards);
     if (!comm.isDisposed) {
       comm.send(reply as unknown as KernelMessage.ICommMsgMsg['content']['data']);
     }

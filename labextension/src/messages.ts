@@ -9,7 +9,10 @@
  */
 
 import type {
+  AskPermissionParams,
+  AskPermissionResult,
   Cell,
+  ClosePermissionResult,
   CellSummary,
   CellType,
   DeleteCellResult,
@@ -30,6 +33,9 @@ import type {
 } from './generated/protocol';
 
 export type {
+  AskPermissionParams,
+  AskPermissionResult,
+  ClosePermissionResult,
   CellSummary,
   CellType,
   DeleteCellResult,
@@ -60,6 +66,8 @@ export type OpResults = {
   replace_cell: ReplaceCellResult;
   delete_cell: DeleteCellResult;
   set_outputs: SetOutputsResult;
+  ask_permission: AskPermissionResult;
+  close_permission: ClosePermissionResult;
 };
 export type OpResult = OpResults[Op];
 
@@ -168,7 +176,12 @@ export const RESULTS: { [K in Op]: Check<OpResults[K]> } = {
     previous_outputs: list(record),
     previous_execution_count: nullable(int),
     previous_metadata: optional(nullable(record))
-  })
+  }),
+  ask_permission: object<AskPermissionResult>({
+    answer: oneOf('allow', 'always', 'deny'),
+    reason: optional(nullable(str))
+  }),
+  close_permission: object<ClosePermissionResult>({ closed: bool })
 };
 
 const ERROR = object<ErrorReply['error']>({

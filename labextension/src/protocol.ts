@@ -13,6 +13,8 @@
  */
 
 import {
+  type AskPermissionParams,
+  type AskPermissionResult,
   type CellRecord,
   type CellSummary,
   type CellType,
@@ -70,6 +72,17 @@ export interface NotebookDocument {
   reveal(index: number): void;
 }
 
+/**
+ * Who answers permission questions about outside clients' calls (`ask_permission`):
+ * permission.ts shows them as cards in the notebook panel.
+ */
+export interface PermissionAsker {
+  /** Show the question; resolves with the person's answer. */
+  ask(params: AskPermissionParams): Promise<AskPermissionResult>;
+  /** Take the question back; false when it was no longer shown. */
+  close(question: string): boolean;
+}
+
 /** A refusal with a code the kernel can show; anything else thrown becomes `internal`. */
 export class BridgeError extends Error {
   constructor(
@@ -100,14 +113,14 @@ export function receivedRequest(data: unknown, dropped: Dropped): Request | null
 }
 
 /** Answer one request. Never throws: failures come back as error replies. */
-export async function handleRequest(doc: NotebookDocument, request: Request): Promise<Reply> {
+export async function handleRequest(doc: NotebookDocument, request: Request, asker?: PermissionAsker): Promise<Reply> {
   const id = String(request.id);
   try {
     const handler = HANDLERS[request.op];
     if (handler === undefined) {
       throw new BridgeError('unknown_op', `unknown op ${JSON.stringify(request.op)}`);
     }
-    const result = handler(doc, request.params ?? {});
+    const result = await handler(doc, request.params ?? {}, asker);
     const reply: Reply = { kind: 'reply', id, ok: true, result };
     const problem = replyProblem(request.op, reply);
     if (problem !== null) {
@@ -124,7 +137,7 @@ export async function handleRequest(doc: NotebookDocument, request: Request): Pr
 }
 
 type Params = Record<string, unknown>;
-type Handler = (doc: NotebookDocument, params: Params) => OpResult;
+type Handler = (doc: NotebookDocument, params: Params, asker?: PermissionAsker) => OpResult | Promise<OpResult>;
 
 const HANDLERS: Record<string, Handler> = {
   list_cells: doc => ({
@@ -245,7 +258,33 @@ const HANDLERS: Record<string, Handler> = {
       previous_execution_count: cell.execution_count,
       previous_metadata: cell.blitz ?? null
     };
-  }
+  },
+
+  ask_permission: (_doc, params, asker) => {
+    if (asker === undefined) {
+      throw new BridgeError('unknown_op', 'this front end cannot ask permission questions');
+    }
+    const calls = params.calls;
+    const callsOk =
+      Array.isArray(calls) &&
+      calls.length > 0 &&
+      calls.every(c => typeof c === 'object' && c !== null && ['id', 'name', 'preview'].every(k => typeof (c as Params)[k] === 'string'));
+    if (!callsOk) {
+      throw new BridgeError('bad_request', 'calls must be a non-empty list of {id, name, preview}');
+    }
+    const timeout = params.timeout_s;
+    if (timeout !== undefined && timeout !== null && typeof timeout !== 'number') {
+      throw new BridgeError('bad_request', 'timeout_s must be a number or null');
+    }
+    return asker.ask({
+      question: text(params.question, 'question'),
+      client: text(params.client, 'client'),
+      calls: calls as AskPermissionParams['calls'],
+      timeout_s: timeout ?? null
+    });
+  },
+
+  close_permission: (_doc, params, asker) => ({ closed: asker?.close(text(params.question, 'question')) ?? false })
 };
 
 /** A request's `metadata` (the cell's `blitz` key): an object, or null / left out. */

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 
 import {
   type CellSnapshot,
+  type PermissionAsker,
   type CellType,
   type NotebookDocument,
   type Reply,
@@ -15,7 +16,7 @@ import {
   isBlitzPrompt,
   summariseOutput
 } from '../src/protocol';
-import { replyProblem } from '../src/messages';
+import { type AskPermissionParams, type AskPermissionResult, replyProblem } from '../src/messages';
 
 /** A 3×2 PNG's first bytes (signature and IHDR), base64: enough for its size. */
 const PNG_HEAD = btoa('\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x00\x03\x00\x00\x00\x02\x08\x02\x00\x00\x00');
@@ -374,5 +375,39 @@ describe('replies are checked before they are sent', () => {
       code: 'internal',
       message: 'the front end made a malformed list_cells result: result.cells[0].id must be a string'
     });
+  });
+});
+
+describe('ask_permission and close_permission', () => {
+  class ScriptedAsker implements PermissionAsker {
+    asked: AskPermissionParams[] = [];
+    shown = new Set<string>();
+    ask(params: AskPermissionParams): Promise<AskPermissionResult> {
+      this.asked.push(params);
+      this.shown.add(params.question);
+      return Promise.resolve({ answer: 'deny', reason: 'not now' });
+    }
+    close(question: string): boolean {
+      return this.shown.delete(question);
+    }
+  }
+  const params = { question: 'q-1', client: 'mcp:claude-code', calls: [{ id: 'c1', name: 'write_file', preview: '+ hi' }], timeout_s: 5 };
+
+  it('passes the question to the asker and replies with its answer', async () => {
+    const asker = new ScriptedAsker();
+    const reply = await handleRequest(notebook(), { kind: 'request', id: 'r-1', op: 'ask_permission', params }, asker);
+    expect(result(reply)).toEqual({ answer: 'deny', reason: 'not now' });
+    expect(asker.asked).toEqual([params]);
+    const closed = await handleRequest(notebook(), { kind: 'request', id: 'r-2', op: 'close_permission', params: { question: 'q-1' } }, asker);
+    expect(result(closed)).toEqual({ closed: true });
+  });
+
+  it('refuses calls without a preview, and a front end with no asker', async () => {
+    const asker = new ScriptedAsker();
+    const bad = await handleRequest(notebook(), { kind: 'request', id: 'r-1', op: 'ask_permission', params: { ...params, calls: [{ id: 'c1' }] } }, asker);
+    expect(bad.ok ? null : bad.error.code).toBe('bad_request');
+    expect(asker.asked).toEqual([]);
+    const none = await ask(notebook(), 'ask_permission', params);
+    expect(none.ok ? null : none.error.code).toBe('unknown_op');
   });
 });

@@ -59,8 +59,10 @@ def ok(run: Any) -> Any:
 def test_lists_the_kernels_tools_with_schemas_and_read_only_annotations(kernel: KernelDriver) -> None:
     tools, _ = over_mcp(kernel)
     by_name = {tool.name: tool for tool in tools}
-    for name in ("list_variables", "describe_variable", "run_python", "notebook_read", "notebook_edit", "write_file"):
+    shown = ("list_variables", "describe_variable", "run_python", "notebook_read", "notebook_edit", "notebook_run")
+    for name in (*shown, "write_file"):
         assert name in by_name, sorted(by_name)
+    assert by_name["notebook_run"].annotations.read_only_hint is False
     assert "blitz_turn" in by_name
     assert "invoke_agent" not in by_name and "enter_plan_mode" not in by_name  # a turn's own tools
     assert by_name["list_variables"].annotations.read_only_hint is True

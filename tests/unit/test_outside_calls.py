@@ -127,9 +127,23 @@ def test_a_refused_call_records_nothing(tmp_path: Path) -> None:
 def test_the_outside_tool_list_leaves_out_a_turns_own_tools(tmp_path: Path) -> None:
     workspace, _ = scripted_workspace(tmp_path, [])
     tools = {tool.name: tool for tool in workspace.outside.tools()}
-    assert {"list_variables", "describe_variable", "run_python", "notebook_edit", "write_file"} <= set(tools)
+    assert {"list_variables", "describe_variable", "run_python", "notebook_edit", "notebook_run", "write_file"} <= set(
+        tools
+    )
     assert not {"invoke_agent", "list_agents", "enter_plan_mode", "todo"} & set(tools)
     assert tools["read_file"].read_only and not tools["run_python"].read_only
+    assert not tools["notebook_run"].read_only and "cell" in tools["notebook_run"].parameters["properties"]
+
+
+def test_an_outside_notebook_run_asks_like_any_mutating_call(tmp_path: Path) -> None:
+    workspace, _ = scripted_workspace(tmp_path, [])
+    result = asyncio.run(workspace.outside.call_tool("default", "notebook_run", {"cell": 0}, "mcp:codex"))
+    assert (result.status, result.text) == (
+        "denied",
+        "notebook_run was denied: approval needed but nobody can answer (headless)",
+    )
+    (row,) = workspace.audit("default")
+    assert (row.tool, row.decided_by, row.caller) == ("notebook_run", "headless default", "mcp:codex")
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,11 @@ class Approver(Protocol):
         ...
 
 
+# An approver may set `expires_to_headless = True`: a request it leaves unanswered past
+# approval.timeout_s is then decided by the headless policy rather than denied (an outside
+# client's call asked in the notebook, where nobody may be looking).
+
+
 class HeadlessApprover:
     """Nobody is there to click: `ask` resolves by the headless policy."""
 
@@ -148,6 +153,8 @@ class ApprovalGate:
             return answer.result()
         if stopped is not None and stopped in done:
             return list(_uniform(request, "deny", CANCELLED_REASON, "stop").values())
+        if getattr(self.approver, "expires_to_headless", False):
+            return list(expired_to_headless(request, self.headless_policy, self.timeout_s).values())
         return list(_uniform(request, "deny", TIMEOUT_REASON, "timeout").values())
 
 
@@ -162,6 +169,16 @@ class PendingApprovals:
 
     def __init__(self) -> None:
         self.pending_approvals = 0
+
+
+def expired_to_headless(
+    request: PermissionRequest, verdict: HeadlessPolicy, timeout_s: float | None
+) -> dict[str, PermissionDecision]:
+    """Nobody answered in time where an outside client's call was asked (the notebook): the
+    headless policy decides, as if nobody had been there to ask."""
+    waited = f" within {timeout_s:g} s" if timeout_s is not None else ""
+    reason = None if verdict == "allow" else f"nobody answered in the notebook{waited}; {HEADLESS_REASON}"
+    return _uniform(request, verdict, reason, "timeout")
 
 
 def _uniform(

@@ -18,7 +18,15 @@ export type ErrorCode = 'bad_request' | 'bad_index' | 'running_cell' | 'unknown_
  * This interface was referenced by `BlitzProtocol`'s JSON-Schema
  * via the `definition` "Op".
  */
-export type Op = 'list_cells' | 'read_cells' | 'insert_cell' | 'replace_cell' | 'delete_cell' | 'set_outputs';
+export type Op =
+  | 'list_cells'
+  | 'read_cells'
+  | 'insert_cell'
+  | 'replace_cell'
+  | 'delete_cell'
+  | 'set_outputs'
+  | 'ask_permission'
+  | 'close_permission';
 /**
  * This interface was referenced by `BlitzProtocol`'s JSON-Schema
  * via the `definition` "TurnWidgetCommand".
@@ -70,12 +78,16 @@ export interface BlitzProtocol {
   ReplaceCellParams: ReplaceCellParams;
   DeleteCellParams: DeleteCellParams;
   SetOutputsParams: SetOutputsParams;
+  AskPermissionParams: AskPermissionParams;
+  ClosePermissionParams: ClosePermissionParams;
   ListCellsResult: ListCellsResult;
   ReadCellsResult: ReadCellsResult;
   InsertCellResult: InsertCellResult;
   ReplaceCellResult: ReplaceCellResult;
   DeleteCellResult: DeleteCellResult;
   SetOutputsResult: SetOutputsResult;
+  AskPermissionResult: AskPermissionResult;
+  ClosePermissionResult: ClosePermissionResult;
   BridgeOkReply: OkReply;
   BridgeErrorReply: ErrorReply;
   TurnWidgetState: TurnWidgetState;
@@ -137,7 +149,15 @@ export interface HandshakeError {
 export interface Request {
   kind: 'request';
   id: string;
-  op: 'list_cells' | 'read_cells' | 'insert_cell' | 'replace_cell' | 'delete_cell' | 'set_outputs';
+  op:
+    | 'list_cells'
+    | 'read_cells'
+    | 'insert_cell'
+    | 'replace_cell'
+    | 'delete_cell'
+    | 'set_outputs'
+    | 'ask_permission'
+    | 'close_permission';
   params: {
     [k: string]: unknown | undefined;
   };
@@ -201,6 +221,39 @@ export interface SetOutputsParams {
   metadata?: {
     [k: string]: unknown | undefined;
   } | null;
+}
+/**
+ * Ask the person at the notebook about calls from a client outside it (`blitz mcp`,
+ * `blitz acp`): a card naming the client, answered Allow / Always / Deny.
+ *
+ * This interface was referenced by `BlitzProtocol`'s JSON-Schema
+ * via the `definition` "AskPermissionParams".
+ */
+export interface AskPermissionParams {
+  question: string;
+  client: string;
+  calls: AskedCall[];
+  timeout_s?: number | null;
+}
+/**
+ * One call of a permission request, as the notebook shows it.
+ *
+ * This interface was referenced by `BlitzProtocol`'s JSON-Schema
+ * via the `definition` "AskedCall".
+ */
+export interface AskedCall {
+  id: string;
+  name: string;
+  preview: string;
+}
+/**
+ * Take back a question: answered elsewhere first, expired, or its call was cancelled.
+ *
+ * This interface was referenced by `BlitzProtocol`'s JSON-Schema
+ * via the `definition` "ClosePermissionParams".
+ */
+export interface ClosePermissionParams {
+  question: string;
 }
 /**
  * This interface was referenced by `BlitzProtocol`'s JSON-Schema
@@ -340,6 +393,21 @@ export interface SetOutputsResult {
   previous_metadata?: {
     [k: string]: unknown | undefined;
   } | null;
+}
+/**
+ * This interface was referenced by `BlitzProtocol`'s JSON-Schema
+ * via the `definition` "AskPermissionResult".
+ */
+export interface AskPermissionResult {
+  answer: 'allow' | 'always' | 'deny';
+  reason?: string | null;
+}
+/**
+ * This interface was referenced by `BlitzProtocol`'s JSON-Schema
+ * via the `definition` "ClosePermissionResult".
+ */
+export interface ClosePermissionResult {
+  closed: boolean;
 }
 /**
  * This interface was referenced by `BlitzProtocol`'s JSON-Schema

@@ -59,7 +59,7 @@ def is_user_variable(name: object, value: object, hidden: Mapping[str, Any] | No
 
 
 def type_name(obj: object) -> str:
-    """"class", "function", or the name of the object's type, from `type(obj)` alone."""
+    """ "class", "function", or the name of the object's type, from `type(obj)` alone."""
     cls = type(obj)
     if issubclass(cls, type):
         return "class"

@@ -24,6 +24,7 @@ import { type UserVariable, VariableCache, type VariableKernel } from './variabl
 export const VARIABLES_TARGET = 'blitz.variables';
 /** How long an unanswered comm is kept open; its answer is kept by the cache for when it comes. */
 const VARIABLES_REQUEST_MS = 5_000;
+const RESTARTED = new Set<Kernel.Status>(['restarting', 'autorestarting', 'dead']);
 
 export class ServerCompletionClient implements CompletionClient {
   constructor(private readonly server: ServerConnection.ISettings) {}
@@ -76,10 +77,36 @@ export function notebookSurroundings(widget: Widget): CellSurroundings | null {
 
 /** A kernel connection as variables.ts sees it: its status, one comm round trip, executions. */
 class PanelKernel implements VariableKernel {
-  constructor(private readonly kernel: Kernel.IKernelConnection) {}
+  /** The execution running now (by its request's id), whatever the last status message said. */
+  private running: string | null = null;
 
+  constructor(private readonly kernel: Kernel.IKernelConnection) {
+    kernel.iopubMessage.connect(this.track, this);
+    kernel.statusChanged.connect((_: unknown, status: Kernel.Status) => {
+      if (RESTARTED.has(status)) {
+        this.running = null; // the cell died with the kernel
+      }
+    });
+  }
+
+  /**
+   * Busy while a cell runs: the kernel's status alone is not enough, since a request on the
+   * control channel (the debugger's) is answered during a cell with an 'idle' of its own.
+   */
   get status(): string {
-    return this.kernel.status;
+    return this.running !== null ? 'busy' : this.kernel.status;
+  }
+
+  private track(_: unknown, msg: KernelMessage.IIOPubMessage): void {
+    const parent = (msg.parent_header as { msg_id?: string }).msg_id ?? null;
+    if (msg.header.msg_type === 'execute_input') {
+      this.running = parent;
+    } else if (msg.header.msg_type === 'status' && parent === this.running) {
+      const state = (msg.content as { execution_state?: string }).execution_state;
+      if (state === 'idle' || state === 'dead') {
+        this.running = null;
+      }
+    }
   }
 
   request(): Promise<unknown> {
@@ -115,7 +142,7 @@ class PanelKernel implements VariableKernel {
       }
     });
     this.kernel.statusChanged.connect((_: unknown, status: Kernel.Status) => {
-      if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
+      if (RESTARTED.has(status)) {
         listener();
       }
     });

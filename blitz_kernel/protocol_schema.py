@@ -28,6 +28,7 @@ from .notebook.widgets.items import TurnWidgetState, UndoWidgetState
 from .notebook.widgets.undo import ControlMessage
 from .notebook.widgets.view import FrontEndMessage
 from .server.completion import CompletionChunk, CompletionRequest, CompletionSettings
+from .tools.variable_names import VariablesReply
 
 Shape = Literal["dumped", "validated"]
 
@@ -70,6 +71,8 @@ MESSAGES: dict[str, tuple[Any, Shape]] = {
     "CompletionSettings": (CompletionSettings, "dumped"),
     "CompletionRequest": (CompletionRequest, "validated"),
     "CompletionChunk": (CompletionChunk, "validated"),  # sent without its None fields
+    # the kernel's answer on the comm `blitz.variables` (inline completion's variable names)
+    "VariablesReply": (VariablesReply, "dumped"),
 }
 """Every message, by its name in the protocol, and how it travels. A model's TypeScript type
 keeps its class's name; a union is named here."""

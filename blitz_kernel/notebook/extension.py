@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import bridge, cell_log
+from . import bridge, cell_log, variables_comm
 from .transform import await_blitz_cells, keep_btw_questions
 
 _state: dict[str, Any] = {}
@@ -47,6 +47,7 @@ def load(ipython: Any) -> None:
     _state["warm_up"] = _warm_up_in_background()
     bridge.install(ipython)
     cell_log.install(ipython)
+    variables_comm.install(ipython)  # inline completion's variable names (docs/completion.md)
 
 
 def kernel_workspace() -> Any:
@@ -69,6 +70,7 @@ def loaded_magics() -> Any | None:
 def unload(ipython: Any) -> None:
     bridge.uninstall(ipython)
     cell_log.uninstall(ipython)
+    variables_comm.uninstall(ipython)
     if await_blitz_cells in ipython.input_transformers_post:
         ipython.input_transformers_post.remove(await_blitz_cells)
     if keep_btw_questions in ipython.input_transformers_cleanup:

@@ -28,6 +28,7 @@ from ..models.base import Model, ModelRequest, ModelResponse, TextDelta
 from ..models.placeholder import PlaceholderModel
 from ..tools import builtin_tools
 from ..tools.registry import ToolRegistry
+from ..tools.variable_names import MAX_VARIABLES, UserVariable
 
 MAX_CELL_CHARS = 20_000
 """What one cell may send (the cursor's cell: each side of the cursor)."""
@@ -54,6 +55,9 @@ class CompletionRequest(BaseModel):
     """Sources of the cells above, nearest last."""
     after: list[str] = Field(default_factory=list, max_length=MAX_NEIGHBOURS)
     """Sources of the cells below, nearest first."""
+    variables: list[UserVariable] = Field(default_factory=list, max_length=MAX_VARIABLES)
+    """The user's variables, names and types, when the kernel was idle (the comm
+    `blitz.variables`); none while it runs a cell."""
 
 
 class CompletionSettings(BaseModel):
@@ -185,11 +189,14 @@ class Completer:
 
 
 def prompt_text(request: CompletionRequest) -> str:
-    """The neighbouring cells and the cursor's cell, with <CURSOR> where the text goes."""
+    """The user's variables, the neighbouring cells and the cursor's cell, with <CURSOR>
+    where the text goes."""
     fence = f"```{request.language}"
+    variables = "\n".join(f"{variable.name}: {variable.type}" for variable in request.variables)
     above = "\n\n".join(f"{fence}\n{source}\n```" for source in request.before)
     below = "\n\n".join(f"{fence}\n{source}\n```" for source in request.after)
     parts = [
+        f"Variables defined in the kernel (name: type):\n{variables}" if variables else "",
         f"Cells above:\n{above}" if above else "",
         f"The cell being edited:\n{fence}\n{request.prefix}<CURSOR>{request.suffix}\n```",
         f"Cells below:\n{below}" if below else "",

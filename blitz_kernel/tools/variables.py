@@ -35,6 +35,7 @@ from .registry import Tool, ToolContext, ToolError, ToolKind, tool
 from .run_python import cap_text, user_namespace
 from .safe_repr import SafeRepr, is_trusted
 from .signals import UserCodeTimeout, time_limited
+from .variable_names import is_user_variable
 
 __all__ = ["VARIABLE_TOOLS", "describe_variable", "list_variables"]
 
@@ -45,8 +46,6 @@ LIST_LIMIT_S = 1.0
 """How long list_variables may spend on one variable's line."""
 MAX_LISTED_VARIABLES = 300
 SHORT_REPR_CHARS = 80
-HIDDEN_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
-"""IPython's own names in the user namespace: not the user's variables."""
 
 T = TypeVar("T")
 
@@ -117,15 +116,7 @@ def _signature(func: Any) -> str:
 def _visible_names(ns: dict[str, Any], hidden: Mapping[str, Any] | None = None) -> list[str]:
     """User variables, like IPython's %who: a name the shell put there itself (`open`, `In`…)
     is hidden unless the user rebound it."""
-    hidden = hidden or {}
-    return sorted(
-        name
-        for name, value in ns.items()
-        if not name.startswith("_")
-        and name not in HIDDEN_NAMES
-        and not (name in hidden and hidden[name] is value)
-        and not isinstance(value, types.ModuleType)
-    )
+    return sorted(name for name, value in ns.items() if is_user_variable(name, value, hidden))
 
 
 def _variable_line(name: str, obj: object, limit_s: float, *, values: bool = True) -> str:

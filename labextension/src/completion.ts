@@ -6,7 +6,9 @@
  * The provider waits `debounce_ms` after the last keystroke, then asks the server once and
  * streams the answer into the ghost text. A keystroke in the meantime supersedes the request:
  * a waiting one is dropped before anything is sent, a running one is aborted, which closes the
- * HTTP request and so cancels the model call on the server.
+ * HTTP request and so cancels the model call on the server. The names and types of the user's
+ * variables go along when the kernel is idle (variables.ts); they are asked for during the
+ * debounce, so an idle kernel's answer costs no extra wait.
  *
  * Free of JupyterLab runtime imports (types only) so that it is unit-tested on plain data.
  */
@@ -21,6 +23,7 @@ import type {
 import type { Widget } from '@lumino/widgets';
 
 import type { CompletionChunk, CompletionRequest, CompletionSettings } from './generated/protocol';
+import type { UserVariable } from './variables';
 
 /**
  * `GET /blitz/completion?path=…`: the workspace's settings; `POST /blitz/completion`'s body;
@@ -44,6 +47,9 @@ export interface CellSurroundings {
 }
 
 export type SurroundingsOf = (widget: Widget) => CellSurroundings | null;
+
+/** The names and types of the user's variables in the widget's kernel; none while it is busy. */
+export type VariablesOf = (widget: Widget) => Promise<UserVariable[]>;
 
 const NEIGHBOURS = 8;
 const SETTINGS_TTL_MS = 10_000;
@@ -96,7 +102,8 @@ export class BlitzInlineProvider implements IInlineCompletionProvider {
 
   constructor(
     private readonly client: CompletionClient,
-    private readonly surroundingsOf: SurroundingsOf
+    private readonly surroundingsOf: SurroundingsOf,
+    private readonly variablesOf: VariablesOf = async () => []
   ) {}
 
   /** Requests started so far; a request is current while no later one has started. */
@@ -124,7 +131,9 @@ export class BlitzInlineProvider implements IInlineCompletionProvider {
     if (!settings.enabled) {
       return { items: [] };
     }
+    const variables = this.variablesOf(context.widget).catch((): UserVariable[] => []); // asked during the debounce
     await sleep(settings.debounce_ms);
+    const known = await variables;
     if (ticket !== this.latest) {
       return { items: [] }; // superseded while waiting: nothing was sent
     }
@@ -136,7 +145,8 @@ export class BlitzInlineProvider implements IInlineCompletionProvider {
       suffix: request.text.slice(request.offset),
       language: where.language,
       before: where.before,
-      after: where.after
+      after: where.after,
+      variables: known
     };
     const token = `blitz-${ticket}`;
     const chunks = this.client.stream(body, controller.signal)[Symbol.asyncIterator]();

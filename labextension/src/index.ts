@@ -11,7 +11,7 @@ import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 
 import { PanelBridge } from './bridge';
 import { BlitzInlineProvider } from './completion';
-import { notebookSurroundings, ServerCompletionClient } from './completionserver';
+import { notebookSurroundings, panelVariables, ServerCompletionClient } from './completionserver';
 import { FixAction } from './fixaction';
 import { PromptCellLook } from './look';
 import { BlitzPanel, PanelClient } from './panel';
@@ -57,7 +57,7 @@ const completion: JupyterFrontEndPlugin<void> = {
       return; // a front end without JupyterLab's completer: nothing to register with
     }
     const client = new ServerCompletionClient(app.serviceManager.serverSettings);
-    manager.registerInlineProvider(new BlitzInlineProvider(client, notebookSurroundings));
+    manager.registerInlineProvider(new BlitzInlineProvider(client, notebookSurroundings, panelVariables));
   }
 };
 

@@ -1,7 +1,8 @@
 /**
  * "Blitz" inline completion's provider (completion.ts): the debounce, superseded and aborted
  * requests, the stream mapped onto JupyterLab's ghost-text items, and the NDJSON reader. The
- * server side is tested in tests/wire/test_completion_server.py, the ghost text in a real
+ * variables of an idle kernel (variables.ts) are asked once, kept until the next execution, and
+ * skipped while it is busy. The server side is tested in tests/wire/test_completion_server.py, the ghost text in a real
  * JupyterLab in tests/browser/test_completion.py.
  */
 
@@ -16,6 +17,7 @@ import {
   ndjson,
   neighbours
 } from '../src/completion';
+import { MAX_VARIABLES, readVariables, VariableCache, type VariableKernel } from '../src/variables';
 
 class FakeClient implements CompletionClient {
   sent: CompletionRequestBody[] = [];
@@ -72,7 +74,8 @@ describe('BlitzInlineProvider', () => {
       suffix: '\nprint(1)',
       language: 'python',
       before: ['import pandas as pd'],
-      after: []
+      after: [],
+      variables: []
     });
     const replies = await drain(provider, list.items[0].token);
     expect(replies.map(r => r.insertText)).toEqual(['head(', 'head()', 'head()']);
@@ -118,6 +121,94 @@ describe('BlitzInlineProvider', () => {
     const list = await provider.fetch(request('a'), context);
     const [reply] = await drain(provider, list.items[0].token);
     expect(reply.error?.message).toBe('completion.model is not set');
+  });
+});
+
+class FakeKernel implements VariableKernel {
+  status = 'idle';
+  asked = 0;
+  private listeners: (() => void)[] = [];
+  constructor(private readonly reply: () => Promise<unknown>) {}
+  request(): Promise<unknown> {
+    this.asked += 1;
+    return this.reply();
+  }
+  onExecution(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+  execute(): void {
+    this.listeners.forEach(listener => listener());
+  }
+}
+
+const reply = (...variables: [string, string][]) => ({
+  kind: 'variables',
+  variables: variables.map(([name, type]) => ({ name, type }))
+});
+
+describe('variables of the kernel', () => {
+  it('asks an idle kernel once and keeps the answer until the kernel runs code again', async () => {
+    let answer = reply(['sales', 'DataFrame']);
+    const kernel = new FakeKernel(async () => answer);
+    const cache = new VariableCache();
+    expect(await cache.variables(kernel)).toEqual([{ name: 'sales', type: 'DataFrame' }]);
+    expect(await cache.variables(kernel)).toEqual([{ name: 'sales', type: 'DataFrame' }]);
+    expect(kernel.asked).toBe(1);
+    answer = reply(['sales', 'DataFrame'], ['total', 'float']);
+    kernel.execute();
+    expect((await cache.variables(kernel)).map(v => v.name)).toEqual(['sales', 'total']);
+    expect(kernel.asked).toBe(2);
+  });
+
+  it('never asks a busy kernel, and does not wait for it', async () => {
+    const kernel = new FakeKernel(async () => reply(['x', 'int']));
+    kernel.status = 'busy';
+    const cache = new VariableCache();
+    expect(await cache.variables(kernel)).toEqual([]);
+    expect(kernel.asked).toBe(0);
+    kernel.status = 'idle';
+    expect(await cache.variables(kernel)).toEqual([{ name: 'x', type: 'int' }]);
+  });
+
+  it('goes without a slow answer, and keeps it for the next suggestion when it comes', async () => {
+    let answer: (value: unknown) => void = () => undefined;
+    const kernel = new FakeKernel(() => new Promise(resolve => (answer = resolve)));
+    const cache = new VariableCache(10);
+    expect(await cache.variables(kernel)).toEqual([]);
+    answer(reply(['late', 'str']));
+    expect(await cache.variables(kernel)).toEqual([{ name: 'late', type: 'str' }]);
+    expect(kernel.asked).toBe(1);
+  });
+
+  it('sends none from a kernel that did not answer or answered something else', async () => {
+    expect(await new VariableCache().variables(new FakeKernel(async () => null))).toEqual([]);
+    expect(await new VariableCache().variables(new FakeKernel(() => Promise.reject(new Error('gone'))))).toEqual([]);
+    expect(readVariables({ kind: 'welcome' })).toEqual([]);
+    expect(readVariables({ kind: 'variables', variables: [{ name: 1, type: 'int' }, { name: 'ok', type: 'int' }] })).toEqual([
+      { name: 'ok', type: 'int' }
+    ]);
+  });
+
+  it('caps the count and the length like the server does', () => {
+    const many = Array.from({ length: 150 }, (_, i): [string, string] => [`v${i}`, 'int']);
+    const read = readVariables(reply(...many, ['x'.repeat(101), 'int'], ['y', 't'.repeat(500)]));
+    expect(read).toHaveLength(MAX_VARIABLES);
+    expect(read.at(-1)).toEqual({ name: 'y', type: 't'.repeat(100) });
+    expect(read.some(v => v.name.length > 100)).toBe(false);
+  });
+
+  it('the completion request carries them', async () => {
+    const client = new FakeClient([{ kind: 'done', text: '.sum()' }]);
+    const kernel = new FakeKernel(async () => reply(['sales', 'DataFrame']));
+    const cache = new VariableCache();
+    const provider = new BlitzInlineProvider(client, () => where, () => cache.variables(kernel));
+    await provider.fetch(request('sal'), context);
+    await provider.fetch(request('sales'), context);
+    expect(client.sent.map(body => body.variables)).toEqual([
+      [{ name: 'sales', type: 'DataFrame' }],
+      [{ name: 'sales', type: 'DataFrame' }]
+    ]);
+    expect(kernel.asked).toBe(1);
   });
 });
 

@@ -1,7 +1,8 @@
 """Blitz inline completion in a real JupyterLab: typing at the end of a line in a code cell
 shows the fake model's suggestion as ghost text, while the kernel is busy running a cell (the
 server answers, not the kernel); Tab accepts it into the cell. The request the model got holds
-the code before the cursor and the cell above (docs/completion.md)."""
+the code before the cursor and the cell above, and, asked of the kernel while it is idle, the
+names and types of the user's variables (docs/completion.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from playwright.sync_api import expect
 from tests.fakeserver import FakeOpenAIServer
 
 from .conftest import ARTIFACTS, JupyterServer, start_server, write_notebook
-from .test_fix_action import NOTEBOOK, SOURCES, load_this_checkouts_labextension, select
+from .test_fix_action import EXECUTION_COUNTS, NOTEBOOK, SOURCES, load_this_checkouts_labextension, select
 from .test_turn_widget import KERNEL_IDLE
 
 SUGGESTION = "groupby('region').sum()"
@@ -67,3 +68,28 @@ def test_ghost_text_comes_while_the_kernel_is_busy_and_tab_accepts_it(
     sent = json.dumps(request.body)
     assert "df.<CURSOR>" in sent and "import pandas as pd" in sent
     page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:interrupt')")
+
+
+def test_an_idle_kernels_variables_reach_the_model(
+    page: Any, lab: JupyterServer, model_server: FakeOpenAIServer, workspace: Path
+) -> None:
+    model_server.reset()
+    model_server.enqueue({"text": "sum()"})
+    define = "%load_ext blitz_kernel\nsales_by_region = {'north': 3, 'south': 4}"
+    write_notebook(workspace / "variables.ipynb", [define, ""])
+    page.goto(lab.url("variables.ipynb") + "&reset")
+    page.wait_for_function(KERNEL_IDLE, timeout=120_000)
+
+    select(page, 0)
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-cell'); }")
+    page.wait_for_function(f"() => ({EXECUTION_COUNTS})()[0] !== null && ({KERNEL_IDLE})()", timeout=60_000)
+
+    select(page, 1)
+    page.evaluate(f"() => {{ ({NOTEBOOK})().mode = 'edit'; }}")
+    editor = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".cm-content")
+    editor.click()
+    page.keyboard.type("total = ", delay=30)
+    expect(page.locator(".jp-GhostText")).to_contain_text("sum()")
+
+    [request] = [r for r in model_server.requests if r.path.endswith("/chat/completions")]
+    assert "sales_by_region: dict" in json.dumps(request.body)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from blitz_kernel.server.completion import Completer, CompletionRequest, clean, prompt_text
+from blitz_kernel.tools.variable_names import UserVariable
 
 
 def user_config(home: Path, text: str) -> None:
@@ -76,6 +77,13 @@ async def test_a_notebook_outside_the_root_is_refused(dirs):
 def test_the_prompt_marks_the_cursor_between_the_neighbours():
     text = prompt_text(CompletionRequest(path="nb.ipynb", prefix="df.", suffix=")", before=["import pandas"]))
     assert text.index("import pandas") < text.index("df.<CURSOR>)")
+    assert "Variables" not in text  # none sent (a busy kernel): no empty heading either
+
+
+def test_the_kernels_variables_come_first_in_the_prompt():
+    variables = [UserVariable(name="sales", type="DataFrame"), UserVariable(name="load", type="function")]
+    text = prompt_text(CompletionRequest(path="nb.ipynb", prefix="sa", before=["x = 1"], variables=variables))
+    assert text.index("sales: DataFrame\nload: function") < text.index("x = 1") < text.index("sa<CURSOR>")
 
 
 @pytest.mark.parametrize(

@@ -82,3 +82,20 @@ def test_a_model_error_is_one_error_chunk(server: Server, fake: FakeOpenAIServer
     chunks = post(server, {"path": "project/nb.ipynb", "prefix": "x"})
     assert [c["kind"] for c in chunks] == ["error"]
     assert "openai/fake-model" in str(chunks[0]["message"])
+
+
+def test_the_kernels_variables_reach_the_model_and_a_secret_among_them_does_not(server: Server, fake: FakeOpenAIServer):
+    fake.enqueue({"text": "groupby('region')"})
+    variables = [{"name": "sales_by_region", "type": "DataFrame"}, {"name": "token", "type": SECRET}]
+    chunks = post(server, {"path": "project/nb.ipynb", "prefix": "sales_by_region.", "variables": variables})
+    assert chunks[-1]["kind"] == "done"
+    prompt = fake.requests[-1].body["messages"][-1]["content"]
+    assert "sales_by_region: DataFrame" in str(prompt)
+    assert SECRET not in json.dumps(fake.requests[-1].body)
+
+
+def test_too_many_variables_are_a_400(server: Server):
+    many = [{"name": f"v{i}", "type": "int"} for i in range(101)]
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        post(server, {"path": "project/nb.ipynb", "prefix": "x", "variables": many})
+    assert refused.value.code == 400 and "variables" in (refused.value.reason or "")

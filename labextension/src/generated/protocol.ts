@@ -98,6 +98,7 @@ export interface BlitzProtocol {
   CompletionSettings: CompletionSettings;
   CompletionRequest: CompletionRequest;
   CompletionChunk: CompletionChunk;
+  VariablesReply: VariablesReply;
 }
 /**
  * A front end's comm_open data.
@@ -1133,6 +1134,20 @@ export interface CompletionRequest {
    * @maxItems 8
    */
   after?: string[];
+  /**
+   * @maxItems 100
+   */
+  variables?: UserVariable[];
+}
+/**
+ * One of the user's variables: its name and its type's name (`df`, `DataFrame`).
+ *
+ * This interface was referenced by `BlitzProtocol`'s JSON-Schema
+ * via the `definition` "UserVariable".
+ */
+export interface UserVariable {
+  name: string;
+  type: string;
 }
 /**
  * One line of the streamed answer: text so far grows; `done` ends it; `error` says why.
@@ -1145,4 +1160,17 @@ export interface CompletionChunk {
   text?: string;
   message?: string | null;
   first_byte_ms?: number | null;
+}
+/**
+ * The kernel's answer on a `blitz.variables` comm the front end opened (then it closes).
+ *
+ * This interface was referenced by `BlitzProtocol`'s JSON-Schema
+ * via the `definition` "VariablesReply".
+ */
+export interface VariablesReply {
+  kind: 'variables';
+  /**
+   * @maxItems 100
+   */
+  variables: UserVariable[];
 }

@@ -23,7 +23,14 @@ from typing import Any, cast
 
 from ..core.outside_wire import OutsideControl, OutsideEvent, OutsideReply, OutsideRequest
 from .acp_updates import EventMapper
-from .kernel_link import READY_TIMEOUT_S, KernelLink, KernelLinkError, check_server_kernel, find_connection_file
+from .kernel_link import (
+    READY_TIMEOUT_S,
+    KernelLink,
+    KernelLinkError,
+    add_kernel_options,
+    check_server_kernel,
+    find_connection_file,
+)
 
 DEFAULT_CALL_TIMEOUT_S = 600.0
 OWN_KERNEL_READY_S = 120.0
@@ -38,18 +45,7 @@ def parser(prog: str) -> argparse.ArgumentParser:
         description="Speak ACP (Agent Client Protocol) over stdio: each prompt is a blitz turn in the "
         "notebook's kernel, with its approvals, audit and undo. See docs/acp.md.",
     )
-    command.add_argument("--connection-file", metavar="F", help="the kernel's connection file (kernel-*.json)")
-    command.add_argument("--kernel-id", metavar="ID", help="a kernel of a Jupyter server on this machine")
-    command.add_argument(
-        "--server-url", metavar="URL", help="that server's URL, checked to run the kernel (with --kernel-id)"
-    )
-    command.add_argument(
-        "--call-timeout",
-        type=float,
-        default=DEFAULT_CALL_TIMEOUT_S,
-        metavar="S",
-        help=f"seconds a request waits for a busy kernel (default {DEFAULT_CALL_TIMEOUT_S:g})",
-    )
+    add_kernel_options(command, DEFAULT_CALL_TIMEOUT_S, "a request waits for a busy kernel")
     return command
 
 

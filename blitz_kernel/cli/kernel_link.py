@@ -12,6 +12,7 @@ turn runs): the request fails with that reason rather than hang the client.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import queue
@@ -40,6 +41,23 @@ NO_LIMIT_S = 7 * 24 * 3600.0
 
 class KernelLinkError(Exception):
     """The kernel cannot be reached or did not answer; the message is one line for the user."""
+
+
+def add_kernel_options(command: argparse.ArgumentParser, default_timeout_s: float, waits_for: str) -> None:
+    """The options by which an outside client names the kernel it attaches to, and how long a
+    request waits for it (`blitz mcp` and `blitz acp` take the same)."""
+    command.add_argument("--connection-file", metavar="F", help="the kernel's connection file (kernel-*.json)")
+    command.add_argument("--kernel-id", metavar="ID", help="a kernel of a Jupyter server on this machine")
+    command.add_argument(
+        "--server-url", metavar="URL", help="that server's URL, checked to run the kernel (with --kernel-id)"
+    )
+    command.add_argument(
+        "--call-timeout",
+        type=float,
+        default=default_timeout_s,
+        metavar="S",
+        help=f"seconds {waits_for} (default {default_timeout_s:g})",
+    )
 
 
 def find_connection_file(kernel_id: str) -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.outside_wire import OutsideReply, OutsideRequest, OutsideTool
-from .kernel_link import KernelLink, KernelLinkError, check_server_kernel, find_connection_file
+from .kernel_link import KernelLink, KernelLinkError, add_kernel_options, check_server_kernel, find_connection_file
 
 TURN_TOOL = "blitz_turn"
 TURN_DESCRIPTION = (
@@ -40,19 +40,8 @@ def parser(prog: str) -> argparse.ArgumentParser:
         description="Serve the live kernel's blitz tools over MCP (stdio by default). Every call runs "
         "in the kernel with the notebook's approvals, audit and undo. See docs/mcp-server.md.",
     )
-    command.add_argument("--connection-file", metavar="F", help="the kernel's connection file (kernel-*.json)")
-    command.add_argument("--kernel-id", metavar="ID", help="a kernel of a Jupyter server on this machine")
-    command.add_argument(
-        "--server-url", metavar="URL", help="that server's URL, checked to run the kernel (with --kernel-id)"
-    )
+    add_kernel_options(command, DEFAULT_CALL_TIMEOUT_S, "a call waits for a busy kernel and runs")
     command.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP on a loopback address instead of stdio")
-    command.add_argument(
-        "--call-timeout",
-        type=float,
-        default=DEFAULT_CALL_TIMEOUT_S,
-        metavar="S",
-        help=f"seconds a call waits for a busy kernel and runs (default {DEFAULT_CALL_TIMEOUT_S:g})",
-    )
     return command
 
 

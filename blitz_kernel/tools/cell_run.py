@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
-import io
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -26,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from . import signals
 from .images import FigureCapture
-from .run_python import compile_source, deliver_pending_interrupts, format_error, run_numbers
+from .run_python import TextSink, compile_source, deliver_pending_interrupts, format_error, run_numbers
 from .signals import RunState, UserCodeTimeout, interruptible
 
 __all__ = ["CellHost", "CellRun", "DisplaySink", "OutputCollector", "cell_host", "run_cell_source"]
@@ -141,28 +140,15 @@ class OutputCollector:
             self._cut = 0
 
 
-class _Stream(io.TextIOBase):
+class _Stream(TextSink):
     """sys.stdout / sys.stderr while the cell runs: text goes into the collector, in order."""
 
     def __init__(self, collector: OutputCollector, name: str) -> None:
         super().__init__()
         self._collector, self._name = collector, name
 
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return "utf-8"
-
-    def writable(self) -> bool:
-        return True
-
-    def isatty(self) -> bool:
-        return False
-
-    def write(self, text: str) -> int:
-        if not isinstance(text, str):
-            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+    def take(self, text: str) -> None:
         self._collector.write(self._name, text)
-        return len(text)
 
 
 class _FigureSink:

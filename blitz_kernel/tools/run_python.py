@@ -65,18 +65,10 @@ def cap_text(text: str, limit: int = MAX_SECTION_CHARS) -> str:
     return f"{text[:half]}\n[... {cut} more characters cut]\n{text[-half:]}"
 
 
-class _CappedStream(io.TextIOBase):
-    """A stdout/stderr stand-in that keeps only the head and tail of what is written.
-
-    `while True: print(...)` under a timeout must not fill the kernel's memory before it stops.
-    """
-
-    def __init__(self, limit: int = MAX_SECTION_CHARS) -> None:
-        super().__init__()
-        self._half = limit // 2
-        self._head = ""
-        self._tail = ""
-        self._total = 0
+class TextSink(io.TextIOBase):
+    """A stand-in for sys.stdout / sys.stderr while user code runs: a text stream that is not
+    a terminal and hands each written text to `take` (run_python keeps a head and tail, a run
+    cell keeps its outputs in order)."""
 
     @property
     def encoding(self) -> str:  # type: ignore[override]
@@ -91,8 +83,28 @@ class _CappedStream(io.TextIOBase):
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        written = len(text)
-        self._total += written
+        self.take(text)
+        return len(text)
+
+    def take(self, text: str) -> None:
+        raise NotImplementedError
+
+
+class _CappedStream(TextSink):
+    """A stdout/stderr stand-in that keeps only the head and tail of what is written.
+
+    `while True: print(...)` under a timeout must not fill the kernel's memory before it stops.
+    """
+
+    def __init__(self, limit: int = MAX_SECTION_CHARS) -> None:
+        super().__init__()
+        self._half = limit // 2
+        self._head = ""
+        self._tail = ""
+        self._total = 0
+
+    def take(self, text: str) -> None:
+        self._total += len(text)
         room = self._half - len(self._head)
         if room > 0:
             self._head += text[:room]
@@ -100,7 +112,6 @@ class _CappedStream(io.TextIOBase):
         self._tail += text
         if len(self._tail) > 4 * self._half:
             self._tail = self._tail[-self._half :]
-        return written
 
     def getvalue(self) -> str:
         tail = self._tail[-self._half :] if self._half else ""

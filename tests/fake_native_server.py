@@ -14,14 +14,13 @@ import contextlib
 import json
 import socket
 import struct
-import sys
 import threading
 from collections.abc import Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar, Self
 from urllib.parse import parse_qs, urlsplit
 
-from tests.fakeserver import HOLD_LIMIT_S, RecordedRequest
+from tests.fakeserver import HOLD_LIMIT_S, RecordedRequest, TrackingHTTPServer
 
 Step = dict[str, Any]
 
@@ -118,38 +117,10 @@ class NativeHandler(BaseHTTPRequestHandler):
             self.connection.close()
 
 
-class _NativeHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-
+class _NativeHTTPServer(TrackingHTTPServer):
     def __init__(self, address: tuple[str, int], owner: NativeFakeServer, handler: type[NativeHandler]) -> None:
         self.owner = owner
-        self.connections: set[socket.socket] = set()
-        self.connections_lock = threading.Lock()
         super().__init__(address, handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self.connections_lock:
-            self.connections.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self.connections_lock:
-            self.connections.discard(request)
-        super().shutdown_request(request)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client hanging up mid-answer is normal here; stay quiet."""
-        if not isinstance(sys.exc_info()[1], (ConnectionError, OSError)):
-            super().handle_error(request, client_address)
-
-    def close_connections(self) -> None:
-        with self.connections_lock:
-            connections = list(self.connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
 
 
 class NativeFakeServer:

@@ -559,17 +559,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.close()
 
 
-class _Server(ThreadingHTTPServer):
+class TrackingHTTPServer(ThreadingHTTPServer):
+    """A threading HTTP server that knows its open connections, so `close_connections` wakes
+    every keep-alive handler thread and a fake's stop() leaves nothing behind; a client hanging
+    up mid-answer (timeouts, resets) is normal for a fake and stays quiet. Every fake provider
+    server in tests/ is one."""
+
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True
-    owner: FakeOpenAIServer
 
-    def __init__(self, address: tuple[str, int], owner: FakeOpenAIServer) -> None:
-        self.owner = owner
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         self.connections: set[socket.socket] = set()
         self.connections_lock = threading.Lock()
-        super().__init__(address, _Handler)
+        super().__init__(address, handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self.connections_lock:
@@ -582,18 +585,24 @@ class _Server(ThreadingHTTPServer):
         super().shutdown_request(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client hanging up mid-answer is normal here (timeouts, resets); stay quiet."""
         error = sys.exc_info()[1]
         if not isinstance(error, (ConnectionError, OSError)):
             super().handle_error(request, client_address)
 
     def close_connections(self) -> None:
-        """Wake every keep-alive handler thread so stop() leaves nothing behind."""
         with self.connections_lock:
             connections = list(self.connections)
         for connection in connections:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
+
+
+class _Server(TrackingHTTPServer):
+    owner: FakeOpenAIServer
+
+    def __init__(self, address: tuple[str, int], owner: FakeOpenAIServer) -> None:
+        self.owner = owner
+        super().__init__(address, _Handler)
 
 
 class FakeOpenAIServer:

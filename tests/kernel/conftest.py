@@ -31,17 +31,21 @@ def workspace_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def kernel(
     server: FakeOpenAIServer, workspace_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KernelDriver]:
-    env = kernel_environment(
-        tmp_path_factory.mktemp("home"),
-        BLITZ_MODEL="openai/fake-model",
-        BLITZ_API_BASE=server.base_url,
-        OPENAI_API_KEY=FAKE_KEY,
-    )
-    driver = KernelDriver(workspace_dir, env)
-    loaded = driver.run("%load_ext blitz_kernel\n%blitz_config model_retries=0")
-    assert loaded.status == "ok", loaded.reply
+    driver = blitz_kernel_on(server, workspace_dir, tmp_path_factory.mktemp("home"))
     yield driver
     driver.shutdown()
+
+
+def blitz_kernel_on(server: FakeOpenAIServer, workspace: Path, home: Path, **extra: str) -> KernelDriver:
+    """A real kernel in `workspace` with blitz_kernel loaded, its model the fake server (no
+    retries: a test's script is exact); `extra`: more environment (JPY_SESSION_NAME …)."""
+    env = kernel_environment(
+        home, BLITZ_MODEL="openai/fake-model", BLITZ_API_BASE=server.base_url, OPENAI_API_KEY=FAKE_KEY, **extra
+    )
+    driver = KernelDriver(workspace, env)
+    loaded = driver.run("%load_ext blitz_kernel\n%blitz_config model_retries=0")
+    assert loaded.status == "ok", loaded.reply
+    return driver
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,8 @@ import pytest
 
 from tests.fakeserver import FakeOpenAIServer
 
-from .conftest import FAKE_KEY
-from .driver import KernelDriver, kernel_environment
+from .conftest import blitz_kernel_on
+from .driver import KernelDriver
 
 
 @pytest.fixture(scope="module")
@@ -25,16 +25,8 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def kernel(
     server: FakeOpenAIServer, workspace: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KernelDriver]:
-    env = kernel_environment(
-        tmp_path_factory.mktemp("home"),
-        BLITZ_MODEL="openai/fake-model",
-        BLITZ_API_BASE=server.base_url,
-        OPENAI_API_KEY=FAKE_KEY,
-        JPY_SESSION_NAME=str(workspace / "analysis.ipynb"),
-    )
-    driver = KernelDriver(workspace, env)
-    loaded = driver.run("%load_ext blitz_kernel\n%blitz_config model_retries=0")
-    assert loaded.status == "ok", loaded.reply
+    home = tmp_path_factory.mktemp("home")
+    driver = blitz_kernel_on(server, workspace, home, JPY_SESSION_NAME=str(workspace / "analysis.ipynb"))
     yield driver
     driver.shutdown()
 

@@ -149,12 +149,14 @@ class AdminPolicy:
 
 
 def find_policy(environ: Mapping[str, str], system_path: Path | None = None) -> Path | None:
-    """The policy file: `BLITZ_ADMIN_POLICY` (which must exist), else the environment's own."""
-    named = environ.get(POLICY_ENV, "").strip()
-    if named:
-        return Path(named).expanduser()
+    """The policy file: the environment's own (`<sys.prefix>/etc/blitz/policy.toml`) whenever
+    it exists, else `BLITZ_ADMIN_POLICY` (which must exist). A user can set a variable (in a
+    kernelspec, with `%env`) but not edit that file, so the variable never replaces it."""
     path = system_path if system_path is not None else system_policy_path()
-    return path if path.is_file() else None
+    if path.is_file():
+        return path
+    named = environ.get(POLICY_ENV, "").strip()
+    return Path(named).expanduser() if named else None
 
 
 def load_policy(environ: Mapping[str, str], system_path: Path | None = None) -> AdminPolicy | None:
@@ -181,7 +183,7 @@ def read_policy(path: Path) -> AdminPolicy:
         key = ".".join(str(part) for part in first["loc"])
         problem = first["msg"] if first["type"] != "extra_forbidden" else f"unknown key; known: {', '.join(SECTIONS)}"
         raise ConfigError(key, source, problem) from None
-    locked = _store_as_one(parsed.locked)
+    locked = _headless_for_asks(_store_as_one(parsed.locked))
     try:  # the locked values must make a valid configuration on their own
         BlitzConfig.model_validate(locked)
     except ValidationError as error:
@@ -197,6 +199,19 @@ def read_policy(path: Path) -> AdminPolicy:
         mcp_urls=tuple(parsed.mcp.urls) if parsed.mcp.urls is not None else None,
         models=tuple(parsed.models.allowed) if parsed.models.allowed is not None else None,
     )
+
+
+def _headless_for_asks(locked: dict[str, Any]) -> dict[str, Any]:
+    """A tool the policy holds on `ask` must be asked, never answered by the headless default
+    when nobody can answer (`blitz run --approve allow` sets it to allow): such a policy holds
+    `approval.headless = "deny"` too, unless it locks `approval.headless` itself."""
+    approval = locked.get("approval")
+    if not isinstance(approval, dict) or "headless" in approval:
+        return locked
+    tools = approval.get("tools")
+    if not isinstance(tools, dict) or not any(value in ("ask", "ask-if-risky") for value in tools.values()):
+        return locked
+    return {**locked, "approval": {**approval, "headless": "deny"}}
 
 
 def _store_as_one(locked: dict[str, Any]) -> dict[str, Any]:

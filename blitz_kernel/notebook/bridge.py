@@ -219,7 +219,8 @@ class NotebookBridge:
                 _resolve(
                     future,
                     _request_error(
-                        f"the notebook front end disconnected (tab closed or page reloaded) before answering {op}"
+                        f"the notebook front end disconnected (tab closed or page reloaded) before answering {op}",
+                        no_answer=True,
                     ),
                 )
 
@@ -279,7 +280,8 @@ class NotebookBridge:
             raise _request_error(
                 f"the notebook front end did not answer {op} within {limit:g} s "
                 "(is the notebook tab still open?); a change may still have been made, so read "
-                "the notebook before trying again"
+                "the notebook before trying again",
+                no_answer=True,
             ) from None
         finally:
             self._pending.pop(request_id, None)
@@ -316,11 +318,11 @@ class NotebookBridge:
         self._ping = None
 
 
-def _request_error(message: str) -> Exception:
+def _request_error(message: str, *, no_answer: bool = False) -> Exception:
     # imported here: the bridge is installed by `%load_ext`, which must not load pydantic
-    from ..tools.notebook import NotebookRequestError
+    from ..tools.notebook import NotebookNoAnswerError, NotebookRequestError
 
-    return NotebookRequestError(message)
+    return NotebookNoAnswerError(message) if no_answer else NotebookRequestError(message)
 
 
 def _resolve(future: asyncio.Future[Any], outcome: Any) -> None:

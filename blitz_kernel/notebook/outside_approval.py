@@ -44,7 +44,7 @@ class NotebookApprover:
 
     async def ask(self, request: PermissionRequest) -> list[PermissionDecision] | None:
         """The person's answers, or None when none came (expired, the front end went away)."""
-        from ..tools.notebook import NotebookRequestError, NotebookUnavailableError
+        from ..tools.notebook import NotebookNoAnswerError, NotebookRequestError, NotebookUnavailableError
 
         question = f"{request.request_id}-{uuid.uuid4().hex[:8]}"
         params = {
@@ -57,8 +57,14 @@ class NotebookApprover:
         try:
             reply = await self.bridge.request("ask_permission", params, timeout_s=self.timeout_s)
             answered = True
-        except (NotebookRequestError, NotebookUnavailableError):
+        except (NotebookNoAnswerError, NotebookUnavailableError):
             return None
+        except NotebookRequestError as error:  # an answer that is an error: never "nobody there"
+            problem = f"the notebook could not ask: {error}"
+            return [
+                PermissionDecision(call_id=c.id, decision="deny", reason=problem, decided_by="user")
+                for c in request.calls
+            ]
         finally:
             if not answered:
                 self.take_back(question)

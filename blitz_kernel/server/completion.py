@@ -11,6 +11,7 @@ on the way back. Its usage is kept apart from every session's.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..config.loading import config_source_paths
+from ..config.policy import find_policy
 from ..core.history import user_prompt
 from ..core.usage import PriceBook, UsageLedger
 from ..engine.workspace.configuration import Configuration
@@ -100,7 +102,13 @@ class Workspaces:
         return folder
 
     def configuration(self, folder: Path) -> Configuration:
-        stamp = tuple(_mtime(path) for path in config_source_paths(folder, self.home))
+        """The folder's configuration, read again when a file it depends on changed: its config
+        files, the user's trust record (a revoked trust must hold back at once) and the admin
+        policy."""
+        home = self.home if self.home is not None else Path.home()
+        policy = find_policy(os.environ)
+        watched = [*config_source_paths(folder, self.home), home / ".blitz" / "trusted.toml"]
+        stamp = tuple(_mtime(path) for path in [*watched, *([policy] if policy is not None else [])])
         known = self._known.get(folder)
         if known is None or known[0] != stamp:
             configuration = Configuration(folder, self._tools, {}, model=None, environ=None, home=self.home)
@@ -123,7 +131,7 @@ class Completer:
         self.workspaces = Workspaces(root_dir, home)
         self.usage = UsageLedger()
         """Completion's own usage, apart from every session's (`GET /blitz/completion`)."""
-        self._models: dict[tuple[Path, str], Model] = {}
+        self._models: dict[tuple[Path, str, str, str], Model] = {}
 
     def settings(self, notebook: str) -> CompletionSettings:
         try:
@@ -182,7 +190,8 @@ class Completer:
         yield CompletionChunk(kind="done", text=redactor.redact(clean(text, request.suffix)), first_byte_ms=waited)
 
     def _model(self, folder: Path, name: str, configuration: Configuration) -> Model:
-        key = (folder, name)
+        config = configuration.config  # where the calls go and with which key are part of it
+        key = (folder, name, str(config.api_base), str(config.api_key_env))
         if key not in self._models:
             self._models[key] = configuration.build(name)
         return self._models[key]

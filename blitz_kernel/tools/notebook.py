@@ -68,6 +68,11 @@ class NotebookRequestError(ToolError):
     """The front end answered a request with an error, or did not answer in time."""
 
 
+class NotebookNoAnswerError(NotebookRequestError):
+    """No answer came: the request timed out or the front end went away before answering
+    (unlike an error or a malformed reply, which is an answer)."""
+
+
 @runtime_checkable
 class NotebookAccess(Protocol):
     """The live notebook, through the front end (notebook/bridge.py implements it)."""

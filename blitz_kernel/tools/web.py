@@ -192,11 +192,33 @@ async def resolve(host: str, port: int) -> list[str]:
     return addresses
 
 
+EMBEDDING_NETWORKS = tuple(
+    ipaddress.IPv6Network(network)
+    for network in ("64:ff9b::/96", "64:ff9b:1::/48", "::/96", "::ffff:0:0:0/96", "fec0::/10")
+)
+"""IPv6 forms that carry or route to an IPv4 address (NAT64, IPv4-compatible, SIIT) and the
+old site-local range: a global-looking IPv6 address must not reach a private IPv4 host."""
+
+
+def embedded_ipv4(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """The IPv4 address an IPv6 address stands for (mapped, NAT64, 6to4, IPv4-compatible,
+    SIIT), checked in its place; site-local IPv6 becomes an address no rule allows."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return ip
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if any(ip in network for network in EMBEDDING_NETWORKS):
+        if ip in EMBEDDING_NETWORKS[-1]:  # fec0::/10, deprecated site-local: never global
+            return ipaddress.IPv4Address("10.0.0.0")
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip
+
+
 def address_refusal(address: str, access: WebAccess) -> str | None:
     """Why `address` may not be reached ('is a loopback address'), or None."""
-    ip = ipaddress.ip_address(address.split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    ip = embedded_ipv4(ipaddress.ip_address(address.split("%")[0]))
     if ip.is_global and not ip.is_multicast:
         return None
     if access.allow_private or any(ip in network for network in access.networks() if ip.version == network.version):

@@ -232,13 +232,29 @@ async def test_the_mcp_manager_refuses_a_server_the_policy_does_not_allow(tmp_pa
 # -- where the policy comes from, and failing closed ------------------------------------------
 
 
-def test_the_environment_variable_wins_and_the_system_file_is_the_fallback(tmp_path, policy_file):
+def test_the_environments_own_file_holds_and_the_variable_cannot_replace_it(tmp_path, policy_file):
     system = tmp_path / "prefix" / "etc" / "blitz" / "policy.toml"
     assert load_policy({}, system) is None
+    assert load_policy(_environ(policy_file), system).path == str(policy_file)  # no file: the variable's
     system.parent.mkdir(parents=True)
     system.write_text('[tools]\ndisabled = ["run_python"]\n')
     assert load_policy({}, system).disabled_tools == ("run_python",)
-    assert load_policy(_environ(policy_file), system).path == str(policy_file)
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    # a user's variable (a kernelspec's env, %env) pointing at an empty file changes nothing
+    assert load_policy({"BLITZ_ADMIN_POLICY": str(empty)}, system).disabled_tools == ("run_python",)
+    assert load_policy({"BLITZ_ADMIN_POLICY": "/dev/null"}, system).path == str(system)
+
+
+def test_a_tool_locked_on_ask_is_never_answered_by_a_headless_default(tmp_path):
+    path = tmp_path / "policy.toml"
+    path.write_text('[locked]\napproval.tools.run_python = "ask"\n')
+    policy = load_policy({"BLITZ_ADMIN_POLICY": str(path)}, tmp_path / "absent.toml")
+    assert policy is not None and policy.locked["approval"]["headless"] == "deny"
+    assert policy.holds("approval.headless") is not None  # `blitz run --approve allow` cannot loosen it
+    path.write_text('[locked]\napproval.tools.run_python = "ask"\napproval.headless = "allow"\n')
+    chosen = load_policy({"BLITZ_ADMIN_POLICY": str(path)}, tmp_path / "absent.toml")
+    assert chosen is not None and chosen.locked["approval"]["headless"] == "allow"  # the admin's own choice
 
 
 def test_an_unparsable_policy_fails_closed_naming_file_and_line(tmp_path, policy_file):

@@ -96,3 +96,17 @@ def test_the_kernels_variables_come_first_in_the_prompt():
 )
 def test_fences_the_cursor_mark_and_the_text_after_the_cursor_are_not_repeated(answer, suffix, cleaned):
     assert clean(answer, suffix) == cleaned
+
+
+async def test_revoking_a_workspaces_trust_holds_its_completion_settings_back_at_once(dirs, monkeypatch):
+    root, home = dirs
+    steps = script(root / "project", {"text": "x"})
+    (root / "project" / "blitz.toml").write_text(f'[completion]\nmodel = "scripted:{steps}"\n')
+    completer = Completer(root, home)
+    assert not completer.settings("project/nb.ipynb").enabled
+    kernel = Completer(root, home).workspaces  # the kernel's own configuration, another process's
+    folder = kernel.folder_of("project/nb.ipynb")
+    kernel.configuration(folder).trust_workspace()  # %blitz_trust in the kernel
+    assert completer.settings("project/nb.ipynb").enabled
+    kernel.configuration(folder).revoke_trust()  # %blitz_trust --revoke in the kernel
+    assert not completer.settings("project/nb.ipynb").enabled

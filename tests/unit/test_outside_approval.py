@@ -144,3 +144,17 @@ async def test_the_gate_leaves_an_expired_outside_question_to_the_headless_polic
         assert (decision.decision, decision.decided_by) == (expected, "timeout")
         if not marked:
             assert decision.reason == TIMEOUT_REASON  # a notebook turn's own question: expired is denied
+
+
+async def test_a_front_end_that_answers_with_an_error_denies_even_when_headless_allows(tmp_path: Path) -> None:
+    """An error reply is an answer, not "nobody there": it must not hand the call to a headless
+    policy that allows it."""
+    workspace, _ = scripted_workspace(tmp_path, [], **{"approval.headless": "allow"})
+    bridge, comm = connected()
+    task = asyncio.ensure_future(call_write(workspace, bridge))
+    request = await sent_op(comm, "ask_permission")
+    error = {"code": "unknown_op", "message": "this front end cannot ask permission questions"}
+    comm.reply({"kind": "reply", "id": request["id"], "ok": False, "error": error})
+    result = await task
+    assert result.status == "denied" and "could not ask" in result.text
+    assert not (tmp_path / "a.txt").exists()

@@ -274,3 +274,25 @@ def test_a_cloned_repositorys_web_table_waits_for_trust(tmp_path: Path):
     assert ws.config.web == WebAccess()
     trusted, _ = scripted_workspace(tmp_path, [], **{"web.allow_private": True})  # the user's own say
     assert trusted.config.web.allow_private
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "64:ff9b::a9fe:a9fe",
+        "64:ff9b::a00:1",
+        "2002:a00:1::1",
+        "::7f00:1",
+        "::ffff:0:7f00:1",
+        "fec0::1",
+        "::ffff:10.0.0.1",
+    ],
+)
+def test_ipv6_forms_that_carry_a_private_ipv4_address_are_refused(address):
+    """NAT64, 6to4, IPv4-compatible, SIIT and site-local addresses look global to Python 3.11's
+    `is_global` but reach the user's own network."""
+    from blitz_kernel.core.web_access import WebAccess
+    from blitz_kernel.tools.web import address_refusal
+
+    assert address_refusal(address, WebAccess()) is not None
+    assert address_refusal("2606:4700:4700::1111", WebAccess()) is None  # a public IPv6 resolver

@@ -45,7 +45,7 @@ def open_store(
     this user's is refused, not created or moved aside (sqlite/opening.py)."""
     if is_postgres(url):
         assert url is not None
-        return _open_postgres(url, workspace)
+        return _open_postgres(url, workspace, viewer)
     identities = StoreIdentities(home)
     folder: PrivateDir | None = None
     notices: list[str] = []
@@ -81,13 +81,13 @@ def open_store(
     return StoreLink(store, locks=SessionLocks(locks), notices=[*notices, *([notice] if notice else [])])
 
 
-def _open_postgres(url: str, workspace: Path) -> StoreLink:
+def _open_postgres(url: str, workspace: Path, viewer: bool) -> StoreLink:
     try:
         from .postgres import open_postgres
     except ImportError as exc:  # psycopg is a dependency; a broken install says so
         return StoreLink.without_store(StoreError(f"store.url: postgresql:// needs psycopg 3 ({exc})"))
     try:
-        store, locks = open_postgres(url, workspace)
+        store, locks = open_postgres(url, workspace, viewer)
     except StoreError as exc:
         return StoreLink.without_store(exc)
     return StoreLink(store, locks=locks)

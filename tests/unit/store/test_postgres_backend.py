@@ -174,3 +174,18 @@ def test_a_statement_timeout_is_a_busy_store_error_naming_the_server(postgres_ur
     error = translate(raised.value, shown_url(postgres_url), "write to")
     assert isinstance(error, StoreBusyError)
     assert str(error).startswith(f"cannot write to the session store {postgres_url}: canceling statement")
+
+
+def test_a_viewer_never_sets_up_or_migrates_the_database(tmp_path, fresh_database):
+    """The side panel reads the team's store: opening it must not create blitz's tables (nor
+    migrate them, which would lock older kernels out)."""
+    from blitz_kernel.engine.store.factory import open_store
+
+    link = open_store(fresh_database, workspace=tmp_path, home=tmp_path / "home", viewer=True)
+    assert link.store is None and link.problem is not None and "schema version 0" in link.problem
+    with psycopg.connect(fresh_database, autocommit=True) as db:
+        assert db.execute("SELECT to_regclass('blitz_schema')").fetchone() == (None,)
+    PostgresStore(fresh_database, owner="me", workspace="/w").close()  # a kernel sets it up
+    viewed = open_store(fresh_database, workspace=tmp_path, home=tmp_path / "home", viewer=True)
+    assert viewed.store is not None
+    viewed.store.close()

@@ -32,8 +32,8 @@ def workspace_identity(workspace: Path) -> str:
     return str(workspace.resolve())
 
 
-def open_postgres(url: str, workspace: Path) -> tuple[PostgresStore, PostgresLocks]:
+def open_postgres(url: str, workspace: Path, viewer: bool = False) -> tuple[PostgresStore, PostgresLocks]:
     """The store and its locks for this user's sessions of `workspace`; StoreError if the
-    server cannot be reached or its schema is newer."""
-    store = PostgresStore(url, owner=owner(), workspace=workspace_identity(workspace))
+    server cannot be reached or its schema is newer (`viewer`: or not this version's)."""
+    store = PostgresStore(url, owner=owner(), workspace=workspace_identity(workspace), viewer=viewer)
     return store, PostgresLocks(store)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import psycopg
 
-from ..protocol import SchemaTooNewError
+from ..protocol import SchemaTooNewError, StoreError
 
 MIGRATION_LOCK = 0x626C69747A  # "blitz": the advisory lock migrations run under
 SEARCH_CONFIG = "simple"
@@ -144,6 +144,17 @@ def refuse_newer(location: str, version: int) -> None:
         raise SchemaTooNewError(
             f"{location} has schema version {version}, newer than this blitz_kernel reads ({SCHEMA_VERSION}); "
             "upgrade blitz_kernel. The database was left untouched."
+        )
+
+
+def check_current(connection: psycopg.Connection, location: str) -> None:
+    """For a reader that must change nothing: StoreError unless the schema is this version's."""
+    version = schema_version(connection)
+    refuse_newer(location, version)
+    if version != SCHEMA_VERSION:
+        raise StoreError(
+            f"{location} has schema version {version}; a kernel of this blitz_kernel sets it up "
+            f"({SCHEMA_VERSION}) on its first turn, and the panel changes nothing"
         )
 
 

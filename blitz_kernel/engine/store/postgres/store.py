@@ -38,7 +38,7 @@ from ..sqlite import reads
 from . import rows as writes
 from .connection import Link, retried
 from .edge import edge, translate
-from .schema import migrate
+from .schema import check_current, migrate
 from .viewing import Viewing
 
 _EMPTY_USAGE = UsageLedger().model_dump_json()
@@ -47,13 +47,15 @@ _EMPTY_USAGE = UsageLedger().model_dump_json()
 class PostgresStore(Viewing):
     """One owner's sessions of one workspace in a PostgreSQL database."""
 
-    def __init__(self, url: str, *, owner: str, workspace: str) -> None:
+    def __init__(self, url: str, *, owner: str, workspace: str, viewer: bool = False) -> None:
+        """`viewer`: a reader that changes nothing (the side panel) never sets up or migrates
+        the team's database: a schema other than this version's is refused untouched."""
         self.location = shown_url(url)
         self.owner = owner
         self.workspace = workspace
         self.link = Link(url, self.location)
         try:
-            migrate(self.link.db, self.location)
+            (check_current if viewer else migrate)(self.link.db, self.location)
         except StoreError:
             self.link.db.close()
             raise

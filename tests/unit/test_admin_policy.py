@@ -142,6 +142,22 @@ def test_the_session_budget_cannot_be_raised_past_a_locked_cap(tmp_path, policy_
         workspace.add_budget("default", 10)
 
 
+async def test_budget_added_before_the_cap_was_locked_does_not_raise_it(tmp_path, policy_file):
+    """`--add-budget` from before the policy is kept in the user's own store: under a locked
+    cap it no longer counts."""
+    from blitz_kernel.core.usage import Price
+
+    model = ScriptedModel([{"text": "one", "usage": {"prompt_tokens": 1_000_000}}], price=Price(input=6.0, output=0.0))
+    free = open_workspace(tmp_path, ScriptedModel([]), environ={}, overrides={"limits.max_cost_usd_session": 5})
+    free.add_budget("s", 100)  # before the policy: the session may spend 105
+    free.sessions.close()
+    workspace = open_workspace(tmp_path, model, environ=_environ(policy_file))
+    first = await workspace.run("spend", session="s")
+    assert first.stop_reason in ("end_turn", "max_cost")
+    second = await workspace.run("more", session="s")
+    assert second.stop_reason == "max_cost"  # the locked 5 USD holds; the added 100 do not count
+
+
 # -- tools --------------------------------------------------------------------------------------
 
 

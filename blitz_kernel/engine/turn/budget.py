@@ -45,6 +45,8 @@ class Budget:
     control: TurnControl | None = None
     """Where side questions asked while the turn runs charge their cost: it counts toward
     the running turn's `--max-cost`."""
+    locked: bool = False
+    """The session budget is the admin policy's: budget added to it does not count."""
     shared: BudgetLedger | None = None
     """The budget several runs share; only a user's turn has it (a sub-agent's calls pass
     through its caller's checks, so they are reserved once)."""
@@ -58,7 +60,7 @@ class Budget:
     def session_ceiling(self) -> float | None:
         if self.session_limit is None:
             return None
-        return self.session_limit + self.session.budget_added_usd
+        return self.session_limit + (0.0 if self.locked else self.session.budget_added_usd)
 
     def refusal_before_start(self) -> str | None:
         """Why the turn may not start at all, or None."""

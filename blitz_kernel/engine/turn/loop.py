@@ -73,12 +73,12 @@ class TurnRunner:
         self.watch = session_watch(setup.session, setup.limits.repeat_warn, setup.limits.repeat_stop)
         self.budget = Budget(setup.session, setup.limits.max_cost_usd, setup.limits.max_cost_usd_session, control)
         self.budget.shared = setup.limits.shared_budget if parent is None else None
+        self.budget.locked = setup.limits.session_budget_locked
         caller = parent.spend if parent is not None else None
         self.spend: TurnSpend = TurnSpend(setup.session, setup.choice.prices, self.budget, self._emit, caller)
         self.usage = self.spend.usage
         self.compaction = AutoCompaction(setup, tools.schema_tokens, self._emit, self.spend.record)
         self.plan = PlanFlow(setup.mode, setup.choice.system, setup.helpers.plan_reviewer, self._emit)
-        """The mode the turn runs in now, and the plan it proposed."""
         self.output = OutputFlow(setup.choice.output) if setup.choice.output is not None else None
         """The structured answer the turn must end with (`--schema`), when one is asked for."""
         self.recorder: TurnRecorder | None = None

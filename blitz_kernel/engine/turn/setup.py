@@ -88,6 +88,9 @@ class TurnLimits:
     max_cost_usd: float | None = None
     timeout_s: float | None = None
     max_cost_usd_session: float | None = None
+    session_budget_locked: bool = False
+    """The admin policy holds `limits.max_cost_usd_session`: budget added before it did (and
+    kept in the store) no longer raises the ceiling."""
     repeat_warn: int = 3
     repeat_stop: int = 5
     shared_budget: BudgetLedger | None = None

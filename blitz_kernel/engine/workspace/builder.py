@@ -175,6 +175,7 @@ class TurnBuilder:
             max_cost_usd=pick("max_cost_usd", options.max_cost_usd),
             timeout_s=pick("timeout_s", options.timeout_s),
             max_cost_usd_session=defaults.max_cost_usd_session,
+            session_budget_locked=policy is not None and policy.holds("limits.max_cost_usd_session") is not None,
             repeat_warn=defaults.repeat_warn,
             repeat_stop=defaults.repeat_stop,
             shared_budget=BudgetLedger(defaults.shared_budget_file) if defaults.shared_budget_file else None,

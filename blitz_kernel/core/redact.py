@@ -202,15 +202,19 @@ class Redactor:
 
     def held_tail(self, text: str) -> int:
         """Where the longest tail of `text` starts that is the beginning of a known secret
-        (len(text) when none): a streamed text holds it back until it can tell."""
-        start = len(text)
+        (len(text) when none): a streamed text holds it back until it can tell. Such a tail
+        starts with the secret's first character, so only those places are tried (this runs
+        for every streamed piece)."""
+        size = len(text)
+        start = size
         for form in self._forms:
-            for size in range(min(len(form) - 1, len(text)), 0, -1):
-                if len(text) - size >= start:
+            first = form[0]
+            place = text.find(first, max(0, size - len(form) + 1), start)
+            while place >= 0:
+                if form.startswith(text[place:]):
+                    start = place
                     break
-                if text.endswith(form[:size]):
-                    start = len(text) - size
-                    break
+                place = text.find(first, place + 1, start)
         return start
 
     def __bool__(self) -> bool:

@@ -37,6 +37,7 @@ from .paths import (
     open_for_replace,
     open_in_workspace,
     open_with_folder,
+    real_path,
     relative_name,
     resolve_in_workspace,
     special_kind,
@@ -279,7 +280,7 @@ async def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
     with offset=..." when there is more. Lines over 2000 characters are cut. Binary files are
     described (size, type), not shown; only regular files are read (not pipes or devices)."""
     budget = Budget(READ_BUDGET_S, ctx.deadline)
-    root = ctx.workspace.resolve()
+    root = real_path(ctx.workspace)
     try:  # a stat opens nothing, so a FIFO or device cannot block here
         info = os.stat(resolve_in_workspace(root, args.path))
     except (OSError, ToolError, ValueError):

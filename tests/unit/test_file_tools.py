@@ -513,3 +513,34 @@ async def test_edit_through_symlink_edits_the_target(ws: Path) -> None:
     await call(ws, "edit_file", path="alias.txt", old="old", new="new")
     assert (ws / "real.txt").read_text() == "new\n"
     assert (ws / "alias.txt").is_symlink()
+
+
+def test_real_path_names_what_resolve_names(tmp_path):
+    """The fast real path (Linux's /proc) gives what `Path.resolve` gives, for plain files,
+    symlinked folders and files, relative links, missing paths and paths through a file."""
+    import os
+
+    from blitz_kernel.tools.paths import real_path
+
+    (tmp_path / "real" / "deep").mkdir(parents=True)
+    (tmp_path / "real" / "deep" / "f.txt").write_text("x")
+    os.mkfifo(tmp_path / "real" / "pipe")
+    (tmp_path / "dirlink").symlink_to(tmp_path / "real")
+    (tmp_path / "real" / "rel").symlink_to("deep/f.txt")
+    (tmp_path / "chain").symlink_to("dirlink/rel")
+    cases = [
+        tmp_path / "real" / "deep" / "f.txt",
+        tmp_path / "dirlink" / "deep" / "f.txt",
+        tmp_path / "dirlink" / "rel",
+        tmp_path / "chain",
+        tmp_path / "dirlink",
+        tmp_path / "real" / "pipe",  # O_PATH reads nothing: a FIFO cannot block
+        tmp_path / "dirlink" / "missing" / "new.txt",
+        tmp_path / "real" / "deep" / "f.txt" / "under-a-file",
+        tmp_path / "dirlink" / "deep" / ".." / "rel",
+    ]
+    for case in cases:
+        assert real_path(case) == case.resolve(), case
+    (tmp_path / "loop").symlink_to("loop")
+    with pytest.raises((RuntimeError, OSError)):
+        real_path(tmp_path / "loop")

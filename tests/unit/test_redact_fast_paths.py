@@ -101,3 +101,29 @@ def test_keyword_prefilter_keeps_non_ascii_keys():
 def test_secret_pattern_default_has_no_needle():
     pattern = SecretPattern("x", re.compile("abc"))
     assert pattern.needle == "" and not pattern.case_blind
+
+
+def held_tail_by_every_size(redactor: Redactor, text: str) -> int:
+    """The held tail found by trying every size of every form (the slow, obvious way)."""
+    start = len(text)
+    for form in redactor._forms:
+        for size in range(min(len(form) - 1, len(text)), 0, -1):
+            if text.endswith(form[:size]):
+                start = min(start, len(text) - size)
+                break
+    return start
+
+
+def test_held_tail_tries_only_where_a_secret_begins_and_finds_what_every_size_finds():
+    import random
+
+    rng = random.Random(11)
+    secrets = ["abcabcabd-secret", "zzzz-token-9876", "a" * 12, "x+y/z=w&q 1234"]
+    redactor = Redactor(secrets, patterns=False)
+    alphabet = "abcdz-+/ %xyt0123"
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        if rng.random() < 0.5:
+            form = rng.choice(redactor._forms)
+            text += form[: rng.randint(1, len(form) - 1)]
+        assert redactor.held_tail(text) == held_tail_by_every_size(redactor, text), text

@@ -23,9 +23,13 @@ class OutgoingEvents:
         """What to send for `event`: nothing while a streamed piece is held back, the held
         text before any other event."""
         if isinstance(event, TextEvent) and event.delta:
-            stream = self._streams.setdefault(event.thought, self._redactor.stream())
+            stream = self._streams.get(event.thought)
+            if stream is None:
+                stream = self._streams[event.thought] = self._redactor.stream()
             text = stream.feed(event.text)
-            return [event.model_copy(update={"text": text})] if text else []
+            if not text:
+                return []
+            return [event if text == event.text else event.model_copy(update={"text": text})]
         return [*self.flush(), self._redactor.redact_value(event)]
 
     def flush(self) -> list[Event]:

@@ -30,6 +30,9 @@ Step format (each generation request takes one step; an empty script answers 500
   finishReason SAFETY and its safety ratings (after the given text, if any).
 
 `max_input_tokens` (None: no limit) makes a longer request fail as the service fails it.
+
+The explicit context cache (`cachedContents`, and `cachedContent` in a generation request) is
+tests/fake_gemini_cache.py; `server.cache` holds it.
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from tests.fake_gemini_cache import MIN_CACHE_TOKENS, CacheRefusal, CacheStore, read_cached_prompt
 from tests.fake_native_server import NativeFakeServer, NativeHandler, Step, dumps
 from tests.fakeserver import split_text
 
@@ -225,12 +229,13 @@ def check_request(body: Any, issued: dict[str, str] | None = None) -> None:
 # -- answers ----------------------------------------------------------------------------------
 
 
-def usage_metadata(step: Step, estimate: int, pieces: int) -> dict[str, Any]:
+def usage_metadata(step: Step, estimate: int, pieces: int, cached_tokens: int = 0) -> dict[str, Any]:
+    """The answer's usage block; `cached_tokens` is what the request read from a cachedContent."""
     given = step.get("usage") or {}
     prompt = int(given.get("prompt", given.get("promptTokenCount", estimate)))
     candidates = int(given.get("candidates", given.get("candidatesTokenCount", max(pieces, 1))))
     thoughts = int(given.get("thoughts", given.get("thoughtsTokenCount", 0)))
-    cached = int(given.get("cached", given.get("cachedContentTokenCount", 0)))
+    cached = int(given.get("cached", given.get("cachedContentTokenCount", cached_tokens)))
     usage: dict[str, Any] = {
         "promptTokenCount": prompt,
         "candidatesTokenCount": candidates,
@@ -292,27 +297,37 @@ _SAFETY_RATINGS = [
 class _GeminiHandler(NativeHandler):
     server: Any
 
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
     def answer(
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: Any, raw: bytes
     ) -> None:
         owner: FakeGeminiServer = self.server.owner
+        if re.fullmatch(r"/v1(?:beta)?/cachedContents(?:/[^/]*)?", path):
+            self._cache_route(owner, method, path, query, headers, body)
+            return
         match = re.fullmatch(r"/v1(?:beta)?/models/([^/:]+):(generateContent|streamGenerateContent)", path)
         if method != "POST" or match is None:
             self.send_json(404, error_body(404, f"fake Gemini: no route {method} {path}"))
             return
         model, action = match.groups()
         stream = action == "streamGenerateContent"
+        cached_tokens = 0
         try:
             self._check_access(owner, model, headers, query, stream)
-            check_request(body, owner.issued)
-            estimate = estimate_tokens(body)
+            cache, whole = read_cached_prompt(owner.cache, body, model) if isinstance(body, dict) else (None, body)
+            check_request(whole, owner.issued)
+            if cache is not None:
+                cached_tokens = cache.tokens
+            estimate = estimate_tokens(body) + cached_tokens
             if owner.max_input_tokens is not None and estimate > owner.max_input_tokens:
                 raise GeminiError(
                     400,
                     f"The input token count ({estimate}) exceeds the maximum number of tokens allowed "
                     f"({owner.max_input_tokens}).",
                 )
-        except GeminiError as error:
+        except (GeminiError, CacheRefusal) as error:
             owner.refusals.append(error.message)
             self.send_json(error.code, error_body(error.code, error.message))
             return
@@ -320,11 +335,44 @@ class _GeminiHandler(NativeHandler):
         if step is None:
             self.send_json(500, error_body(500, "fake Gemini: script exhausted"))
             return
-        self._play(step, model, estimate, stream)
+        self._play(step, model, estimate, stream, cached_tokens)
 
-    def _check_access(
-        self, owner: FakeGeminiServer, model: str, headers: dict[str, str], query: dict[str, str], stream: bool
+    def _cache_route(
+        self,
+        owner: FakeGeminiServer,
+        method: str,
+        path: str,
+        query: dict[str, str],
+        headers: dict[str, str],
+        body: Any,
     ) -> None:
+        """cachedContents: create and list on the collection, get and delete on one."""
+        name = path.split("/", 2)[2]  # "cachedContents" or "cachedContents/<id>"
+        try:
+            self._check_key(owner, headers, query)
+            if name == "cachedContents" and method == "POST":
+                fault = owner.cache_faults.pop(0) if owner.cache_faults else None
+                if fault is not None:
+                    raise CacheRefusal(int(fault["status"]), str(fault["message"]))
+                created = owner.cache.create(
+                    body, estimate_tokens, lambda contents, tools: check_request({"contents": contents, **tools})
+                )
+                self.send_json(200, created.metadata())
+            elif name == "cachedContents" and method == "GET":
+                page_size = int(query.get("pageSize") or owner.cache_page_size)
+                self.send_json(200, owner.cache.listing(page_size, query.get("pageToken")))
+            elif name != "cachedContents" and method == "GET":
+                self.send_json(200, owner.cache.live(name).metadata())
+            elif name != "cachedContents" and method == "DELETE":
+                owner.cache.delete(name)
+                self.send_json(200, {})
+            else:
+                self.send_json(404, error_body(404, f"fake Gemini: no route {method} {path}"))
+        except (GeminiError, CacheRefusal) as error:
+            owner.refusals.append(error.message)
+            self.send_json(error.code, error_body(error.code, error.message))
+
+    def _check_key(self, owner: FakeGeminiServer, headers: dict[str, str], query: dict[str, str]) -> None:
         key = headers.get("x-goog-api-key") or query.get("key")
         if not key:
             raise GeminiError(
@@ -334,6 +382,11 @@ class _GeminiHandler(NativeHandler):
             )
         if owner.api_key is not None and key != owner.api_key:
             raise GeminiError(400, "API key not valid. Please pass a valid API key.")
+
+    def _check_access(
+        self, owner: FakeGeminiServer, model: str, headers: dict[str, str], query: dict[str, str], stream: bool
+    ) -> None:
+        self._check_key(owner, headers, query)
         if owner.models is not None and model not in owner.models:
             raise GeminiError(
                 404, f"models/{model} is not found for API version v1beta, or is not supported for generateContent."
@@ -341,7 +394,7 @@ class _GeminiHandler(NativeHandler):
         if stream and query.get("alt") != "sse":
             raise GeminiError(400, "fake Gemini: only the alt=sse stream is served")
 
-    def _play(self, step: Step, model: str, estimate: int, stream: bool) -> None:
+    def _play(self, step: Step, model: str, estimate: int, stream: bool, cached_tokens: int = 0) -> None:
         fault = step.get("fault")
         if fault == "status":
             code = int(step.get("status", 500))
@@ -364,7 +417,7 @@ class _GeminiHandler(NativeHandler):
             message = step.get("message") or _DEFAULT_MESSAGES.get(code, f"fake Gemini: injected HTTP {code}")
             self._sse([*chunks, error_body(code, message)], stream, step.get("hold"))
             return
-        usage = usage_metadata(step, estimate, pieces)
+        usage = usage_metadata(step, estimate, pieces, cached_tokens)
         if fault == "blocked_prompt":
             chunks = [
                 {
@@ -439,7 +492,9 @@ class FakeGeminiServer(NativeFakeServer):
     """The fake Gemini API on 127.0.0.1; `base_url` is the api_base to give litellm.
 
     `api_key`: when set, only this key is accepted; `models`: when set, other model names are
-    404; `max_input_tokens`: a longer request is refused as too long.
+    404; `max_input_tokens`: a longer request is refused as too long; `min_cache_tokens`: the
+    smallest content `cachedContents` takes; `clock`: the cache's time (seconds since the epoch).
+    `cache_faults` (`{"status", "message"}`, oldest first) answer the next cache creations.
     """
 
     handler = _GeminiHandler
@@ -452,8 +507,13 @@ class FakeGeminiServer(NativeFakeServer):
         api_key: str | None = None,
         models: set[str] | None = None,
         max_input_tokens: int | None = None,
+        min_cache_tokens: int = MIN_CACHE_TOKENS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(host, port)
+        self.cache = CacheStore(min_tokens=min_cache_tokens, served=models, clock=clock)
+        self.cache_faults: list[dict[str, Any]] = []
+        self.cache_page_size = 50
         self.api_key = api_key
         self.models = models
         self.max_input_tokens = max_input_tokens
@@ -484,3 +544,7 @@ class FakeGeminiServer(NativeFakeServer):
     def generation_bodies(self) -> list[dict[str, Any]]:
         """The bodies of the generation requests received, oldest first."""
         return [r.body for r in self.requests if ":generateContent" in r.path or ":streamGenerateContent" in r.path]
+
+    def cache_requests(self) -> list[tuple[str, str]]:
+        """(method, path) of each cachedContents request received, oldest first."""
+        return [(r.method, r.path.split("?")[0]) for r in self.requests if "/cachedContents" in r.path]

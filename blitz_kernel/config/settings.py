@@ -126,6 +126,17 @@ class StallConfig(_Section):
     """Seconds between two streamed chunks."""
 
 
+class PromptCacheConfig(_Section):
+    """Prompt caching where the provider must be asked for it: Anthropic's cache marks and
+    Gemini's context cache (docs/providers.md#prompt-caching). On by default: it lowers the
+    input cost of every step after the first."""
+
+    enabled: bool = True
+    """Mark prompts for the provider's cache; off sends every prompt uncached."""
+    gemini_ttl_s: int = Field(default=300, ge=60, le=86400)
+    """Seconds Gemini keeps a context cache after it is made; Google bills its storage by the hour."""
+
+
 class StopConfig(_Section):
     """How Stop ends a turn: gracefully after the current step, and by force (the running step
     cancelled) when that has not happened within the grace, so a stalled stream or a long tool
@@ -312,6 +323,8 @@ class BlitzConfig(_Section):
     """Retries of a retryable model failure (rate limit, 5xx, timeout, stall) before it surfaces."""
     stall: StallConfig = StallConfig()
     """Stall detection budgets."""
+    prompt_cache: PromptCacheConfig = PromptCacheConfig()
+    """Prompt caching the provider must be asked for (Anthropic, Gemini)."""
     breaker: BreakerConfig = BreakerConfig()
     """Circuit breaker settings of the fallback chain."""
     stop: StopConfig = StopConfig()

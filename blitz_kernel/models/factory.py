@@ -26,10 +26,12 @@ def build_model(
     fallback_models: Sequence[str] = (),
     breaker_failures: int = 3,
     breaker_cooldown_s: float = 60.0,
+    prompt_caching: bool = True,
+    cache_ttl_s: int = 300,
 ) -> Model:
     """Never raises: a name that cannot be built gives a placeholder model that says why.
 
-    Each fallback is built like the primary (same api_base, key and retry and stall settings).
+    Each fallback is built like the primary (same api_base, key, retry, stall and cache settings).
     A fallback that cannot be built stays in the chain as a placeholder, so its reason shows up
     in the switch event instead of the fallback silently vanishing.
     """
@@ -46,6 +48,8 @@ def build_model(
             stall_first_byte_s=stall_first_byte_s,
             stall_between_chunks_s=stall_between_chunks_s,
             placeholder_name=placeholder_name,
+            prompt_caching=prompt_caching,
+            cache_ttl_s=cache_ttl_s,
         )
 
     primary = build(name, "(none)")
@@ -112,6 +116,8 @@ def _build_one(
     stall_first_byte_s: float,
     stall_between_chunks_s: float,
     placeholder_name: str,
+    prompt_caching: bool = True,
+    cache_ttl_s: int = 300,
 ) -> Model:
     if name.startswith(SCRIPTED_PREFIX):
         given = Path(name[len(SCRIPTED_PREFIX) :]).expanduser()
@@ -142,4 +148,6 @@ def _build_one(
         retries=retries,
         stall_first_byte_s=stall_first_byte_s,
         stall_between_chunks_s=stall_between_chunks_s,
+        prompt_caching=prompt_caching,
+        cache_ttl_s=cache_ttl_s,
     )

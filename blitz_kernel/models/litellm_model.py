@@ -32,7 +32,7 @@ from ..errors import (
     ModelTimeoutError,
     ModelUnavailableError,
 )
-from . import cache_marks, ollama_show, openai_direct, price_map
+from . import cache_marks, gemini_cache, ollama_show, openai_direct, price_map
 from .base import ModelRequest, StreamItem, TextDelta
 from .litellm_errors import AttemptFailed, ErrorMapper
 from .openai_wire import StreamReader, to_openai_messages, to_openai_tools
@@ -192,8 +192,8 @@ class LiteLLMModel:
     `fast_stream=False` always reads litellm's stream wrapper (slower; see the module doc).
     `direct`: True/False forces the direct OpenAI path on or off for an OpenAI-compatible
     model (None: `DIRECT_PATH`); it is taken only while no litellm callbacks are registered.
-    `prompt_caching=False` leaves out the cache breakpoints a provider with explicit caching
-    gets (cache_marks.py).
+    `prompt_caching=False` leaves out the cache marks (cache_marks.py; gemini_cache.py, whose
+    cache lives `cache_ttl_s` seconds).
     """
 
     def __init__(
@@ -213,6 +213,7 @@ class LiteLLMModel:
         stall_between_chunks_s: float = 60.0,
         direct: bool | None = None,
         prompt_caching: bool = True,
+        cache_ttl_s: int = 300,
     ) -> None:
         for key, budget in ((FIRST_BYTE_KEY, stall_first_byte_s), (BETWEEN_CHUNKS_KEY, stall_between_chunks_s)):
             if not (math.isfinite(budget) and budget > 0):
@@ -230,7 +231,9 @@ class LiteLLMModel:
         self.stall_between_chunks_s = stall_between_chunks_s
         self.direct = direct
         self.prompt_caching = prompt_caching
+        self.cache_ttl_s = cache_ttl_s
         self._explicit_cache: bool | None = None
+        self._context_cache: bool | None = None  # Gemini's; False for good once creating one failed
         self._api_key = api_key
         self._errors = ErrorMapper(name, [api_key, self.extra.get("api_key")], request_timeout, api_base)
         self._speaks_openai: bool | None = openai_direct.speaks_openai(name) if "/" in name else None
@@ -295,6 +298,8 @@ class LiteLLMModel:
                 return
             except AttemptFailed as caught:
                 failure = caught
+            if not shown and self._uncached(transport, failure):
+                continue  # the same call without the context cache, at once
             # Raised outside the except block, so the error's context is only what we chain.
             if shown:
                 raise self._after_output(failure.error) from failure.original
@@ -315,6 +320,8 @@ class LiteLLMModel:
         )
         if self.prompt_caching and self.caches_explicitly():
             messages = cache_marks.mark_breakpoints(messages)
+        elif self.prompt_caching and self.caches_context():
+            messages = gemini_cache.mark_prefix(messages, self.cache_ttl_s)
         arguments.update(
             model=self.name,
             messages=messages,
@@ -391,6 +398,18 @@ class LiteLLMModel:
             raise AttemptFailed(ModelRefusedError(self.name, "the provider's safety filter blocked the answer"))
         yield reader.response(self.name)
 
+    def _uncached(self, transport: _Transport, failure: AttemptFailed) -> bool:
+        """After a call whose context cache could not be made (gemini_cache.py): the model
+        stops marking, the transport is rebuilt without the mark, and True says to send again."""
+        if not isinstance(transport, _LiteLLMTransport) or not gemini_cache.resend_uncached(
+            transport.arguments["messages"], failure.original or failure.__cause__
+        ):
+            return False
+        self._context_cache = False  # for good; the typed error's cause never holds a secret
+        gemini_cache.log.warning("model %r: no context cache (%s); prompts go uncached", self.name, failure.error.cause)
+        transport.arguments = self.completion_arguments(transport.request)
+        return True
+
     def _stall_error(self, watch: _StallWatch) -> ModelStallError:
         """The one-line cause names the budget that ran out, so the user knows what to raise."""
         where = "" if watch.key == FIRST_BYTE_KEY else " between chunks"
@@ -460,15 +479,24 @@ class LiteLLMModel:
 
     def caches_explicitly(self) -> bool:
         """Whether the provider caches only what a request marks (Anthropic, also through
-        Bedrock or Vertex); OpenAI and Gemini cache on their own, and blitz counts it."""
+        Bedrock or Vertex); OpenAI caches on its own, Gemini also does (and see caches_context)."""
         if self._explicit_cache is None:
-            try:
-                provider = load_litellm().get_llm_provider(model=self.name, api_base=self.api_base)[1]
-            except Exception:  # noqa: BLE001 - an unknown provider caches nothing we could mark
-                provider = ""
-            claude = "claude" in self.name.lower()
+            provider, claude = self._provider(), "claude" in self.name.lower()
             self._explicit_cache = provider == "anthropic" or (claude and provider in ("bedrock", "vertex_ai"))
         return self._explicit_cache
+
+    def caches_context(self) -> bool:
+        """Whether the model is a `gemini/` one, with Gemini's context cache (gemini_cache.py)."""
+        if self._context_cache is None:
+            self._context_cache = self._provider() == "gemini"
+        return self._context_cache
+
+    def _provider(self) -> str:
+        """litellm's provider for the name ("" when it knows none: nothing to mark)."""
+        try:
+            return str(load_litellm().get_llm_provider(model=self.name, api_base=self.api_base)[1])
+        except Exception:  # noqa: BLE001 - an unknown provider caches nothing we could mark
+            return ""
 
     def supports_reasoning(self) -> bool:
         """litellm's word on whether the model has a thinking setting (`--think` needs it)."""
@@ -540,6 +568,7 @@ class _Transport:
 class _LiteLLMTransport(_Transport):
     def __init__(self, model: LiteLLMModel, litellm: Any, request: ModelRequest) -> None:
         self.litellm = litellm
+        self.request = request
         self.arguments = model.completion_arguments(request)
 
     def open(self) -> Awaitable[Any]:

@@ -16,7 +16,12 @@ reached:
   in `Host` and in TLS's SNI, so a DNS answer that changes between the check and the connect
   cannot lead it elsewhere;
 - at most `web.max_redirects` redirects (a loop is named), `web.max_bytes` of body (the rest is
-  never downloaded) and `web.timeout_s` in all, never past the turn's own deadline.
+  never downloaded) and `web.timeout_s` in all, never past the turn's own deadline;
+- an https certificate must verify for the host name, against certifi's CA bundle, or the
+  bundle `SSL_CERT_FILE` (or the folder `SSL_CERT_DIR`) names, as for httpx and OpenSSL's own
+  tools: that is how a network that inspects TLS with its own CA is reached. Only that is read
+  from the environment (no proxy settings); a certificate that does not verify is one line
+  naming the host.
 
 HTML becomes readable text with trafilatura (the page's main content as Markdown, links
 kept; all of its text when no main content stands out); other text types come as they are,
@@ -27,7 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import socket
+import ssl
 import time
 from dataclasses import dataclass
 
@@ -101,7 +108,10 @@ async def fetch(url: str, access: WebAccess) -> Page:
     """GET `url`, following redirects by hand so that each hop is checked before it is made."""
     hop = await check_hop(url, access)  # a refused address costs no client
     seen = {str(hop.url)}
-    async with httpx.AsyncClient(trust_env=False, follow_redirects=False, timeout=access.timeout_s) as client:
+    verify = trusted_roots()
+    async with httpx.AsyncClient(
+        trust_env=False, follow_redirects=False, timeout=access.timeout_s, verify=verify
+    ) as client:
         for redirects in range(access.max_redirects + 1):
             client.cookies.clear()  # a cookie one hop set is never sent on the next
             try:
@@ -109,6 +119,9 @@ async def fetch(url: str, access: WebAccess) -> Page:
             except httpx.TimeoutException:
                 raise ToolError(f"{hop.url} did not answer in time (web.timeout_s)") from None
             except httpx.HTTPError as exc:
+                refused = _certificate_refusal(exc)
+                if refused is not None:
+                    raise ToolError(f"the certificate of {hop.host} does not verify: {refused}") from None
                 raise ToolError(f"cannot fetch {hop.url}: {type(exc).__name__}: {exc}") from None
             if isinstance(page, Page):
                 return page
@@ -120,6 +133,34 @@ async def fetch(url: str, access: WebAccess) -> Page:
             hop = await check_hop(following, access)
             seen.add(str(hop.url))
     raise ToolError(f"{url} redirects more than {access.max_redirects} times (web.max_redirects)")
+
+
+def trusted_roots() -> ssl.SSLContext | bool:
+    """The CAs https certificates are checked against: `SSL_CERT_FILE` / `SSL_CERT_DIR` when
+    set (as httpx reads them, which `trust_env=False` turns off along with the proxies), else
+    httpx's default, certifi's bundle. A bundle that cannot be read is one line naming it."""
+    cafile, capath = os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None
+    if cafile is None and capath is None:
+        return True
+    try:
+        return ssl.create_default_context(cafile=cafile, capath=capath)
+    except (OSError, ssl.SSLError) as exc:
+        named = f"SSL_CERT_FILE={cafile}" if cafile else f"SSL_CERT_DIR={capath}"
+        raise ToolError(f"cannot read the CA certificates of {named}: {exc}") from None
+
+
+def _certificate_refusal(exc: BaseException) -> str | None:
+    """Why TLS refused the server's certificate ("self-signed certificate"), if that is what
+    failed; the SSL error sits a few causes down the httpx error."""
+    current: BaseException | None = exc
+    for _ in range(8):
+        if current is None:
+            return None
+        if isinstance(current, ssl.SSLCertVerificationError):
+            reason = current.verify_message or current.reason or str(current)
+            return f"{reason} (checked against certifi's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR)"
+        current = current.__cause__ or current.__context__
+    return None
 
 
 async def _get(client: httpx.AsyncClient, hop: Hop, access: WebAccess, redirects: int) -> Page | str:

@@ -474,6 +474,11 @@ SHELL_CASES: list[ShellCase] = [
         "bad configuration 'stall.first_byte_s' in %blitz_config: Input should be a finite number",
     ),
     ShellCase(
+        "config-prompt_cache.gemini_ttl_s=5",
+        "%blitz_config prompt_cache.gemini_ttl_s=5",
+        "bad configuration 'prompt_cache.gemini_ttl_s' in %blitz_config: Input should be greater than or equal to 60",
+    ),
+    ShellCase(
         "config-breaker.failures=0",
         "%blitz_config breaker.failures=0",
         "bad configuration 'breaker.failures' in %blitz_config: Input should be greater than or equal to 1",

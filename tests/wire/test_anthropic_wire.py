@@ -135,6 +135,14 @@ async def test_prompt_cache_breakpoints_make_later_steps_read_the_earlier_ones(
     assert all(bodies[0]["system"][-1]["cache_control"] == {"type": "ephemeral"} for _ in bodies)
 
 
+async def test_prompt_caching_turned_off_sends_no_cache_mark(fake: FakeAnthropicServer, tmp_path: Path):
+    fake.enqueue({"tool_calls": [{"name": "list_files", "arguments": {}}]}, {"text": "Listed."})
+    result = await workspace_for(tmp_path, fake, **{"prompt_cache.enabled": False}).run("list the files")
+    assert result.text == "Listed." and fake.refusals == []
+    assert [json.dumps(request.body).count('"cache_control"') for request in fake.requests] == [0, 0]
+    assert result.usage.cached_tokens == 0 and result.usage.cache_write_tokens == 0
+
+
 async def test_an_image_from_view_image_reaches_claude_as_a_base64_block(fake: FakeAnthropicServer, tmp_path: Path):
     from tests.unit.test_images import tiny_png
 

@@ -50,7 +50,8 @@ async def test_parallel_function_calls_with_a_thought_signature_and_usage_metada
         {"text": "alpha, and one file.", "usage": {"promptTokenCount": 1000, "candidatesTokenCount": 5}},
         {"text": "Still here."},
     )
-    workspace = workspace_for(tmp_path, fake, reasoning="low")
+    # the usage scripted here is Gemini's implicit caching: the explicit context cache is off
+    workspace = workspace_for(tmp_path, fake, reasoning="low", **{"prompt_cache.enabled": False})
     result = await workspace.run("read a.txt and list the files", session="s")
     assert result.stop_reason == "end_turn", result.error
     assert result.text == "alpha, and one file." and fake.refusals == []
@@ -84,7 +85,7 @@ async def test_a_safety_block_is_one_clear_error_and_the_session_goes_on(
 async def test_resource_exhausted_and_unavailable_are_retried(fake: FakeGeminiServer, tmp_path: Path, status: int):
     fake.enqueue({"fault": "status", "status": status, "message": "The model is overloaded."}, {"text": "Served."})
     result = await workspace_for(tmp_path, fake, retries=2).run("hello")
-    assert result.text == "Served." and len(fake.requests) == 2
+    assert result.text == "Served." and len(fake.generation_bodies()) == 2
 
 
 async def test_an_input_over_the_limit_is_a_one_line_error(fake: FakeGeminiServer, tmp_path: Path):
@@ -134,8 +135,11 @@ def part_kinds(content: dict[str, Any]) -> list[str]:
 
 
 async def test_parallel_tool_calls_over_several_steps_and_the_next_turn(
-    workspace: Workspace, gemini: FakeGeminiServer, tmp_path: Path
+    gemini: FakeGeminiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
+    # the request as sent uncached (the explicit context cache: test_gemini_cache_wire.py)
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    workspace = gemini_workspace(tmp_path, gemini, dotted={"prompt_cache.enabled": False})
     (tmp_path / "a.txt").write_text("alpha\n")
     (tmp_path / "b.txt").write_text("beta\n")
     gemini.enqueue(

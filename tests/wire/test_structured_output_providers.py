@@ -55,7 +55,7 @@ async def test_gemini_gets_the_schema_as_its_response_json_schema_in_a_final_req
         fake.enqueue({"text": "There are two rows."}, {"text": '{"rows": 2}'})
         result = await workspace.run("how many rows?", output_type=Rows)
         assert result.error is None and result.output == Rows(rows=2)
-        first, final = fake.requests[0].body, fake.requests[1].body
+        first, final = fake.generation_bodies()
         assert "final_result" not in str(first.get("tools", []))
         config = final["generationConfig"]
         assert config["response_mime_type"] == "application/json"

@@ -27,7 +27,16 @@ from ..safety.hooks import HookRunner
 from ..tracing import Telemetry
 from ..turn.agents import AgentRegistry
 
-MODEL_SETTINGS = ("model", "api_base", "api_key_env", "model_retries", "stall", "fallback_models", "breaker")
+MODEL_SETTINGS = (
+    "model",
+    "api_base",
+    "api_key_env",
+    "model_retries",
+    "stall",
+    "fallback_models",
+    "breaker",
+    "prompt_cache",
+)
 """Settings the session-wide model is built from: changing one rebuilds it."""
 
 
@@ -98,6 +107,8 @@ class Configuration:
             fallback_models=config.fallback_models,
             breaker_failures=config.breaker.failures,
             breaker_cooldown_s=config.breaker.cooldown_s,
+            prompt_caching=config.prompt_cache.enabled,
+            cache_ttl_s=config.prompt_cache.gemini_ttl_s,
         )
 
     def configure(self, **dotted: Any) -> BlitzConfig:

@@ -7,6 +7,7 @@ footer, and that model text stays text."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,18 @@ def render(page: Any, **state: Any) -> Any:
     return page.locator("#widget")
 
 
+def rgb(colour: str) -> tuple[float, float, float]:
+    """A computed colour's red, green and blue from 0 to 1 (`rgb(...)`, or `color(srgb ...)`
+    for one mixed with color-mix())."""
+    numbers = re.findall(r"[\d.]+", colour.split("/")[0])
+    values = [float(n) for n in numbers[:3]]
+    return (
+        (values[0], values[1], values[2])
+        if colour.startswith("color(")
+        else (values[0] / 255, values[1] / 255, values[2] / 255)
+    )
+
+
 def pending_call(name: str, preview: str, kind: str, reason: str | None = None) -> dict[str, Any]:
     return {
         "id": "c1",
@@ -93,10 +106,14 @@ def test_the_approval_card_colours_a_diff_and_keeps_markup_as_text(page: Any):
     expect(preview.locator(".blitz-diff-del")).to_have_text(["-rate = 1"])
     expect(preview.locator(".blitz-diff-add")).to_have_text(["+rate = 2  # <b>raised</b>"])
     expect(preview.locator("b")).to_have_count(0)
-    assert (
-        page.evaluate("() => getComputedStyle(document.querySelector('.blitz-diff-add')).backgroundColor")
-        == "rgb(220, 252, 231)"
+    # added lines on a green tint, removed ones on a red one, both unlike the block around them
+    added, removed, block = (
+        rgb(page.evaluate(f"() => getComputedStyle(document.querySelector('{selector}')).backgroundColor"))
+        for selector in (".blitz-diff-add", ".blitz-diff-del", ".blitz-preview")
     )
+    assert added[1] > added[0] and added[1] > added[2], added
+    assert removed[0] > removed[1] and removed[0] > removed[2], removed
+    assert len({added, removed, block}) == 3
     expect(card).to_contain_text("diff · 5 lines")
     card.get_by_role("button", name="Allow once", exact=True).click()
     assert page.evaluate("() => window.sent") == [

@@ -494,3 +494,37 @@ describe('the footer and Stop', () => {
     expect($('.blitz-controls').hidden).toBe(true);
   });
 });
+
+describe('accessibility', () => {
+  it('every control is a real button with a name or a labelled text box, and nothing else takes focus', () => {
+    render({
+      items: [tool({ status: 'waiting' })],
+      pending: { request_id: 'r1', calls: [call()], agent: null, scope: [], waiting: 0 },
+      review: { review_id: 1, plan: 'p' },
+      offer: { offer_id: 1, steps: 5, line: 'Stopped at 5 steps.' }
+    });
+    const buttons = $$('button') as HTMLButtonElement[];
+    expect(buttons.map(node => node.textContent)).toEqual([
+      'Allow once',
+      'Always allow',
+      'Deny',
+      'Approve plan',
+      'Reject',
+      'Continue',
+      'End turn',
+      'Stop'
+    ]);
+    expect(buttons.every(node => node.type === 'button')).toBe(true);
+    const boxes = $$('input') as HTMLInputElement[];
+    expect(boxes.map(node => node.getAttribute('aria-label'))).toEqual([
+      'Reason for denying write_file (optional)',
+      'Reason for rejecting',
+      'Steer the agent',
+      'Ask aside'
+    ]);
+    expect($$('[tabindex]')).toEqual([]); // focus follows the document's order: cards, then the controls
+    for (const group of $$('[role="group"]')) {
+      expect(group.getAttribute('aria-label')).toBeTruthy();
+    }
+  });
+});

@@ -7,13 +7,12 @@ footer, and that model text stays text."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import expect
 
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, rgb
 
 TURN_JS = Path(__file__).resolve().parents[2] / "blitz_kernel" / "notebook" / "widgets" / "static" / "turn.js"
 TURN_CSS = TURN_JS.with_name("turn.css")
@@ -63,18 +62,6 @@ def render(page: Any, **state: Any) -> Any:
     page.set_content("<!doctype html><html><body></body></html>")
     page.evaluate(HARNESS, {"source": TURN_JS.read_text(), "css": TURN_CSS.read_text(), "state": {**base, **state}})
     return page.locator("#widget")
-
-
-def rgb(colour: str) -> tuple[float, float, float]:
-    """A computed colour's red, green and blue from 0 to 1 (`rgb(...)`, or `color(srgb ...)`
-    for one mixed with color-mix())."""
-    numbers = re.findall(r"[\d.]+", colour.split("/")[0])
-    values = [float(n) for n in numbers[:3]]
-    return (
-        (values[0], values[1], values[2])
-        if colour.startswith("color(")
-        else (values[0] / 255, values[1] / 255, values[2] / 255)
-    )
 
 
 def pending_call(name: str, preview: str, kind: str, reason: str | None = None) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-// Unit tests of the labextension's request handling (no browser, no JupyterLab runtime).
+// Unit tests of the labextension and the turn widget (no browser, no JupyterLab runtime): in node,
+// or in jsdom for a file that asks for it (`// @vitest-environment jsdom`: the widget's tests).
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({

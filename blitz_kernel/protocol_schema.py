@@ -23,6 +23,7 @@ from pydantic import TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 
 from .engine.events import Event
+from .engine.undo.changes import ReviewedChange
 from .notebook import bridge_messages as bridge
 from .notebook.widgets.items import TurnWidgetState, UndoWidgetState
 from .notebook.widgets.undo import ControlMessage
@@ -65,6 +66,7 @@ MESSAGES: dict[str, tuple[Any, Shape]] = {
     "TurnWidgetCommand": (FrontEndMessage, "validated"),
     "UndoWidgetState": (UndoWidgetState, "dumped"),
     "UndoWidgetCommand": (ControlMessage, "validated"),
+    "ReviewedChange": (ReviewedChange, "dumped"),  # one entry of UndoWidgetState.changes, less its `summary`
     # the engine's events, which the widget's state is made from
     "EngineEvent": (Event, "dumped"),
     # inline completion (the server extension's settings and NDJSON stream)

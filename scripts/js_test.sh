@@ -5,7 +5,10 @@
 # `pip install` built the labextension (its build ran `npm install` from that lock), so
 # repeated runs take a few seconds. It fails when the TypeScript types generated from the Python
 # protocol models (labextension/src/generated, docs/widget.md) are stale: they are made again
-# in a temporary folder and compared ($PYTHON, or the virtualenv's python, exports the schema).
+# in a temporary folder and compared ($PYTHON, or the virtualenv's python, exports the schema),
+# and when the built widget modules (blitz_kernel/notebook/widgets/static/turn.js and undo.js,
+# from labextension/widget/src) are stale: they are built again in a temporary folder and
+# compared.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v npm >/dev/null; then
@@ -39,8 +42,18 @@ if ! diff -ru labextension/src/generated "$generated"; then
   echo "labextension/src/generated is stale: the Python protocol models changed; run npm run gen:protocol and commit it" >&2
   exit 1
 fi
+echo "== built widget modules are current (blitz_kernel/notebook/widgets/static)"
+node scripts/build_widget.mjs --out "$generated/widget" >/dev/null
+for entry in turn undo; do
+  if ! diff -u "blitz_kernel/notebook/widgets/static/$entry.js" "$generated/widget/$entry.js"; then
+    echo "blitz_kernel/notebook/widgets/static/$entry.js is stale: labextension/widget/src changed; run npm run build:widget and commit it" >&2
+    exit 1
+  fi
+done
 echo "== tsc (labextension)"
 node_modules/.bin/tsc -b labextension
+echo "== tsc (the turn widget, labextension/widget)"
+node_modules/.bin/tsc -p labextension/widget
 echo "== tsc (labextension tests: they build values of the generated types)"
 node_modules/.bin/tsc -p labextension/test
 echo "== vitest (labextension)"

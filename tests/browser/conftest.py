@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -124,6 +125,18 @@ class JupyterServer:
             self.process.kill()
             self.process.wait()
         self.log.close()
+
+
+def rgb(colour: str) -> tuple[float, float, float]:
+    """A computed colour's red, green and blue from 0 to 1 (`rgb(...)`, or `color(srgb ...)`
+    for one mixed with color-mix())."""
+    numbers = re.findall(r"[\d.]+", colour.split("/")[0])
+    values = [float(n) for n in numbers[:3]]
+    return (
+        (values[0], values[1], values[2])
+        if colour.startswith("color(")
+        else (values[0] / 255, values[1] / 255, values[2] / 255)
+    )
 
 
 def write_notebook(path: Path, cells: list[str]) -> None:

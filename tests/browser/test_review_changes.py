@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from tests.fakeserver import FakeOpenAIServer
 
-from .conftest import ARTIFACTS, JupyterServer, start_server
+from .conftest import ARTIFACTS, JupyterServer, rgb, start_server
 from .test_turn_widget import KERNEL_IDLE, output_of, run_notebook
 
 
@@ -62,7 +62,10 @@ def test_review_changes_reverts_one_of_two_file_edits_and_keeps_the_other(
     expect(prices).to_contain_text("file prices.csv +1 −1")
     expect(prices.locator(".blitz-diff-del")).to_have_text(["-tea,3"])
     expect(prices.locator(".blitz-diff-add")).to_have_text(["+tea,4"])
-    expect(prices.locator(".blitz-diff-add")).to_have_css("background-color", "rgb(220, 252, 231)")
+    # the added line on a green tint, the removed one on a red one
+    added = rgb(prices.locator(".blitz-diff-add").evaluate("node => getComputedStyle(node).backgroundColor"))
+    removed = rgb(prices.locator(".blitz-diff-del").evaluate("node => getComputedStyle(node).backgroundColor"))
+    assert added[1] > max(added[0], added[2]) and removed[0] > max(removed[1], removed[2]), (added, removed)
     expect(summary.locator(".blitz-diff-add")).to_have_text(["+new"])
     turn.screenshot(path=str(ARTIFACTS / "lab-review-changes.png"))
     if os.environ.get("BLITZ_DOCS_SCREENSHOT") == "1":  # refresh docs/undo.md's picture on request only

@@ -12,7 +12,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, rgb
 
 TURN_JS = Path(__file__).resolve().parents[2] / "blitz_kernel" / "notebook" / "widgets" / "static" / "turn.js"
 TURN_CSS = TURN_JS.with_name("turn.css")
@@ -93,10 +93,14 @@ def test_the_approval_card_colours_a_diff_and_keeps_markup_as_text(page: Any):
     expect(preview.locator(".blitz-diff-del")).to_have_text(["-rate = 1"])
     expect(preview.locator(".blitz-diff-add")).to_have_text(["+rate = 2  # <b>raised</b>"])
     expect(preview.locator("b")).to_have_count(0)
-    assert (
-        page.evaluate("() => getComputedStyle(document.querySelector('.blitz-diff-add')).backgroundColor")
-        == "rgb(220, 252, 231)"
+    # added lines on a green tint, removed ones on a red one, both unlike the block around them
+    added, removed, block = (
+        rgb(page.evaluate(f"() => getComputedStyle(document.querySelector('{selector}')).backgroundColor"))
+        for selector in (".blitz-diff-add", ".blitz-diff-del", ".blitz-preview")
     )
+    assert added[1] > added[0] and added[1] > added[2], added
+    assert removed[0] > removed[1] and removed[0] > removed[2], removed
+    assert len({added, removed, block}) == 3
     expect(card).to_contain_text("diff · 5 lines")
     card.get_by_role("button", name="Allow once", exact=True).click()
     assert page.evaluate("() => window.sent") == [

@@ -95,7 +95,8 @@ def later_turns(workspace: Workspace, session: str, turn_index: int) -> list[int
 
 
 class UndoButton(anywidget.AnyWidget):  # type: ignore[misc]
-    """The button's view; `status` and `report` are all it shows (static/undo.js)."""
+    """The controls' view (labextension/widget/src/undo.ts, built into static/undo.js): the
+    buttons, the change list and the status and report."""
 
     _esm = STATIC / "undo.js"
     _css = STATIC / "turn.css"

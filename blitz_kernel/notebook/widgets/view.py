@@ -1,8 +1,9 @@
 """TurnView: the anywidget that shows a running turn, and the messages its front end sends.
 
-The JS and CSS ship inside the package (`static/turn.js`, `static/turn.css`, plain ES module
-and stylesheet: no CDN, no build step). State flows kernel → browser as synced traits (one
-comm message per flush, see sync.py); user actions flow browser → kernel as anywidget custom
+The JS and CSS ship inside the package (`static/turn.js`, one self-contained ES module built
+from the TypeScript in labextension/widget/ and committed, and `static/turn.css`: no CDN,
+nothing to build at install, docs/widget.md). State flows kernel → browser as synced traits
+(one comm message per flush, see sync.py); user actions flow browser → kernel as anywidget custom
 messages, i.e. `comm_msg` with `data = {"method": "custom", "content": <one of the models
 below>}`. Every message names the turn it belongs to, so a click queued for an older turn is
 recognised and ignored (docs/architecture.md). A message that fits none of them is logged once
@@ -103,7 +104,8 @@ def parse_message(content: Any) -> FrontEndMessage | None:
 
 
 class TurnView(anywidget.AnyWidget):  # type: ignore[misc]
-    """The live turn. Traits mirror `TurnState.synced_value(name)`; see static/turn.js."""
+    """The live turn. Traits mirror `TurnState.synced_value(name)`; the view is
+    labextension/widget/src/turn.ts, built into static/turn.js."""
 
     _esm = STATIC / "turn.js"
     _css = STATIC / "turn.css"

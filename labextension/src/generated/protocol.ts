@@ -40,6 +40,11 @@ export type TurnWidgetCommand =
 export type UndoWidgetCommand = UndoMessage | OpenReviewMessage | DecideChangeMessage;
 /**
  * This interface was referenced by `BlitzProtocol`'s JSON-Schema
+ * via the `definition` "ReviewedChange".
+ */
+export type ReviewedChange = FileReview | CellReview | VariableReview;
+/**
+ * This interface was referenced by `BlitzProtocol`'s JSON-Schema
  * via the `definition` "EngineEvent".
  */
 export type EngineEvent =
@@ -94,6 +99,7 @@ export interface BlitzProtocol {
   TurnWidgetCommand: TurnWidgetCommand;
   UndoWidgetState: UndoWidgetState;
   UndoWidgetCommand: UndoWidgetCommand;
+  ReviewedChange: ReviewedChange;
   EngineEvent: EngineEvent;
   CompletionSettings: CompletionSettings;
   CompletionRequest: CompletionRequest;
@@ -800,6 +806,56 @@ export interface DecideChangeMessage {
   turn_id: string;
   change_id: string;
   decision: 'keep' | 'revert' | 'force';
+}
+/**
+ * This interface was referenced by `BlitzProtocol`'s JSON-Schema
+ * via the `definition` "FileReview".
+ */
+export interface FileReview {
+  id: string;
+  turn: number;
+  key: string;
+  status: 'pending' | 'kept' | 'reverted' | 'conflict';
+  note: string | null;
+  kind: 'file';
+  path: string;
+  created: boolean;
+  added: number;
+  removed: number;
+  diff: string;
+}
+/**
+ * This interface was referenced by `BlitzProtocol`'s JSON-Schema
+ * via the `definition` "CellReview".
+ */
+export interface CellReview {
+  id: string;
+  turn: number;
+  key: string;
+  status: 'pending' | 'kept' | 'reverted' | 'conflict';
+  note: string | null;
+  kind: 'cell';
+  index: number;
+  action: string;
+  cell_id: string | null;
+  source_before: string | null;
+  source_after: string | null;
+  outputs_changed: boolean;
+}
+/**
+ * This interface was referenced by `BlitzProtocol`'s JSON-Schema
+ * via the `definition` "VariableReview".
+ */
+export interface VariableReview {
+  id: string;
+  turn: number;
+  key: string;
+  status: 'pending' | 'kept' | 'reverted' | 'conflict';
+  note: string | null;
+  kind: 'variable';
+  name: string;
+  type_before: string;
+  type_after: string;
 }
 /**
  * This interface was referenced by `BlitzProtocol`'s JSON-Schema

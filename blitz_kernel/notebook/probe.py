@@ -16,7 +16,9 @@ notebook, and `blitz run` sets it too.
 
 The comm opener and the timer are injected, so the decision can be tested without a kernel
 (and without waiting out a real timeout). What earlier probes learnt is kept per kernel
-(`FrontEndMemory`): once a kernel has only ever seen silence, later probes wait less.
+(`FrontEndMemory`): once a kernel has only ever seen silence, later probes wait less. A
+timeout that fires late (the kernel's loop was blocked, so an answer may sit unread) reads on
+a little before it decides.
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ timeout there would show a turn the user is watching as plain text."""
 PROBE_TIMEOUT_AFTER_HEADLESS_S = 2.0
 """The wait once this kernel has seen no front end and never one (a browser-like client
 without the extension): later cells wait less."""
+LATE_S = 0.5
+"""A timeout that runs this much later than it was due found the kernel's loop blocked (a
+slow disk, a long synchronous step): the front end's answer may be waiting unread."""
+LATE_GRACE_S = 1.0
+"""Then the probe reads on this long before it decides (at most LATE_REARMS times)."""
+LATE_REARMS = 3
 
 
 _PYTHON_CLIENT_ID = re.compile(r"^(?P<session>.+)_\d+_\d+$")
@@ -130,14 +138,18 @@ class FrontEndProbe:
         open_comm: OpenComm = open_probe_comm,
         call_later: CallLater | None = None,
         memory: FrontEndMemory = KERNEL_MEMORY,
+        now: Callable[[], float] | None = None,
     ) -> None:
         loop = asyncio.get_running_loop()
         self.memory = memory
         self.answer: asyncio.Future[Mode] = loop.create_future()
         self._open_comm = open_comm
         self._call_later: CallLater = call_later or loop.call_later
+        self._now = now or loop.time
         self._comm: Closable | None = None
         self._timer: Cancellable | None = None
+        self._due = 0.0
+        self._rearms = 0
         self._started = False
 
     @property
@@ -161,7 +173,22 @@ class FrontEndProbe:
         if self.decided:  # answered at once
             self.close()
             return
-        self._timer = self._call_later(self.memory.probe_timeout(), lambda: self.decide("plain"))
+        self._arm(self.memory.probe_timeout())
+
+    def _arm(self, delay: float) -> None:
+        self._due = self._now() + delay
+        self._timer = self._call_later(delay, self._timed_out)
+
+    def _timed_out(self) -> None:
+        """No answer in time: plain, unless the timeout itself ran late (module doc)."""
+        self._timer = None
+        if self.decided:
+            return
+        if self._now() - self._due > LATE_S and self._rearms < LATE_REARMS:
+            self._rearms += 1
+            self._arm(LATE_GRACE_S)
+            return
+        self.decide("plain")
 
     def decide(self, mode: Mode) -> None:
         """Record the answer (the first one counts) and close the probe."""

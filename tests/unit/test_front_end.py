@@ -32,6 +32,8 @@ from blitz_kernel.engine.turn.setup import TurnResult
 from blitz_kernel.notebook.live import CellTurn
 from blitz_kernel.notebook.presenters import WidgetPresenter
 from blitz_kernel.notebook.probe import (
+    LATE_GRACE_S,
+    LATE_REARMS,
     PROBE_TARGET,
     PROBE_TIMEOUT_AFTER_HEADLESS_S,
     PROBE_TIMEOUT_S,
@@ -67,7 +69,7 @@ def probing(scenario: Any) -> Any:
 
     async def main() -> Any:
         opener, clock, memory = CommOpener(), FakeClock(), FrontEndMemory()
-        probe = FrontEndProbe(open_comm=opener, call_later=clock.call_later, memory=memory)
+        probe = FrontEndProbe(open_comm=opener, call_later=clock.call_later, memory=memory, now=clock.now)
         return scenario(probe, opener, clock, memory)
 
     return asyncio.run(main())
@@ -100,6 +102,35 @@ def test_no_answer_within_the_timeout_is_plain_and_later_probes_wait_less():
         assert memory.probe_timeout() == PROBE_TIMEOUT_AFTER_HEADLESS_S
         memory.remember("widget")
         assert memory.probe_timeout() == PROBE_TIMEOUT_S
+
+    probing(scenario)
+
+
+def test_a_timeout_that_runs_late_reads_on_before_it_decides():
+    """Regression: a kernel whose loop was blocked past the probe's timeout (a slow disk under
+    load) decided "plain" although the front end's answer was already waiting unread."""
+
+    def scenario(probe: FrontEndProbe, opener: CommOpener, clock: FakeClock, memory: FrontEndMemory) -> None:
+        probe.start("turn-1")
+        clock.advance(PROBE_TIMEOUT_S + 5)  # the loop was blocked: the timer runs 5 s late
+        clock.fire()
+        assert not probe.decided and [delay for delay, _ in clock.armed] == [LATE_GRACE_S]
+        opener.opened[0].front_end_closes()  # the answer that was waiting
+        assert probe.mode == "widget"
+
+    probing(scenario)
+
+
+def test_a_timeout_that_keeps_running_late_still_decides():
+    def scenario(probe: FrontEndProbe, opener: CommOpener, clock: FakeClock, memory: FrontEndMemory) -> None:
+        probe.start("turn-1")
+        clock.advance(PROBE_TIMEOUT_S + 5)
+        for _ in range(LATE_REARMS):
+            clock.fire()
+            assert not probe.decided
+            clock.advance(LATE_GRACE_S + 5)
+        clock.fire()
+        assert probe.mode == "plain" and opener.opened[0].closed
 
     probing(scenario)
 

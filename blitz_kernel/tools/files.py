@@ -247,9 +247,9 @@ def _render_page(page: _Page, offset: int, name: str) -> str:
 
 def _read_file_sync(root: Path, args: ReadFileArgs, budget: Budget, *, checked: bool = False) -> str:
     """`root`: the workspace, resolved. `checked`: the caller's stat found no folder there."""
-    if not checked and resolve_in_workspace(root, args.path).is_dir():  # the checked open decides; this words it
+    if not checked and resolve_in_workspace(root, args.path, real_root=True).is_dir():  # the open decides
         raise ToolError(_directory_message(args.path))
-    fd, path = open_in_workspace(root, args.path)
+    fd, path = open_in_workspace(root, args.path, real_root=True)
     name = relative_name(path, root)
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(fd).st_size
@@ -282,7 +282,7 @@ async def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
     budget = Budget(READ_BUDGET_S, ctx.deadline)
     root = real_path(ctx.workspace)
     try:  # a stat opens nothing, so a FIFO or device cannot block here
-        info = os.stat(resolve_in_workspace(root, args.path))
+        info = os.stat(resolve_in_workspace(root, args.path, real_root=True))
     except (OSError, ToolError, ValueError):
         info = None  # the worker path words the problem
     if info is not None and stat.S_ISDIR(info.st_mode):

@@ -94,14 +94,15 @@ NAME_MAX = 255
 PATH_MAX = 4096
 
 
-def resolve_in_workspace(workspace: Path, path: str) -> Path:
+def resolve_in_workspace(workspace: Path, path: str, *, real_root: bool = False) -> Path:
     """Resolve `path` (relative to the workspace, or absolute) to a real path inside it.
 
     Symlinks are resolved before the check, so a link inside the workspace that points outside
     is refused, while links between places inside the workspace work. The message says which
     of the three ways out was taken, so the model can fix the path rather than retry it.
+    `real_root`: `workspace` is already a real path (`real_path`), so it is not resolved again.
     """
-    return _resolve_within(real_path(workspace), path)
+    return _resolve_within(workspace if real_root else real_path(workspace), path)
 
 
 def _resolve_within(root: Path, path: str) -> Path:
@@ -134,7 +135,10 @@ def _reason(error: BaseException) -> str:
 
 
 def is_within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+    """`path` is `root` or below it; both absolute and normalised (real paths or normpath's),
+    so comparing their text is exact (and far cheaper than walking `path.parents`)."""
+    inner, outer = str(path), str(root)
+    return inner == outer or inner.startswith(outer if outer.endswith(os.sep) else outer + os.sep)
 
 
 def relative_name(path: Path, root: Path) -> str:
@@ -195,6 +199,7 @@ def open_in_workspace(
     *,
     create: bool = False,
     directory: bool = False,
+    real_root: bool = False,
 ) -> tuple[int, Path]:
     """Check `given` and open exactly the path that was checked: a descriptor and the path.
 
@@ -239,8 +244,9 @@ def _checked_open(
     directory: bool,
     keep_folder: bool,
     file_optional: bool = False,
+    real_root: bool = False,
 ) -> tuple[int, int | None, Path]:
-    root = real_path(workspace)
+    root = workspace if real_root else real_path(workspace)
     for _attempt in range(_OPEN_RETRIES):
         path = _resolve_within(root, given)
         try:

@@ -544,3 +544,14 @@ def test_real_path_names_what_resolve_names(tmp_path):
     (tmp_path / "loop").symlink_to("loop")
     with pytest.raises((RuntimeError, OSError)):
         real_path(tmp_path / "loop")
+
+
+def test_is_within_compares_whole_components():
+    from pathlib import Path
+
+    from blitz_kernel.tools.paths import is_within
+
+    assert is_within(Path("/a/b"), Path("/a/b")) and is_within(Path("/a/b/c"), Path("/a/b"))
+    assert not is_within(Path("/a/bc"), Path("/a/b"))  # a sibling that shares the prefix
+    assert not is_within(Path("/a"), Path("/a/b"))
+    assert is_within(Path("/anything"), Path("/"))

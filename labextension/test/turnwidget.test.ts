@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import type { PendingCallEntry, TurnWidgetState } from '../src/generated/protocol';
 import turn, { renderMarkdown } from '../widget/src/turn';
-import { FOOTER, HEADER, MemoryModel, press, tool, turnState } from './widgetmodel';
+import { FOOTER, HEADER, MemoryModel, every, first, press, tool, turnState } from './widgetmodel';
 
 let el: HTMLElement;
 let cleanup: (() => void) | null = null;
@@ -21,17 +21,9 @@ function render(overrides: Partial<TurnWidgetState> = {}): MemoryModel<TurnWidge
   return model;
 }
 
-function $(selector: string): HTMLElement {
-  const node = el.querySelector<HTMLElement>(selector);
-  if (!node) {
-    throw new Error(`nothing matches ${selector}`);
-  }
-  return node;
-}
+const $ = (selector: string): HTMLElement => first(el, selector);
 
-function $$(selector: string): HTMLElement[] {
-  return Array.from(el.querySelectorAll<HTMLElement>(selector));
-}
+const $$ = (selector: string): HTMLElement[] => every(el, selector);
 
 function button(label: string, within: ParentNode = el): HTMLButtonElement {
   const found = Array.from(within.querySelectorAll('button')).filter(node => node.textContent === label);

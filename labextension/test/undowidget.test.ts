@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import type { ReviewedChange, UndoWidgetState } from '../src/generated/protocol';
 import undo from '../widget/src/undo';
-import { MemoryModel, undoState } from './widgetmodel';
+import { MemoryModel, first, undoState } from './widgetmodel';
 
 type Entry = ReviewedChange & { summary: string };
 
@@ -22,13 +22,7 @@ function render(overrides: Partial<UndoWidgetState> = {}): MemoryModel<UndoWidge
   return model;
 }
 
-function $(selector: string): HTMLElement {
-  const node = el.querySelector<HTMLElement>(selector);
-  if (!node) {
-    throw new Error(`nothing matches ${selector}`);
-  }
-  return node;
-}
+const $ = (selector: string): HTMLElement => first(el, selector);
 
 const FILE: Entry = {
   id: '1f1',

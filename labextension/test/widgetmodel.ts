@@ -133,3 +133,17 @@ export function press(target: HTMLElement, key: string, init: KeyboardEventInit 
   target.dispatchEvent(event);
   return event;
 }
+
+/** The first element under `root` that matches (an error naming the selector when none does). */
+export function first(root: ParentNode, selector: string): HTMLElement {
+  const node = root.querySelector<HTMLElement>(selector);
+  if (!node) {
+    throw new Error(`nothing matches ${selector}`);
+  }
+  return node;
+}
+
+/** Every element under `root` that matches, in document order. */
+export function every(root: ParentNode, selector: string): HTMLElement[] {
+  return Array.from(root.querySelectorAll<HTMLElement>(selector));
+}

@@ -48,13 +48,15 @@ class Server:
         self.app.kernel_manager = self.kernels
         self.app.session_manager = self.sessions
 
-    async def open_notebook(self, path: str) -> str:
-        """As JupyterLab opening a notebook does: a session, its kernel (blitz loaded); the kernel id."""
+    async def open_notebook(self, path: str, load: bool = True) -> str:
+        """As JupyterLab opening a notebook does: a session, its kernel (blitz loaded unless not
+        `load`); the kernel id."""
         model = await self.sessions.create_session(
             path=path, name=Path(path).name, type="notebook", kernel_name="blitz-test"
         )
         kernel_id = str(model["kernel"]["id"])
-        reply = await self.run(kernel_id, "%load_ext blitz_kernel\n%blitz_config model_retries=0")
+        code = "%load_ext blitz_kernel\n%blitz_config model_retries=0" if load else "pass"
+        reply = await self.run(kernel_id, code)
         assert reply["status"] == "ok", reply
         return kernel_id
 
@@ -182,6 +184,7 @@ async def test_a_prompt_in_the_chat_is_a_turn_in_the_notebooks_kernel_streamed_b
         await asyncio.wait_for(persona.on_message(say(chat, "@Blitz how many regions?")), TIMEOUT_S)
         assert persona.kernel is not None and persona.kernel.kernel_id == kernel_id, persona.kernel
         assert persona.kernel.reason == "folder"
+        assert [mode.id for mode in persona.acp_modes] == ["normal", "plan"]  # the chat's mode selector
         (answer,) = replies(chat, persona)
         assert answer.body == "Two regions, north and south, in this notebook."
         growing = sorted({text for text in pieces if text}, key=len)
@@ -272,3 +275,17 @@ async def test_each_chat_has_its_own_blitz_acp_under_one_persona_id(server: Serv
     # the base keeps the agent subprocess on the class: one class each, one subprocess each
     assert type(first) is not type(second)
     assert isinstance(first, type(second).__mro__[1])
+
+
+async def test_a_notebook_kernel_without_blitz_is_one_clear_line_in_the_chat(
+    server: Server, fake: FakeOpenAIServer
+) -> None:
+    await server.open_notebook("work/analysis.ipynb", load=False)
+    persona, chat = await blitz_in_chat(server, "work/talk.chat")
+    try:
+        await asyncio.wait_for(persona.on_message(say(chat, "@Blitz hello")), TIMEOUT_S)
+        (said,) = replies(chat, persona)
+        assert "blitz acp: blitz_kernel is not loaded in this kernel: run %load_ext blitz_kernel" in said.body
+        assert fake.requests == []  # no model call
+    finally:
+        await persona.shutdown()

@@ -101,6 +101,10 @@ class BlitzAcpPersona(BaseAcpPersona):
             why = await self._why_it_ended()
             if why is None:
                 raise
+            # the base would keep the dead subprocess and its client: the next message starts afresh
+            self.__class__._subprocess_future = None
+            self.__class__._client_future = None
+            self._client_session_future = None
             raise RuntimeError(why) from error
 
     async def _init_agent_subprocess(self, env: dict[str, str] | None = None) -> Process:

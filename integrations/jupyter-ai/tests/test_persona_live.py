@@ -277,15 +277,49 @@ async def test_each_chat_has_its_own_blitz_acp_under_one_persona_id(server: Serv
     assert isinstance(first, type(second).__mro__[1])
 
 
-async def test_a_notebook_kernel_without_blitz_is_one_clear_line_in_the_chat(
+async def test_a_notebook_kernel_without_blitz_is_one_clear_line_and_loading_it_is_enough(
     server: Server, fake: FakeOpenAIServer
 ) -> None:
-    await server.open_notebook("work/analysis.ipynb", load=False)
+    kernel_id = await server.open_notebook("work/analysis.ipynb", load=False)
     persona, chat = await blitz_in_chat(server, "work/talk.chat")
     try:
         await asyncio.wait_for(persona.on_message(say(chat, "@Blitz hello")), TIMEOUT_S)
         (said,) = replies(chat, persona)
         assert "blitz acp: blitz_kernel is not loaded in this kernel: run %load_ext blitz_kernel" in said.body
         assert fake.requests == []  # no model call
+        # the user loads it in the notebook and asks again: a fresh `blitz acp` attaches
+        loaded = await server.run(kernel_id, "%load_ext blitz_kernel\n%blitz_config model_retries=0")
+        assert loaded["status"] == "ok", loaded
+        fake.enqueue({"text": "Loaded now, hello."})
+        await asyncio.wait_for(persona.on_message(say(chat, "@Blitz hello again")), TIMEOUT_S)
+        assert replies(chat, persona)[-1].body == "Loaded now, hello."
+    finally:
+        await persona.shutdown()
+
+
+async def test_the_chats_stop_button_denies_the_waiting_call_and_frees_the_kernel(
+    server: Server, fake: FakeOpenAIServer
+) -> None:
+    kernel_id = await server.open_notebook("work/analysis.ipynb")
+    fake.enqueue(
+        {"tool_calls": [{"name": "run_python", "arguments": {"code": "ran_after_stop = True"}}]},
+        {"text": "Not run, as you stopped it."},
+    )
+    persona, chat = await blitz_in_chat(server, "work/talk.chat")
+    try:
+        turn = asyncio.ensure_future(persona.on_message(say(chat, "@Blitz set a flag")))
+
+        def pending() -> Any:
+            calls = [c for m in replies(chat, persona) for c in (m.metadata or {}).get("tool_calls", [])]
+            return next((c for c in calls if c.get("permission_status") == "pending"), None)
+
+        await until(chat, pending, "the run_python permission request")
+        assert persona.processing
+        await persona.cancel_response()  # what the chat's stop button calls
+        await asyncio.wait_for(turn, TIMEOUT_S)
+        assert not persona.processing and pending() is None
+        # the turn has ended (the kernel runs a cell again) and the call never ran
+        ran = await server.run(kernel_id, "print('ran_after_stop' in globals())")
+        assert ran["stdout"] == "False\n", ran
     finally:
         await persona.shutdown()

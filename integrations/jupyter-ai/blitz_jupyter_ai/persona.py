@@ -24,6 +24,7 @@ from typing import Any
 from jupyter_ai_acp_client.base_acp_persona import BaseAcpPersona
 from jupyter_ai_persona_manager import PersonaDefaults, PersonaRequirementsUnmet
 
+from .client import BlitzAcpClient
 from .kernel_choice import KernelChoice, choose_kernel
 
 INSTALL_HINT = (
@@ -61,6 +62,7 @@ class BlitzAcpPersona(BaseAcpPersona):
 
     # Jupyter AI's note steers agents to its MCP notebook tools; blitz has its own cell tools
     NOTEBOOK_EDITING_GUIDANCE = ""
+    acp_client_class = BlitzAcpClient
 
     def __new__(cls, *args: Any, **kwargs: Any) -> BlitzAcpPersona:
         # one class per chat: the base keeps the agent subprocess and client on the class

@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))  # tests.fakeserver
 def blitz_python() -> Path:
     """blitz's own interpreter; a clear failure (never a skip) when there is none."""
     configured = os.environ.get("BLITZ_PYTHON")
-    python = Path(configured) if configured else ROOT / ".venv" / "bin" / "python"
+    python = Path(configured).absolute() if configured else ROOT / ".venv" / "bin" / "python"
     if not python.is_file():
         pytest.fail(f"no Python with blitz_kernel at {python}: set BLITZ_PYTHON (scripts/tiers.py does)")
     return python

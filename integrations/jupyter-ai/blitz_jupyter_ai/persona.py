@@ -91,10 +91,27 @@ class BlitzAcpPersona(BaseAcpPersona):
         )
 
     async def on_message(self, message: Any) -> None:
+        if self._client_started() and self._kernel_gone():
+            await self._detach()
         # a notebook attached to the message that starts `blitz acp` is the one it attaches to
         if not self._client_started():
             self._attached = self._attached_notebooks(message)
         await super().on_message(message)
+
+    def _kernel_gone(self) -> bool:
+        """The kernel `blitz acp` attached to was shut down (its notebook closed, or the user
+        shut it down): a request to it would wait for its answer until the call timeout."""
+        server = self._server_app()
+        return self.kernel is not None and server is not None and self.kernel.kernel_id not in server.kernel_manager
+
+    async def _detach(self) -> None:
+        """End this chat's `blitz acp`; the next message starts one afresh, choosing again, and
+        goes on with the same blitz session (it is durable: `session/load` by its name)."""
+        self.log.info("Blitz: the kernel of %s is gone: choosing again", self.kernel.notebook if self.kernel else "?")
+        await self._shutdown()
+        self._client_session_future = None
+        self._prepare_task = None
+        self.kernel = None
 
     async def prepare(self) -> None:
         try:

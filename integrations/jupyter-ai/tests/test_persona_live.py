@@ -323,3 +323,24 @@ async def test_the_chats_stop_button_denies_the_waiting_call_and_frees_the_kerne
         assert ran["stdout"] == "False\n", ran
     finally:
         await persona.shutdown()
+
+
+async def test_when_the_notebooks_kernel_is_shut_down_the_next_message_attaches_afresh_in_the_same_session(
+    server: Server, fake: FakeOpenAIServer
+) -> None:
+    kernel_id = await server.open_notebook("work/analysis.ipynb")
+    fake.enqueue({"text": "First answer, from the notebook's kernel."})
+    persona, chat = await blitz_in_chat(server, "work/talk.chat")
+    try:
+        await asyncio.wait_for(persona.on_message(say(chat, "@Blitz first")), TIMEOUT_S)
+        session_id = await persona.get_session_id()
+        await server.kernels.shutdown_kernel(kernel_id, now=True)  # as JupyterLab's "Shut Down Kernel"
+        fake.enqueue({"text": "Second answer, from a kernel of my own."})
+        await asyncio.wait_for(persona.on_message(say(chat, "@Blitz second")), TIMEOUT_S)
+        assert replies(chat, persona)[-1].body == "Second answer, from a kernel of my own."
+        assert persona.kernel is None  # no notebook kernel left in the folder: blitz acp's own
+        assert await persona.get_session_id() == session_id  # the same blitz session, loaded again
+        sent = json.dumps(fake.requests[-1].body)
+        assert "first" in sent and "First answer, from the notebook" in sent  # its history came along
+    finally:
+        await persona.shutdown()

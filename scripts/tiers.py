@@ -48,14 +48,20 @@ class Step:
     """The pytest tier's default paths, relative to `cwd`; empty for a step that is no tier."""
     cwd: str = "."
     pytest_args: tuple[str, ...] = ()
+    python: str = ""
+    """The tier's interpreter, relative to the root (a side environment's); empty: this one. That
+    tier gets this one as BLITZ_PYTHON, the environment with blitz_kernel."""
 
+
+LINTED = ("blitz_kernel", "tests", "bench", "scripts", "integrations")
+"""What ruff checks (integrations/jupyter-ai with its own settings: Python 3.10, Jupyter AI's floor)."""
 
 STEPS: tuple[Step, ...] = (
     Step(
         "lint",
         commands=(
-            ("ruff", "check", "blitz_kernel", "tests", "bench", "scripts"),
-            ("ruff", "format", "--check", "--output-format", "concise", "blitz_kernel", "tests", "bench", "scripts"),
+            ("ruff", "check", *LINTED),
+            ("ruff", "format", "--check", "--output-format", "concise", *LINTED),
             (sys.executable, "scripts/check_docs.py"),
             (sys.executable, "tests/unit/test_no_dangling_references.py"),
         ),
@@ -67,6 +73,14 @@ STEPS: tuple[Step, ...] = (
     Step("wire", tests=("tests/wire",)),
     Step("robustness", tests=("tests/robustness",)),
     Step("kernel", tests=("tests/kernel",)),
+    # the Jupyter AI persona, in Jupyter AI's own environment (the step makes it when missing)
+    Step(
+        "jupyter-ai",
+        commands=(("bash", "scripts/setup_jupyter_ai.sh"),),
+        tests=("tests",),
+        cwd="integrations/jupyter-ai",
+        python=".venv-jupyter-ai/bin/python",
+    ),
     Step("browser", commands=(("bash", "scripts/browser_deps.sh"),), tests=("tests/browser",)),
     Step("notebooks", tests=(".",), cwd="notebooks", pytest_args=("--nbval-lax",)),
 )
@@ -150,10 +164,10 @@ def label(command: Sequence[str]) -> str:
     return " ".join(command[:2]) if command[0] == "ruff" else command[0]
 
 
-def run_command(command: Sequence[str], cwd: Path) -> int:
+def run_command(command: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> int:
     print(f"$ {shlex.join(command)}", flush=True)
     try:
-        return subprocess.run(list(command), cwd=cwd, check=False).returncode
+        return subprocess.run(list(command), cwd=cwd, env=env, check=False).returncode
     except FileNotFoundError as error:
         print(f"cannot run {command[0]}: {error.strerror}", flush=True)
         return 127
@@ -172,8 +186,9 @@ def run_step(step: Step, extra: Sequence[str], paths: Sequence[str] | None, repo
     if step.tests:
         junit = reports / f"{step.name}.xml"
         selected = list(paths) if paths is not None else list(step.tests)
-        pytest = [*PYTEST, *step.pytest_args, f"--junitxml={junit}", "-q", "-rfE", *extra, *selected]
-        code = run_command(pytest, ROOT / step.cwd)
+        python, env = (sys.executable, None) if not step.python else (str(ROOT / step.python), side_env())
+        pytest = [python, *PYTEST[1:], *step.pytest_args, f"--junitxml={junit}", "-q", "-rfE", *extra, *selected]
+        code = run_command(pytest, ROOT / step.cwd, env)
         outcome.counts = read_junit(junit)
         if code == NO_TESTS_COLLECTED and (extra or paths):
             outcome.notes.append("no test matched the selection")
@@ -185,6 +200,11 @@ def run_step(step: Step, extra: Sequence[str], paths: Sequence[str] | None, repo
     outcome.seconds = time.monotonic() - started
     print(f"---- {step.name}: {outcome.status} · {describe(outcome)}", flush=True)
     return outcome
+
+
+def side_env() -> dict[str, str]:
+    """A side environment's tier: this environment's variables, and this interpreter as BLITZ_PYTHON."""
+    return {**os.environ, "BLITZ_PYTHON": sys.executable}
 
 
 def describe(outcome: Outcome) -> str:

@@ -49,9 +49,19 @@ def _free_port() -> int:
 
 
 class JupyterServer:
-    """`jupyter lab` or `jupyter notebook` on 127.0.0.1 with a token, in a private home."""
+    """`jupyter lab` or `jupyter notebook` on 127.0.0.1 with a token, in a private home; by
+    default this environment's, else the `jupyter` given (another environment's) with `extra`
+    environment variables."""
 
-    def __init__(self, kind: str, root: Path, home: Path, model_url: str) -> None:
+    def __init__(
+        self,
+        kind: str,
+        root: Path,
+        home: Path,
+        model_url: str,
+        jupyter: Path | None = None,
+        extra: dict[str, str] | None = None,
+    ) -> None:
         self.kind = kind
         self.root = root
         self.port = _free_port()
@@ -74,13 +84,14 @@ class JupyterServer:
             OPENAI_API_KEY=FAKE_KEY,
             PYDEVD_DISABLE_FILE_VALIDATION="1",
         )
+        env.update(extra or {})
         expose = (
             "--LabApp.expose_app_in_browser=True"
             if kind == "lab"
             else "--JupyterNotebookApp.expose_app_in_browser=True"
         )
         command = [
-            str(Path(sys.executable).parent / "jupyter"),
+            str(jupyter or Path(sys.executable).parent / "jupyter"),
             kind,
             "--no-browser",
             "--ip=127.0.0.1",

@@ -102,3 +102,20 @@ def test_counts_are_read_from_the_junit_report(tmp_path: Path) -> None:
     )
     assert tiers.read_junit(report) == tiers.Counts(passed=4, failed=2, skipped=3, errors=1)
     assert tiers.read_junit(tmp_path / "missing.xml") is None
+
+
+def test_a_side_environments_tier_runs_in_its_interpreter_with_blitzs_as_blitz_python(
+    fake_checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    side = fake_checkout / "side" / "bin"
+    side.mkdir(parents=True)
+    (side / "python").symlink_to(sys.executable)
+    (fake_checkout / "third").mkdir()
+    (fake_checkout / "third" / "test_side.py").write_text(
+        "import os, sys\n"
+        "def test_where():\n"
+        f"    assert sys.executable.endswith('side/bin/python') and os.environ['BLITZ_PYTHON'] == {sys.executable!r}\n"
+    )
+    tiers.STEPS = (tiers.Step("side", tests=("third",), python="side/bin/python"),)
+    assert tiers.main([]) == 0
+    assert "---- side: passed · 1 passed, 0 failed, 0 skipped, 0 errors · " in capsys.readouterr().out

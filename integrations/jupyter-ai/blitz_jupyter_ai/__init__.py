@@ -1,0 +1,1 @@
+"""The Blitz persona for Jupyter AI 3 (docs/outside-clients.md)."""

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-import jsonschema
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ...core.history import TextPart, UserMessage
@@ -133,6 +132,10 @@ def output_schema(spec: Any, name: str | None = None) -> OutputSchema:
 
 
 def _from_json_schema(schema: dict[str, Any], name: str) -> OutputSchema:
+    # imported here: jsonschema builds its format grammars on import (over a second), which
+    # every kernel would pay at `%load_ext` for a schema few turns use
+    import jsonschema
+
     try:
         validator_class = jsonschema.validators.validator_for(schema)
         validator_class.check_schema(schema)

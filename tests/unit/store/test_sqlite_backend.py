@@ -237,14 +237,19 @@ async def test_one_transaction_per_unit_with_its_audit_rows_and_one_for_the_outc
 
 def test_a_fresh_session_is_one_small_transaction_and_reads_no_rows(tmp_path):
     """Regression: a fresh session ran 13 statements (insert, select, update, then the full
-    load of an empty session); its row now costs one transaction of one look-up and one insert."""
+    load of an empty session); its row now costs one transaction of one insert (the look-up
+    only when the name was there: UNIQUE (kind, name) makes the insert a no-op then)."""
     book = SQLITE.book(tmp_path)
     book.get("warm")
     seen = statements(book.link.store)
     session = book.get("fresh")
     assert session.saved and session.history == []
-    assert len(seen) == 4 and seen[0] == "BEGIN IMMEDIATE" and seen[-1] == "COMMIT"
+    assert len(seen) == 3 and seen[0] == "BEGIN IMMEDIATE" and seen[-1] == "COMMIT"
+    assert seen[1].startswith("INSERT OR IGNORE INTO sessions")
     assert not [sql for sql in seen if "events" in sql or "audit" in sql]
+    book.release("fresh")
+    again = book.get("fresh")  # the name is there now: the insert does nothing, the row is read
+    assert again.saved and again.history == [] and len({r.name for r in book.listing()}) == 2
 
 
 def test_wal_checkpoints_run_on_a_thread_of_their_own_not_inside_a_commit(tmp_path):

@@ -110,18 +110,19 @@ class Store(Viewing):
         now = time.time()
         interrupted = None
         with self._write() as db:
-            row = db.execute(
-                "SELECT id, open_turn, turns FROM sessions WHERE kind = 'session' AND name = ?", (name,)
-            ).fetchone()
-            if row is None:
-                fresh = writes.insert(
-                    db,
-                    "INSERT INTO sessions (name, kind, created, last_used, holder) VALUES (?, 'session', ?, ?, ?)",
-                    (name, now, now, holder),
-                )
+            # a fresh session is the common case: try its row first (UNIQUE (kind, name) makes
+            # the insert a no-op for one that exists), and read only when it was there
+            created = db.execute(
+                "INSERT OR IGNORE INTO sessions (name, kind, created, last_used, holder) VALUES (?, 'session', ?, ?, ?)",
+                (name, now, now, holder),
+            )
+            if created.rowcount == 1 and created.lastrowid is not None:
+                fresh = created.lastrowid
                 self._live[fresh] = reads.Live(next_message=0, usage_json=_EMPTY_USAGE)
                 return reads.empty_session(fresh, name)
-            session_id, open_turn, turns = row
+            session_id, open_turn, turns = db.execute(
+                "SELECT id, open_turn, turns FROM sessions WHERE kind = 'session' AND name = ?", (name,)
+            ).fetchone()
             if open_turn is not None:
                 interrupted = writes.close_interrupted(db, session_id, open_turn, turns, now)
             db.execute("UPDATE sessions SET holder = ? WHERE id = ?", (holder, session_id))

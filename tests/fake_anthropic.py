@@ -44,7 +44,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from tests.fakeserver import RecordedRequest, _dumps, _Handler, _Server, split_text
+from tests.fakeserver import RecordedRequest, RequestLog, _dumps, _Handler, _Server, split_text
 
 Step = dict[str, Any]
 
@@ -446,7 +446,7 @@ class FakeAnthropicServer:
         self._loop: list[Step] = []
         self._loop_index = 0
         self._lock = threading.Lock()
-        self._requests: list[RecordedRequest] = []
+        self._requests = RequestLog()
         self._httpd = _AnthropicServer(("127.0.0.1", 0), self)
         self._thread: threading.Thread | None = None
 
@@ -509,10 +509,8 @@ class FakeAnthropicServer:
 
     def record(self, request: RecordedRequest) -> None:
         if self._record:
-            with self._lock:
-                self._requests.append(request)
+            self._requests.add(request)
 
     @property
     def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
+        return self._requests.all()

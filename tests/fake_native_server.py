@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar, Self
 from urllib.parse import parse_qs, urlsplit
 
-from tests.fakeserver import HOLD_LIMIT_S, RecordedRequest, TrackingHTTPServer
+from tests.fakeserver import HOLD_LIMIT_S, RecordedRequest, RequestLog, TrackingHTTPServer
 
 Step = dict[str, Any]
 
@@ -132,8 +132,7 @@ class NativeFakeServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self._lock = threading.Lock()
         self._steps: collections.deque[Step] = collections.deque()
-        self._requests: list[RecordedRequest] = []
-        self._changed = threading.Condition()
+        self._requests = RequestLog()
         self._gates: dict[str, threading.Event] = {}
         self.stopping = threading.Event()
         self._httpd = _NativeHTTPServer((host, port), self, self.handler)
@@ -206,18 +205,12 @@ class NativeFakeServer:
     # requests
 
     def record(self, request: RecordedRequest) -> None:
-        with self._changed:
-            self._requests.append(request)
-            self._changed.notify_all()
+        self._requests.add(request)
 
     @property
     def requests(self) -> list[RecordedRequest]:
         """Every request received so far, oldest first."""
-        with self._changed:
-            return list(self._requests)
+        return self._requests.all()
 
     def wait_for_requests(self, count: int, timeout: float = 5.0) -> list[RecordedRequest]:
-        with self._changed:
-            if not self._changed.wait_for(lambda: len(self._requests) >= count, timeout):
-                raise TimeoutError(f"fake server got {len(self._requests)} requests, wanted {count}")
-            return list(self._requests)
+        return self._requests.wait_for(count, timeout)

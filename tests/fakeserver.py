@@ -64,6 +64,36 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+class RequestLog:
+    """The requests a fake server received, oldest first; a test waits on it for the state it
+    needs (a request arriving) rather than for time."""
+
+    def __init__(self) -> None:
+        self._requests: list[RecordedRequest] = []
+        self._changed = threading.Condition()
+
+    def add(self, request: RecordedRequest) -> None:
+        with self._changed:
+            self._requests.append(request)
+            self._changed.notify_all()
+
+    def clear(self) -> None:
+        with self._changed:
+            self._requests.clear()
+            self._changed.notify_all()
+
+    def all(self) -> list[RecordedRequest]:
+        with self._changed:
+            return list(self._requests)
+
+    def wait_for(self, count: int, timeout: float = 5.0) -> list[RecordedRequest]:
+        """Block until at least `count` requests arrived; raise TimeoutError otherwise."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: len(self._requests) >= count, timeout):
+                raise TimeoutError(f"fake server got {len(self._requests)} requests, wanted {count}")
+            return list(self._requests)
+
+
 class _ChunkWriter:
     """Builds the SSE events of one streamed completion.
 
@@ -624,8 +654,7 @@ class FakeOpenAIServer:
         self._answering = 0
         self._answering_changed = threading.Condition()
         self._record = record
-        self._requests: list[RecordedRequest] = []
-        self._requests_changed = threading.Condition()
+        self._requests = RequestLog()
         self._rendered: dict[tuple[int, str, bool], list[bytes]] = {}
         self._gates: dict[str, threading.Event] = {}
         self._gates_lock = threading.Lock()
@@ -736,30 +765,22 @@ class FakeOpenAIServer:
             self._answering_changed.wait_for(lambda: self._answering == 0, RESET_WAIT_S)
         self.script.clear()
         self._rendered.clear()
-        with self._requests_changed:
-            self._requests.clear()
-            self._requests_changed.notify_all()
+        self._requests.clear()
 
     # requests
 
     def record(self, request: RecordedRequest) -> None:
-        with self._requests_changed:
-            if self._record:
-                self._requests.append(request)
-            self._requests_changed.notify_all()
+        if self._record:
+            self._requests.add(request)
 
     @property
     def requests(self) -> list[RecordedRequest]:
         """A copy of the chat-completion requests received so far, oldest first."""
-        with self._requests_changed:
-            return list(self._requests)
+        return self._requests.all()
 
     def wait_for_requests(self, count: int, timeout: float = 5.0) -> list[RecordedRequest]:
         """Block until at least `count` requests arrived; raise TimeoutError otherwise."""
-        with self._requests_changed:
-            if not self._requests_changed.wait_for(lambda: len(self._requests) >= count, timeout):
-                raise TimeoutError(f"fake server got {len(self._requests)} requests, wanted {count}")
-            return list(self._requests)
+        return self._requests.wait_for(count, timeout)
 
 
 def _load_steps(path: str) -> list[Step]:

@@ -40,6 +40,11 @@ def test_ENG70_a_subagents_request_is_answered_in_the_widget_and_nests_in_its_ca
     )
     front = start(kernel, "%%blitz -s sub --approve ask\nGet the fixer to write it.")
     pending = wait_for_pending(front)
+    # the request and the nested card's status are synced as separate updates: wait for both
+    front.pump_until(
+        lambda: any(item.get("nested") for item in front.state["items"] if item["kind"] == "tool"),
+        what="the sub-agent's call nested in its card",
+    )
     assert pending["agent"] == "fixer" and pending["scope"] == ["call_1"]
     assert [c["name"] for c in pending["calls"]] == ["write_file"]
     [card] = [item for item in front.state["items"] if item["kind"] == "tool"]

@@ -209,6 +209,30 @@ def test_ENG70_parallel_subagent_requests_queue_on_the_one_card():
     assert state.tool_items()[1]["nested"][0]["status"] == "waiting"  # type: ignore[typeddict-item]
 
 
+def test_a_subagents_call_alone_is_a_change_the_widget_sends():
+    """Regression: the synced `items` copied each card but shared its `nested` list with the
+    value sent before, so a flush whose only change was a sub-agent's new call compared equal
+    to the last one and traitlets sent nothing: the nested card was missing until something
+    else about the turn changed (a kernel test saw it about one run in ten)."""
+    from blitz_kernel.engine.events import SubagentEvent
+
+    state = folded(
+        [
+            START,
+            ToolCallEvent(
+                id="a", name="invoke_agent", args={"agent": "x", "prompt": "p"}, presentation=PRESENTED["invoke_agent"]
+            ),
+        ]
+    )
+    sent = state.take_dirty()["items"]  # what the widget holds now
+    state.apply(
+        SubagentEvent(call_id="a", agent="x", depth=1, event=ToolCallEvent(id="c1", name="write_file", args={}))
+    )
+    now = state.take_dirty()["items"]
+    assert now != sent  # traitlets sends a value only when it differs from the one it holds
+    assert [n["name"] for n in now[0]["nested"]] == ["write_file"] and sent[0]["nested"] == []
+
+
 # -- 2. attachment chips ---------------------------------------------------------------------
 
 

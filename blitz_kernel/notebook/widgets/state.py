@@ -532,7 +532,7 @@ class TurnState:
                 "attachments": [dict(chip) for chip in self.attachments],
             }
         if name == "items":
-            return [dict(item) for item in self.items]
+            return [fresh_item(item) for item in self.items]
         if name == "live":
             return {"text": self.live_text, "thought": self.live_thought}
         if name == "pending":
@@ -587,3 +587,14 @@ class TurnState:
     def _add(self, item: Item) -> None:
         self.items.append(item)
         self.dirty.add("items")
+
+
+def fresh_item(item: Item) -> Item:
+    """A copy of `item` sharing no list that changes later: a sub-agent's cards grow inside
+    their card's `nested` list, and a value that shares it with the one sent before compares
+    equal to it, so traitlets would send nothing."""
+    copied: dict[str, Any] = dict(item)
+    nested = copied.get("nested")
+    if nested is not None:  # an empty one too: the next call is appended to it
+        copied["nested"] = [fresh_item(child) for child in nested]
+    return copied  # type: ignore[return-value]

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from blitz_kernel.core.history import message_chars
+from blitz_kernel.core.history import for_model, message_chars
 from blitz_kernel.engine.store import session
+from blitz_kernel.engine.store.checkpoints import CheckpointBook
 from blitz_kernel.engine.turn import compaction
 from blitz_kernel.models.base import ModelRequest
 from blitz_kernel.tools import registry
@@ -19,6 +20,13 @@ from .conftest import call, tool_step
 
 def walked(ws: Any, name: str) -> int:
     return sum(message_chars(m) for m in ws.session(name).history)
+
+
+def assert_model_view_is_whole(ws: Any, name: str) -> None:
+    """The history the model reads, kept up incrementally, is what converting it whole gives."""
+    kept = ws.session(name).model_history()
+    assert kept == for_model(ws.session(name).history)
+    assert kept is not ws.session(name).model_history()  # each request gets its own list
 
 
 async def test_the_running_size_follows_commits_compaction_and_rewind(make_workspace, tmp_path: Path) -> None:
@@ -37,12 +45,18 @@ async def test_the_running_size_follows_commits_compaction_and_rewind(make_works
     for prompt in ("first", "second", "third"):
         await ws.run(prompt, session="s", approve="allow")
         assert ws.session("s").prompt_chars() == walked(ws, "s")
+        assert_model_view_is_whole(ws, "s")
     await ws.compact("s", keep_turns=1)
     assert ws.session("s").prompt_chars() == walked(ws, "s")
+    assert_model_view_is_whole(ws, "s")
     await ws.run("fourth", session="s", approve="allow")
     assert ws.session("s").prompt_chars() == walked(ws, "s")
+    assert_model_view_is_whole(ws, "s")
     await ws.undo("s", turns=1)
     assert ws.session("s").prompt_chars() == walked(ws, "s") > 0
+    assert_model_view_is_whole(ws, "s")
+    ws.session("s").history = list(ws.session("s").history[:1])  # replaced from outside
+    assert_model_view_is_whole(ws, "s")
 
 
 async def test_a_step_in_a_long_session_does_not_walk_its_history(make_workspace, monkeypatch) -> None:
@@ -60,8 +74,15 @@ async def test_a_step_in_a_long_session_does_not_walk_its_history(make_workspace
         sized.append(message)
         return message_chars(message)
 
+    converted: list[object] = []
+
+    def converting(messages: list[Any]) -> list[Any]:
+        converted.extend(messages)
+        return for_model(messages)
+
     monkeypatch.setattr(compaction, "message_chars", counting)
     monkeypatch.setattr(session, "message_chars", counting)
+    monkeypatch.setattr(session, "for_model", converting)
     original_init = ModelRequest.__init__
     monkeypatch.setattr(
         ModelRequest, "__init__", lambda self, **data: built.append(data) or original_init(self, **data)
@@ -71,7 +92,33 @@ async def test_a_step_in_a_long_session_does_not_walk_its_history(make_workspace
 
     assert result.stop_reason == "end_turn" and len(ws.session("s").history) == 2 * turns + 4
     assert len(sized) <= 4  # the prompt, the response with its result, the answer: not 120+ per step
+    assert len(converted) <= 4  # the model's view: only what came since the last step (the answer before it too)
     assert built == []  # two steps, no request re-validated
+
+
+def test_a_turn_start_visits_only_the_turns_that_just_aged() -> None:
+    class Counted(dict):  # type: ignore[type-arg]
+        looked_up = 0
+
+        def get(self, key: Any, default: Any = None) -> Any:
+            Counted.looked_up += 1
+            return super().get(key, default)
+
+        def items(self) -> Any:
+            raise AssertionError("every turn's checkpoint was walked")
+
+    book = CheckpointBook()
+    for turn in range(1000):
+        book.get(turn).before_values = {"x": turn}
+    book.start(1000, keep_turns=5)
+    assert [t for t, c in book.turns.items() if c.values_kept] == [996, 997, 998, 999, 1000]
+    assert book.turns[995].before_values == {} and book.turns[996].before_values == {"x": 996}
+
+    book.turns = Counted(book.turns)
+    book.start(1001, keep_turns=5)
+
+    assert Counted.looked_up <= 2  # turn 996 aged out, then the new turn's own checkpoint
+    assert not book.turns[996].values_kept and book.turns[997].values_kept
 
 
 def test_a_tool_set_is_specified_and_sized_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -141,6 +141,8 @@ class CheckpointBook:
 
     def __init__(self) -> None:
         self.turns: dict[int, TurnCheckpoint] = {}
+        self._released_below = 0
+        """Turns below this have let their object references go already."""
 
     def get(self, turn: int) -> TurnCheckpoint:
         if turn not in self.turns:
@@ -149,11 +151,16 @@ class CheckpointBook:
 
     def start(self, turn: int, keep_turns: int) -> TurnCheckpoint:
         """The checkpoint of a starting turn; object references of turns older than the last
-        `keep_turns` are let go (so the objects can be freed)."""
-        for old, checkpoint in self.turns.items():
-            if old <= turn - keep_turns and checkpoint.values_kept:
+        `keep_turns` are let go (so the objects can be freed). Only the turns that reached
+        that age since the last start are visited: a turn's objects are kept while it runs
+        and never after, so a long session's start costs what its first did."""
+        oldest_kept = turn - keep_turns + 1
+        for old in range(self._released_below, oldest_kept):
+            checkpoint = self.turns.get(old)
+            if checkpoint is not None and checkpoint.values_kept:
                 checkpoint.before_values, checkpoint.after_values = {}, {}
                 checkpoint.namespace, checkpoint.values_kept = None, False
+        self._released_below = max(self._released_below, oldest_kept)
         return self.get(turn)
 
     def load(self, turn: int, record: str) -> None:

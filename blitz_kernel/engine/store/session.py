@@ -22,7 +22,15 @@ from typing import Any
 
 from opentelemetry.trace import SpanContext, TraceFlags
 
-from ...core.history import Message, SummaryMessage, TextPart, UserMessage, keep_signed_thinking, message_chars
+from ...core.history import (
+    Message,
+    SummaryMessage,
+    TextPart,
+    UserMessage,
+    for_model,
+    keep_signed_thinking,
+    message_chars,
+)
 from ...core.redact import Redactor
 from ...core.todos import TodoItem
 from ...core.usage import TokenUsage, UsageLedger
@@ -109,6 +117,32 @@ class Session:
     _chars: int = field(default=0, repr=False)
     _chars_of: int = field(default=-1, repr=False)
     """How many history messages `_chars` counts; anything else: count afresh."""
+    _view: list[Message] = field(default_factory=list, repr=False)
+    _view_of: tuple[list[Message] | None, int, Message | None] = field(default=(None, 0, None), repr=False)
+    """The history list `_view` was made from, the reshapes then, its last message converted."""
+    _reshapes: int = field(default=0, repr=False)
+    """Rewinds and compactions so far: the changes that are not an append."""
+
+    def model_history(self) -> list[Message]:
+        """`for_model(self.history)`, kept up as units commit: a step converts only the
+        messages committed since the last step, so building a request costs the same at the
+        thousandth turn as at the first. A rewind, a compaction or a history replaced from
+        outside starts it afresh. A copy: the request must not grow with the session."""
+        history, view = self.history, self._view
+        done = len(view)
+        source, reshapes, last = self._view_of
+        if (
+            source is not history
+            or reshapes != self._reshapes
+            or done > len(history)
+            or (done and history[done - 1] is not last)
+        ):
+            view, done = [], 0
+            self._view = view
+        if done < len(history):
+            view.extend(for_model(history[done:]))
+            self._view_of = (history, self._reshapes, history[-1])
+        return list(view)
 
     def prompt_chars(self) -> int:
         """The characters the history puts into a prompt (`core.history.message_chars`), kept
@@ -321,6 +355,7 @@ class Session:
         removed = self.history[len(self.history) - count :]
         before = len(self.history)
         del self.history[len(self.history) - count :]
+        self._reshapes += 1
         self._count(before, -sum(map(message_chars, removed)))
         self.rewound.extend(removed)
         self.committed -= count
@@ -377,6 +412,7 @@ class Session:
         before = len(self.history)
         removed = sum(map(message_chars, self.history[:split]))
         self.history[:split] = [summary]
+        self._reshapes += 1
         self._count(before, message_chars(summary) - removed)
         if self.log is not None and isinstance(summary, SummaryMessage):
             turn = self.turns

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from ...core.history import for_model
 from ...core.tools import ToolSpec
 from ...errors import ModelError
 from ...models.base import ModelRequest, ModelResponse, ModelSwitch, TextDelta
@@ -28,7 +27,7 @@ async def model_step(
     # not validated, so a step does not re-check the whole history.
     request = ModelRequest.model_construct(
         system=system,
-        messages=for_model(setup.session.history),  # a sub-agent's nested turn stays behind
+        messages=setup.session.model_history(),  # a sub-agent's nested turn stays behind
         tools=[] if shape is not None else specs,
         temperature=setup.choice.temperature,
         max_tokens=setup.choice.max_tokens,

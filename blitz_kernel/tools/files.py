@@ -183,6 +183,25 @@ def _split_lines(data: bytes) -> Iterator[_Line]:
         yield _Line(len(pieces) + 1, last[:MAX_LINE_CHARS], len(last))
 
 
+def _whole_file(data: bytes, offset: int, limit: int) -> str | None:
+    """A small text file shown whole, numbered in one pass: what most reads are. None when the
+    line-by-line path has something to say (an offset, a page cut, a long line, CRLF line
+    ends, bytes that are not UTF-8); its answer for such a file is the same text."""
+    if offset or b"\r" in data:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = text.split("\n")
+    if not lines[-1]:
+        lines.pop()  # after the final line break
+    if not lines or len(lines) > limit or max(map(len, lines)) > MAX_LINE_CHARS:
+        return None
+    body = "\n".join([f"{number:>6}\t{line}" for number, line in enumerate(lines, 1)])
+    return body if len(body) <= MAX_OUTPUT_CHARS else None
+
+
 @dataclass
 class _Page:
     """The lines of a text file that fit one read_file answer, and where they stopped."""
@@ -258,6 +277,9 @@ def _read_file_sync(root: Path, args: ReadFileArgs, budget: Budget, *, checked: 
             return _describe_binary(name, size, head, "it contains NUL bytes")
         data = head + handle.read(INLINE_READ_BYTES + 1 - len(head)) if size <= INLINE_READ_BYTES else b""
         if data and len(data) <= INLINE_READ_BYTES:
+            whole = _whole_file(data, args.offset, args.limit or DEFAULT_LINE_LIMIT)
+            if whole is not None:
+                return whole
             lines, watched = _split_lines(data), None
         else:  # a large file (or one that grew past the size since the fstat): streamed
             handle.seek(0)

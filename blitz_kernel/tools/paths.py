@@ -208,7 +208,9 @@ def open_in_workspace(
     anything but a regular file (or folder). A path that changes between the check and the
     open is checked again, a few times, then refused.
     """
-    fd, _folder, path = _checked_open(workspace, given, flags, create=create, directory=directory, keep_folder=False)
+    fd, _folder, path = _checked_open(
+        workspace, given, flags, create=create, directory=directory, keep_folder=False, real_root=real_root
+    )
     return fd, path
 
 

@@ -555,3 +555,34 @@ def test_is_within_compares_whole_components():
     assert not is_within(Path("/a/bc"), Path("/a/b"))  # a sibling that shares the prefix
     assert not is_within(Path("/a"), Path("/a/b"))
     assert is_within(Path("/anything"), Path("/"))
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["a\nb\n", "a\nb", "\n", "only one line", "tab\there\n\n\nblank lines\n", "ünïcödé ✓\n" * 30],
+)
+def test_a_small_file_read_whole_in_one_pass_reads_as_line_by_line(content: str) -> None:
+    from blitz_kernel.tools import files
+
+    data = content.encode()
+    whole = files._whole_file(data, 0, files.DEFAULT_LINE_LIMIT)
+    by_line = files._render_page(files._read_page(files._split_lines(data), 0, files.DEFAULT_LINE_LIMIT, None), 0, "f")
+    assert whole is not None and whole == by_line
+
+
+@pytest.mark.parametrize(
+    ("content", "offset", "limit"),
+    [
+        ("a\r\nb\r\n", 0, 2000),  # CRLF: the line ends are taken off line by line
+        ("x" * 2500 + "\n", 0, 2000),  # a long line is cut with a note
+        ("a\nb\nc\n", 1, 2000),  # an offset
+        ("a\nb\nc\n", 0, 2),  # a page cut, with its "call again" note
+        ("", 0, 2000),  # empty: said in words
+        ("caf\xe9".encode("latin-1").decode("latin-1"), 0, 2000),
+    ],
+)
+def test_a_file_the_one_pass_cannot_show_takes_the_line_by_line_path(content: str, offset: int, limit: int) -> None:
+    from blitz_kernel.tools import files
+
+    data = content.encode("latin-1") if "\xe9" in content else content.encode()
+    assert files._whole_file(data, offset, limit) is None

@@ -43,11 +43,6 @@ def memory_files(workspace: Path, home: Path | None) -> list[MemoryFile]:
     return load_memory(workspace, home)[0]
 
 
-def skipped_memory(workspace: Path, home: Path | None) -> list[str]:
-    """One line per memory file that is there but was not read, and why."""
-    return load_memory(workspace, home)[1]
-
-
 def load_memory(workspace: Path, home: Path | None) -> tuple[list[MemoryFile], list[str]]:
     """The memory files read, and the ones skipped. A workspace's files are read with the file
     tools' confinement: a symlink out of the workspace (`AGENTS.md -> ~/.aws/credentials`),

@@ -4,6 +4,7 @@ records (store/checkpoints.py) through the session as they happen."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -48,8 +49,12 @@ class TurnRecorder:
         self.session = session
         self.root = root
         self.checkpoint = session.checkpoints.start(turn, keep_turns)
-        self._folder = session_folder(root, session.name)
         self._copies = 0
+
+    @functools.cached_property
+    def _folder(self) -> Path:
+        """Where this session's copies go: worked out on the turn's first file change only."""
+        return session_folder(self.root, self.session.name)
 
     @property
     def turn(self) -> int:

@@ -22,7 +22,7 @@ from ..store.session import Session
 from ..store.sessions import SessionBook
 from ..turn.agents import AgentDefinition, agent_tools, check_tool_names
 from ..turn.context import ContextWindows
-from ..turn.instructions import MemoryFile, memory_files, root_instructions, skipped_memory
+from ..turn.instructions import MemoryFile, load_memory, memory_files, root_instructions
 from ..turn.modes import MODE_INSTRUCTIONS, SUBAGENT_READ_ONLY, TurnMode
 from ..turn.options import FrontEnd, RunOptions
 from ..turn.setup import (
@@ -85,10 +85,11 @@ class TurnBuilder:
             output = output.for_model(await asyncio.to_thread(supports_response_schema, model))
         answer_tools = {FINAL_RESULT: final_result_tool(output)} if output is not None and not output.native else {}
         state.redactor = self.configuration.redactor  # what enters the history is redacted
+        project = self.project()  # read once: the instructions and the notices both use it
         choice = ModelChoice(
             model=model,
             agent=definition.name,
-            system=self.instructions(definition, model, depth, mode, options.tools)
+            system=self.instructions(definition, model, depth, mode, options.tools, project)
             + mcp.system_note()
             + (output.instructions() if output is not None else ""),
             prices=PriceBook(dict(config.prices), model.price),
@@ -141,7 +142,7 @@ class TurnBuilder:
             on_event=front_end.on_event,
             telemetry=self.configuration.telemetry,
             span_name=ASIDE_SPAN if aside else TURN_SPAN,
-            notices=self._notices(depth, mode)
+            notices=self._notices(depth, mode, project)
             + tuple(NoticeEvent(kind="mcp_server", message=p) for p in [*mcp.problems.values(), *mcp.notices]),
             watchers=tuple(self.watchers),
         )
@@ -181,12 +182,12 @@ class TurnBuilder:
             shared_budget=BudgetLedger(defaults.shared_budget_file) if defaults.shared_budget_file else None,
         )
 
-    def _notices(self, depth: int, mode: TurnMode) -> tuple[Event, ...]:
+    def _notices(self, depth: int, mode: TurnMode, project: ProjectFiles) -> tuple[Event, ...]:
         """One-time notices, for turns the user started only."""
         if depth > 0 or mode is TurnMode.BTW:
             return ()
         configuration = self.configuration
-        skipped = [*skipped_memory(configuration.root, configuration.home), *self.skills().skipped]
+        skipped = [*project.skipped_memory, *project.skills.skipped]
         return self.notices.take(configuration.trust, configuration.agents, self.sessions.take_notices(), skipped)
 
     async def _mcp_offer(self, definition: AgentDefinition, model: Model, front_end: FrontEnd | None) -> Offer:
@@ -219,17 +220,19 @@ class TurnBuilder:
         depth: int,
         mode: TurnMode,
         allowed: tuple[str, ...] | None = None,
+        project: ProjectFiles | None = None,
     ) -> str:
         """The agent's prompt with project memory, the skills (when the turn may call
         `load_skill`), language and image note — a sub-agent's too: it works on the same
         project and answers the same user — then the mode's text (a sub-agent's: only a note
-        when it is read-only)."""
+        when it is read-only). `project`: the files as this turn read them (else read now)."""
+        project = project if project is not None else self.project()
         base = root_instructions(
             definition.instructions,
-            self.memory(),
+            project.memory,
             language=self.configuration.config.language,
             vision=supports_vision(model),
-            skills=self.skills().listing() if _offers(SKILL_TOOL, definition, allowed) else "",
+            skills=project.skills.listing() if _offers(SKILL_TOOL, definition, allowed) else "",
         )
         if depth > 0:
             return base + (SUBAGENT_READ_ONLY if mode.read_only else "")
@@ -243,6 +246,23 @@ class TurnBuilder:
     def memory(self) -> list[MemoryFile]:
         """The project-memory files the next turn's instructions include."""
         return memory_files(self.configuration.root, self.configuration.home)
+
+    def project(self) -> ProjectFiles:
+        """Project memory and skills as they are on disk now (an edit counts from the next
+        turn), read once for a turn."""
+        configuration = self.configuration
+        memory, skipped = load_memory(configuration.root, configuration.home)
+        return ProjectFiles(memory=memory, skipped_memory=skipped, skills=self.skills())
+
+
+@dataclass(frozen=True)
+class ProjectFiles:
+    """What a turn read of the project's memory files and skills."""
+
+    memory: list[MemoryFile]
+    skipped_memory: list[str]
+    """One line per memory file that is there but was not read, and why."""
+    skills: SkillBook
 
 
 def starting_line(names: list[str]) -> str:

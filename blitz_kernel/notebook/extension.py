@@ -91,10 +91,13 @@ def unload(ipython: Any) -> None:
 
 def _warm_up_in_background() -> threading.Thread:
     """Import the engine and the configured models' library off the main thread so the first
-    turn starts fast (the workspace is the kernel's working directory, as the magics open it)."""
+    turn starts fast (the workspace is the kernel's working directory, as the magics open it).
+    The variables comm's reply models come first: a completion request waits for them, and
+    only 300 ms (docs/completion.md)."""
 
     def warm() -> None:
         try:
+            import blitz_kernel.tools.variable_names  # noqa: F401, I001 - first, as said above
             import blitz_kernel.engine.workspace  # noqa: F401
             from blitz_kernel.config.loading import load_config
             from blitz_kernel.models.factory import warm_up

@@ -1,7 +1,9 @@
 """`%load_ext blitz_kernel`: register magics and the await transformer, warm the model
-library in the background. Kept cheap (target < 0.3 s): the engine and the provider library
-load on first use. The warm-up loads litellm only when the configured model (or a fallback)
-needs it; an OpenAI-compatible model takes the direct path, so such a kernel never imports it."""
+library in the background. Kept cheap (well under 0.1 s): `load()` imports only the notebook
+modules, none of the engine and no pydantic (the magic modules import those when a magic runs),
+and the warm-up thread, started last so it does not compete with `load()` itself, imports the
+engine meanwhile. It loads litellm only when the configured model (or a fallback) needs it; an
+OpenAI-compatible model takes the direct path, so such a kernel never imports it."""
 
 from __future__ import annotations
 
@@ -44,10 +46,10 @@ def load(ipython: Any) -> None:
     for family in registered:
         ipython.register_magics(family)
     _state["magics"], _state["registered"] = magics, registered
-    _state["warm_up"] = _warm_up_in_background()
     bridge.install(ipython)
     cell_log.install(ipython)
     variables_comm.install(ipython)  # inline completion's variable names (docs/completion.md)
+    _state["warm_up"] = _warm_up_in_background()
 
 
 def kernel_workspace() -> Any:
@@ -89,10 +91,13 @@ def unload(ipython: Any) -> None:
 
 def _warm_up_in_background() -> threading.Thread:
     """Import the engine and the configured models' library off the main thread so the first
-    turn starts fast (the workspace is the kernel's working directory, as the magics open it)."""
+    turn starts fast (the workspace is the kernel's working directory, as the magics open it).
+    The variables comm's reply models come first: a completion request waits for them, and
+    only 300 ms (docs/completion.md)."""
 
     def warm() -> None:
         try:
+            import blitz_kernel.tools.variable_names  # noqa: F401, I001 - first, as said above
             import blitz_kernel.engine.workspace  # noqa: F401
             from blitz_kernel.config.loading import load_config
             from blitz_kernel.models.factory import warm_up

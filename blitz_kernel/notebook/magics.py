@@ -3,6 +3,10 @@
 Options parse with IPython's magic_arguments; a wrong option is a UsageError that shows the
 usage line and calls no model. `%%blitz` returns a coroutine that the await transformer makes
 the cell await, so the turn runs on the kernel's own loop (docs/architecture.md).
+
+`%load_ext` imports this module, so it imports no engine module (nor pydantic) at the top:
+each magic imports what it needs when it runs, by which time the extension's background
+warm-up has usually loaded the engine already.
 """
 
 from __future__ import annotations
@@ -22,16 +26,14 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from ..core.history import subagent_turns
-from ..engine.turn.modes import TurnMode
-from ..engine.turn.options import RunOptions
-from ..engine.turn.structured import OutputSchema, output_schema
 from ..errors import BlitzError, ConfigError
 from .help_text import HELP
 
 if TYPE_CHECKING:
     from ..engine.store.sessions import SessionBook
+    from ..engine.turn.options import RunOptions
     from ..engine.turn.setup import TurnResult
+    from ..engine.turn.structured import OutputSchema
     from ..engine.workspace import Workspace
 
 FAILING_STOPS = {"error", "max_turns", "max_cost", "timeout", "blocked", "watchdog"}
@@ -190,6 +192,9 @@ class BlitzMagics(Magics):
     @cell_magic
     def blitz(self, line: str, cell: str) -> Coroutine[Any, Any, None]:
         """Run one agent turn; the cell body is the prompt."""
+        from ..engine.turn.modes import TurnMode
+        from ..engine.turn.options import RunOptions
+
         args = self._parse(self.blitz, line)
         prompt = cell.strip()
         if not prompt:
@@ -223,6 +228,8 @@ class BlitzMagics(Magics):
 
     def _schema(self, name: str | None) -> OutputSchema | None:
         """`--schema NAME`: the namespace's model class or dict (RunOptionError: not one)."""
+        from ..engine.turn.structured import output_schema
+
         if name is not None and name not in self._user_ns:
             raise UsageError(f"--schema: no variable {name!r} in the namespace\n{usage_line(self.blitz)}")
         return output_schema(self._user_ns[name], name) if name is not None else None
@@ -520,6 +527,8 @@ class BlitzMagics(Magics):
             self._show_session(current)
 
     def _show_session(self, name: str) -> None:
+        from ..core.history import subagent_turns
+
         book = self.workspace().sessions
         state = book.get(name)
         kinds = [m.kind for m in state.history]

@@ -8,14 +8,15 @@ runs (tools/variable_names.py reads only each object's type), and no cell is exe
 execution count, history or `post_run_cell` hook is touched. A kernel without blitz_kernel
 loaded has no such target: ipykernel closes the comm unanswered and the front end sends no
 variables.
+
+`%load_ext` only registers the target, so the reply's pydantic models are imported when a
+front end first opens the comm, not with the extension.
 """
 
 from __future__ import annotations
 
 import contextlib
 from typing import Any
-
-from ..tools.variable_names import VariablesReply, variable_types
 
 TARGET = "blitz.variables"
 
@@ -28,6 +29,8 @@ def install(ipython: Any) -> None:
 
     def on_open(comm: Any, _message: dict[str, Any]) -> None:
         try:
+            from ..tools.variable_names import VariablesReply, variable_types
+
             names = variable_types(ipython.user_ns, getattr(ipython, "user_ns_hidden", None))
             comm.send(VariablesReply(variables=names).model_dump())
         finally:

@@ -310,19 +310,34 @@ def fts_check(root: Path) -> None:
     rows(root, "INSERT INTO transcript_fts (transcript_fts, rank) VALUES ('integrity-check', 1)")
 
 
-def test_units_join_the_search_index_at_the_turns_end_or_before_a_search(tmp_path):
+def test_units_join_the_search_index_in_batches_at_a_turns_end_or_before_a_search(tmp_path):
     """Regression: every unit's transaction wrote to the FTS5 index (a segment each, most of
-    a unit's write cost); now the rows go in at the turn's end, and a search first adds the
-    rows of a turn still running."""
+    a unit's write cost), then every turn's end did (FTS5's merges of the common words' lists
+    grew with the session); now the rows go in at a turn's end once a batch of them waits, and
+    a search first adds every row still waiting."""
+    from blitz_kernel.engine.store.sqlite.rows import INDEX_BATCH_ROWS
+
+    def indexed(word: str) -> int:
+        return rows(tmp_path, f"SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH '{word}'")[0][0]
+
     book = SQLITE.book(tmp_path)
     session = book.get("s")
     session.commit([user_prompt("the quokka smiles")], 0)
     assert rows(tmp_path, "SELECT count(*) FROM transcript") == [(1,)]
-    assert rows(tmp_path, "SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH 'quokka'") == [(0,)]
+    assert indexed("quokka") == 0
     assert [hit.index for hit in book.search("quokka")] == [0]  # a turn still running
     session.commit([user_prompt("and the wombat digs")], 0)
     session.end_turn(0, "end_turn", None)
-    assert rows(tmp_path, "SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH 'wombat'") == [(1,)]
+    assert indexed("wombat") == 0  # one turn's rows wait for the batch
+    assert [hit.index for hit in book.search("wombat")] == [1]  # a search adds them first
+    assert indexed("wombat") == 1
+    for turn in range(1, INDEX_BATCH_ROWS + 1):
+        session.commit([user_prompt(f"the platypus swims, turn {turn}")], turn)
+        session.end_turn(turn, "end_turn", None)
+    assert 0 < indexed("platypus") <= INDEX_BATCH_ROWS  # a batch went in at a turn's end, no search
+    fts_check(tmp_path)
+    assert book.search("platypus")[0].index == INDEX_BATCH_ROWS + 1  # the newest first
+    assert indexed("platypus") == INDEX_BATCH_ROWS  # every row, once the search added the rest
     fts_check(tmp_path)
 
 

@@ -112,16 +112,22 @@ def transcribe(
     )
 
 
-def index_transcript(db: sqlite3.Connection) -> None:
+INDEX_BATCH_ROWS = 256
+"""A turn's end adds the transcript rows to the search index once this many wait (a search
+first adds whatever waits, so it always sees every row)."""
+
+
+def index_transcript(db: sqlite3.Connection, *, at_least: int = 1) -> None:
     """Add the sessions' transcript rows written since the last call to the search index, in
-    one statement (inside the caller's write transaction). FTS5 writes a segment per
-    transaction that touches it, so doing this once a turn instead of once a unit is most of
-    what a unit's write costs. Snapshots' rows are skipped (never searched); `fts_indexed`
-    moves past them all the same."""
+    one statement (inside the caller's write transaction), when `at_least` rows wait. FTS5
+    writes a segment per transaction that touches it and merges its segments as they pile
+    up, rewriting the long lists of the common words each time: adding a few hundred rows at
+    once instead of one turn's few costs a fraction of it (and stays flat in a long session).
+    Snapshots' rows are skipped (never searched); `fts_indexed` moves past them all the same."""
     mark = db.execute("SELECT value FROM meta WHERE key = 'fts_indexed'").fetchone()
     top = db.execute("SELECT coalesce(max(id), 0) FROM transcript").fetchone()[0]
     done = int(mark[0]) if mark else 0
-    if top != done:
+    if top != done and (top < done or top - done >= at_least):
         if top > done:
             db.execute(
                 "INSERT INTO transcript_fts (rowid, text) SELECT t.id, t.text FROM transcript t "

@@ -262,7 +262,7 @@ class Store(Viewing):
             if span is not None:
                 writes.insert_span(db, session_id, span)
             writes.save_usage(db, session_id, ledger, live)
-            writes.index_transcript(db)
+            writes.index_transcript(db, at_least=writes.INDEX_BATCH_ROWS)
         live.open_turn = None
 
     @edge("write to")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -264,11 +263,8 @@ def _render_page(page: _Page, offset: int, name: str) -> str:
     return f"{body}\n{note}]"
 
 
-def _read_file_sync(root: Path, args: ReadFileArgs, budget: Budget, *, checked: bool = False) -> str:
-    """`root`: the workspace, resolved. `checked`: the caller's stat found no folder there."""
-    if not checked and resolve_in_workspace(root, args.path, real_root=True).is_dir():  # the open decides
-        raise ToolError(_directory_message(args.path))
-    fd, path = open_in_workspace(root, args.path, real_root=True)
+def _read_opened(fd: int, path: Path, root: Path, args: ReadFileArgs, budget: Budget) -> str:
+    """Read the checked, opened regular file `fd` (closed here). `root`: the workspace, resolved."""
     name = relative_name(path, root)
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(fd).st_size
@@ -303,17 +299,29 @@ async def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
     described (size, type), not shown; only regular files are read (not pipes or devices)."""
     budget = Budget(READ_BUDGET_S, ctx.deadline)
     root = real_path(ctx.workspace)
-    try:  # a stat opens nothing, so a FIFO or device cannot block here
-        info = os.stat(resolve_in_workspace(root, args.path, real_root=True))
+    # The checked open cannot block (a FIFO or a device is refused after a non-blocking open),
+    # so it runs here; only reading a large file goes to a worker thread.
+    try:
+        fd, path = open_in_workspace(root, args.path, real_root=True)
+    except ToolError:
+        if _is_folder(root, args.path):
+            raise ToolError(_directory_message(args.path)) from None
+        raise
+    try:
+        small = os.fstat(fd).st_size <= INLINE_READ_BYTES
+    except OSError:
+        os.close(fd)
+        raise
+    if small:
+        return _read_opened(fd, path, root, args, budget)
+    return await run_io(_read_opened, fd, path, root, args, budget, budget=budget)  # it closes `fd`
+
+
+def _is_folder(root: Path, given: str) -> bool:
+    try:
+        return resolve_in_workspace(root, given, real_root=True).is_dir()
     except (OSError, ToolError, ValueError):
-        info = None  # the worker path words the problem
-    if info is not None and stat.S_ISDIR(info.st_mode):
-        raise ToolError(_directory_message(args.path))
-    if info is not None and stat.S_ISREG(info.st_mode) and info.st_size <= INLINE_READ_BYTES:
-        # The checked open that follows decides what is read: anything that changed since
-        # the stat is refused or read there as usual.
-        return _read_file_sync(root, args, budget, checked=True)
-    return await run_io(_read_file_sync, root, args, budget, budget=budget)
+        return False
 
 
 # -- list_files ----------------------------------------------------------------------------

@@ -143,7 +143,7 @@ async def test_a_small_file_is_read_without_a_thread_hop_and_a_large_one_with_it
     original = files.run_io
 
     async def counted(work: Any, *args: Any, **kwargs: Any) -> Any:
-        hops.append(args[1].path)
+        hops.append(args[1].name)  # the opened path
         return await original(work, *args, **kwargs)
 
     monkeypatch.setattr(files, "run_io", counted)

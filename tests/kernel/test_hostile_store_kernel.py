@@ -28,13 +28,13 @@ def test_a_lock_linked_to_the_users_file_leaves_it_alone_and_the_cell_answers(se
     victim.write_text("alias ll='ls -l'\n")
     workspace = tmp_path / "repo"
     (workspace / ".blitz" / "locks").mkdir(parents=True)
-    (workspace / ".blitz" / "locks" / "default.lock").symlink_to(victim)
+    (workspace / ".blitz" / "locks" / "sessions.lock").symlink_to(victim)
     driver = start(server, tmp_path, workspace)
     try:
         server.enqueue({"text": "Hello from the model."})
         cell = driver.run("%%blitz --plain\nSay hello.")
         assert cell.status == "ok", cell.reply
-        warnings = [line for line in cell.stdout.splitlines() if line.startswith("⚠ .blitz/locks/default.lock")]
+        warnings = [line for line in cell.stdout.splitlines() if line.startswith("⚠ .blitz/locks/sessions.lock")]
         assert len(warnings) == 1 and "symbolic link" in warnings[0]
         assert "Hello from the model." in "".join(cell.displays.values()) and "Traceback" not in cell.stdout
     finally:

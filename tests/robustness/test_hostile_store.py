@@ -61,53 +61,83 @@ async def assert_turns_run_in_memory(ws: Workspace, *words: str) -> str:
 
 
 # -- locks ----------------------------------------------------------------------------------------
+# Linux kernels lock a byte of one file per store (`sessions.lock`); elsewhere a kernel takes a
+# lock file per session (`default.lock`). Both layouts meet the same hostile files.
 
 
-async def test_a_lock_symlink_to_a_file_outside_leaves_it_untouched(repo, victim):
+@pytest.fixture(params=["sessions.lock", "default.lock"], ids=["one lock file", "a lock file per session"])
+def lock_name(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The file that locks session 'default' in this layout."""
+    from blitz_kernel.engine.store import factory
+
+    monkeypatch.setattr(factory, "BYTE_RANGE_LOCKS", request.param == "sessions.lock")
+    return str(request.param)
+
+
+async def test_a_lock_symlink_to_a_file_outside_leaves_it_untouched(repo, victim, lock_name):
     """Regression: the lock file was opened with open(path, "a+"), which follows the link, then
     truncated and overwritten: the user's .bashrc was emptied by the first %%blitz."""
     (repo / ".blitz" / "locks").mkdir()
-    (repo / ".blitz" / "locks" / "default.lock").symlink_to(victim)
+    (repo / ".blitz" / "locks" / lock_name).symlink_to(victim)
     ws = open_ws(repo, [{"text": "one"}, {"text": "two"}])
-    reason = await assert_turns_run_in_memory(ws, ".blitz/locks/default.lock", "symbolic link", "mv ")
+    reason = await assert_turns_run_in_memory(ws, f".blitz/locks/{lock_name}", "symbolic link", "mv ")
     ws.sessions.close()
-    assert victim.read_text() == VICTIM_TEXT and (repo / ".blitz" / "locks" / "default.lock").is_symlink()
+    assert victim.read_text() == VICTIM_TEXT and (repo / ".blitz" / "locks" / lock_name).is_symlink()
     assert "memory" in reason
 
 
-async def test_a_regular_file_named_locks_does_not_break_blitz(repo):
+async def test_a_regular_file_named_locks_does_not_break_blitz(repo, lock_name):
     (repo / ".blitz" / "locks").write_text("not a folder")
     ws = open_ws(repo, [{"text": "one"}, {"text": "two"}])
     await assert_turns_run_in_memory(ws, ".blitz/locks", "not a folder")
     assert (repo / ".blitz" / "locks").read_text() == "not a folder"
 
 
-async def test_a_folder_at_a_lock_path_does_not_break_blitz(repo):
-    (repo / ".blitz" / "locks" / "default.lock").mkdir(parents=True)
+async def test_a_folder_at_a_lock_path_does_not_break_blitz(repo, lock_name):
+    (repo / ".blitz" / "locks" / lock_name).mkdir(parents=True)
     ws = open_ws(repo, [{"text": "one"}, {"text": "two"}])
-    await assert_turns_run_in_memory(ws, ".blitz/locks/default.lock", "folder")
-    other = ws.session("other")  # another session's lock is fine: it is saved
-    assert other.saved
+    await assert_turns_run_in_memory(ws, f".blitz/locks/{lock_name}", "folder")
+    if lock_name == "default.lock":
+        assert ws.session("other").saved  # another session's own lock file is fine
 
 
-async def test_a_lock_file_with_other_content_is_never_truncated(repo):
-    lock = repo / ".blitz" / "locks" / "default.lock"
+async def test_a_lock_file_with_other_content_is_never_truncated(repo, lock_name):
+    lock = repo / ".blitz" / "locks" / lock_name
     lock.parent.mkdir()
     lock.write_text("precious notes that happen to sit here\n")
     ws = open_ws(repo, [{"text": "one"}, {"text": "two"}])
-    await assert_turns_run_in_memory(ws, ".blitz/locks/default.lock", "not a lock file")
+    await assert_turns_run_in_memory(ws, f".blitz/locks/{lock_name}", "not a lock file")
     ws.sessions.close()
     assert lock.read_text() == "precious notes that happen to sit here\n"
 
 
-async def test_a_lock_file_with_two_names_is_refused(repo, victim):
-    lock = repo / ".blitz" / "locks" / "default.lock"
+async def test_a_lock_file_with_two_names_is_refused(repo, victim, lock_name):
+    lock = repo / ".blitz" / "locks" / lock_name
     lock.parent.mkdir()
     os.link(victim, lock)
     ws = open_ws(repo, [{"text": "one"}, {"text": "two"}])
     await assert_turns_run_in_memory(ws, "hard link")
     ws.sessions.close()
     assert victim.read_text() == VICTIM_TEXT
+
+
+async def test_with_one_lock_file_a_session_file_shipped_beside_it_is_left_alone(repo, victim, monkeypatch):
+    """A `<session>.lock` is only probed (an older kernel's lock): a link, a folder or foreign
+    content there is never followed or written, and the session is saved as usual."""
+    from blitz_kernel.engine.store import factory
+
+    monkeypatch.setattr(factory, "BYTE_RANGE_LOCKS", True)
+    locks = repo / ".blitz" / "locks"
+    locks.mkdir()
+    (locks / "default.lock").symlink_to(victim)
+    (locks / "other.lock").mkdir()
+    (locks / "third.lock").write_text("precious notes\n")
+    ws = open_ws(repo, [{"text": "one"}, {"text": "two"}, {"text": "three"}])
+    for name in ("default", "other", "third"):
+        await ws.run("hello", session=name)
+        assert ws.session(name).saved, ws.session(name).not_saved
+    ws.sessions.close()
+    assert victim.read_text() == VICTIM_TEXT and (locks / "third.lock").read_text() == "precious notes\n"
 
 
 # -- the database and its folder -------------------------------------------------------------------
@@ -205,7 +235,7 @@ async def test_a_store_the_user_names_is_adopted(tmp_path):
         home=tmp_path / "home",
     )
     assert len(named.session("default").history) == 2
-    assert (made / ".blitz" / "locks" / "default.lock").exists()
+    assert (made / ".blitz" / "locks" / "sessions.lock").exists()
 
 
 # -- damage after open ---------------------------------------------------------------------------------

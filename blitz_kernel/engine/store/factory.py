@@ -20,6 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...core.store_url import StoreUrlError, is_postgres, sqlite_path
+from .byte_locks import SUPPORTED as BYTE_RANGE_LOCKS
+from .byte_locks import ByteRangeSessionLocks
 from .identity import StoreIdentities
 from .link import StoreLink
 from .locks import SessionLocks
@@ -78,7 +80,8 @@ def open_store(
     finally:
         if folder is not None:
             folder.close()  # the store keeps its own file open; the folder is not needed
-    return StoreLink(store, locks=SessionLocks(locks), notices=[*notices, *([notice] if notice else [])])
+    manager = ByteRangeSessionLocks(locks, store.holder_record) if BYTE_RANGE_LOCKS else SessionLocks(locks)
+    return StoreLink(store, locks=manager, notices=[*notices, *([notice] if notice else [])])
 
 
 def _open_postgres(url: str, workspace: Path, viewer: bool) -> StoreLink:

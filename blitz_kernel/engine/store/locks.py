@@ -1,4 +1,7 @@
-"""One kernel per session: an OS file lock per session under `.blitz/locks/` (docs/store.md).
+"""One kernel per session, with a lock file per session under `.blitz/locks/` (docs/store.md):
+the way where there are no open-file-description locks (Linux takes a byte of one file
+instead, byte_locks.py), and what kernels of earlier versions did. Also the holder record and
+session names, which both ways share.
 
 `fcntl.flock` on `<workspace>/.blitz/locks/<session>.lock`, held for as long as the kernel
 holds the session. The kernel that dies (kill -9, out of memory) loses its locks with its file
@@ -14,6 +17,7 @@ import contextlib
 import fcntl
 import os
 import socket
+import stat
 import time
 from datetime import datetime
 from pathlib import Path
@@ -199,6 +203,28 @@ def _check_lock_content(fd: int, shown: str) -> None:
             f"{shown} is not a lock file blitz_kernel wrote (it holds other data) and is left untouched; "
             f"move it aside (mv {shown} {shown}.aside) to let blitz_kernel use it"
         ) from None
+
+
+def legacy_holder(folder: PrivateDir, name: str) -> Holder | None:
+    """Who holds `name` through a lock file of its own (what kernels of earlier versions
+    take, and this one where open-file-description locks are missing), None when nobody
+    does. Anything but a regular file there is no such lock, and is left as it is."""
+    try:
+        fd = os.open(
+            f"{name}.lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder.fd(create=False)
+        )
+    except (OSError, StoreRefusedError):
+        return None  # the common case: no such file (or no folder yet)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read_holder(fd) or Holder(pid=0, since=0)
+        return None
+    finally:
+        os.close(fd)  # lets the shared probe go
 
 
 def _try_lock(fd: int, *, tries: int) -> bool:

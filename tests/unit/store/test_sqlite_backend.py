@@ -148,6 +148,70 @@ def test_two_processes_write_different_sessions_at_once_and_lose_no_row(tmp_path
     assert sorted(counts) == [("a", units), ("b", units)]
 
 
+def byte_locks(folder: Path, holders: dict[str, str]) -> Any:
+    from blitz_kernel.engine.store.byte_locks import ByteRangeSessionLocks
+    from blitz_kernel.engine.store.private import PrivateDir
+
+    return ByteRangeSessionLocks(PrivateDir(folder, ("locks",), "locks"), holders.get)
+
+
+def test_one_lock_file_serves_every_session_and_two_holders_exclude_each_other(tmp_path, monkeypatch):
+    """A session's lock is a byte of `sessions.lock` (no file per session); it belongs to the
+    open file, so a second manager in the same process is refused as another kernel is, and
+    the message names the holder the store recorded."""
+    monkeypatch.setenv("JPY_SESSION_NAME", "work/analysis.ipynb")
+    from blitz_kernel.engine.store.locks import Holder
+    from blitz_kernel.errors import SessionBusyError
+
+    holders = {"s": Holder.current().model_dump_json()}
+    first, second = byte_locks(tmp_path, holders), byte_locks(tmp_path, holders)
+    for name in ("s", "t", "u"):
+        first.acquire(name)
+    assert sorted(p.name for p in (tmp_path / "locks").iterdir()) == ["sessions.lock"]
+    assert (tmp_path / "locks" / "sessions.lock").stat().st_size == 0  # never written
+    with pytest.raises(SessionBusyError) as busy:
+        second.acquire("s")
+    assert f"(pid {os.getpid()}, notebook analysis.ipynb, since " in str(busy.value)
+    assert second.holder("t") is not None and second.holder("other") is None and first.holder("s") is None
+    first.release("s")
+    second.acquire("s")  # free once released
+    assert first.holder("s") is not None
+    first.release_all()
+    second.acquire("t")  # closing the file let every byte go
+
+
+def test_a_session_an_older_kernel_holds_through_its_own_lock_file_is_busy(tmp_path):
+    """Kernels of earlier versions flock `<session>.lock`: while one holds it, the session is
+    busy here too, named after the holder record in that file."""
+    import fcntl
+
+    from blitz_kernel.errors import SessionBusyError
+
+    (tmp_path / "locks").mkdir()
+    older = tmp_path / "locks" / "s.lock"
+    older.write_text(json.dumps({"pid": 4242, "notebook": "old.ipynb", "since": 1.0}))
+    locks = byte_locks(tmp_path, {})
+    with older.open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(SessionBusyError, match=r"pid 4242, notebook old.ipynb"):
+            locks.acquire("s")
+        assert locks.holder("s") is not None and locks.holder("s").pid == 4242
+    locks.acquire("s")  # the older kernel let it go
+    assert older.read_text().startswith('{"pid": 4242')  # probed, never written
+
+
+def test_lock_files_per_session_exclude_a_second_holder_in_the_same_process(tmp_path):
+    """Where there are no open-file-description locks, a lock file per session (flock)."""
+    from blitz_kernel.errors import SessionBusyError
+
+    first, second = SessionLocks(tmp_path / "locks"), SessionLocks(tmp_path / "locks")
+    first.acquire("s")
+    with pytest.raises(SessionBusyError, match=f"pid {os.getpid()}"):
+        second.acquire("s")
+    first.release("s")
+    second.acquire("s")
+
+
 def test_lock_file_says_who_holds_it(tmp_path, monkeypatch):
     monkeypatch.setenv("JPY_SESSION_NAME", "work/analysis.ipynb")
     locks = SessionLocks(tmp_path / "locks")

@@ -56,7 +56,7 @@ async def test_store_url_from_the_environment_puts_the_database_and_its_locks_th
         home=tmp_path / "home",
     )
     await ws.run("hello")
-    assert ws.session("default").saved and target.exists() and (target.parent / "locks" / "default.lock").exists()
+    assert ws.session("default").saved and target.exists() and (target.parent / "locks" / "sessions.lock").exists()
     assert not (tmp_path / "ws" / ".blitz" / "blitz.db").exists()
     assert ws.sessions.location == str(target)
 

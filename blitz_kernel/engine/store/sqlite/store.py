@@ -137,6 +137,16 @@ class Store(Viewing):
             return reads.list_sessions(self._db)
 
     @edge("read")
+    def holder_record(self, name: str) -> str | None:
+        """Who opened the session last, as its kernel wrote it: what a busy session's message
+        names (the lock itself says only that it is held, docs/store.md)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT holder FROM sessions WHERE kind = 'session' AND name = ?", (name,)
+            ).fetchone()
+        return row[0] if row else None
+
+    @edge("read")
     def exists(self, name: str, kind: str = "session") -> bool:
         with self._lock:
             return self._id(name, kind) is not None

@@ -1,6 +1,6 @@
 """Growth: does a step cost more late in a long session? One session, 1,000 turns, store on.
 
-    .venv/bin/python bench/growth.py [--turns 1000] [--window 10]
+    .venv/bin/python bench/growth.py [--turns 1000] [--window 50]
 
 Each turn is two steps of an instant in-process model (no I/O, no tokens to wait for): the
 first asks for one `read_file`, the second answers in text, so a turn commits four messages
@@ -110,7 +110,7 @@ def report(title: str, marks: dict[int, tuple[float, float]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=1000)
-    parser.add_argument("--window", type=int, default=10)
+    parser.add_argument("--window", type=int, default=50, help="turns per median (the first mark has only 10)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "notes.txt").write_text("hello\n")

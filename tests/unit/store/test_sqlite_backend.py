@@ -439,3 +439,26 @@ def test_a_very_common_word_is_ranked_among_the_newest_matches(tmp_path, monkeyp
     assert len(hits) == 3 and all(hit.message >= 4 for hit in hits)
     monkeypatch.setattr(reads, "CANDIDATES", 100)
     assert store.search("ferret", limit=3)[0].message == 0  # with every match ranked, it wins
+
+
+def test_a_fresh_sessions_record_is_what_validation_would_make() -> None:
+    """A fresh session's record is constructed without validation (its open costs less): it
+    must still be the record validation makes, every field included."""
+    from blitz_kernel.core.usage import UsageLedger
+    from blitz_kernel.engine.store.records import StoredSession
+    from blitz_kernel.engine.store.sqlite.reads import empty_session
+
+    made = empty_session(7, "fresh")
+    validated = StoredSession(
+        id=7,
+        name="fresh",
+        history=[],
+        archive=[],
+        turns=0,
+        ledger=UsageLedger(),
+        todos=[],
+        last_span=None,
+        variables=[],
+    )
+    assert made.model_fields_set == set(StoredSession.model_fields)  # every field given: no factory looked into
+    assert made.model_dump() == validated.model_dump()

@@ -275,7 +275,9 @@ def _rewinds(db: sqlite3.Connection, sessions: set[int]) -> dict[int, list[tuple
 
 
 def empty_session(session_id: int, name: str) -> StoredSession:
-    return StoredSession(
+    """A session just created: constructed, not validated (there is nothing in it to check),
+    and every field given, so no default factory is looked into (pydantic inspects each)."""
+    return StoredSession.model_construct(
         id=session_id,
         name=name,
         history=[],
@@ -285,6 +287,14 @@ def empty_session(session_id: int, name: str) -> StoredSession:
         todos=[],
         last_span=None,
         variables=[],
+        interrupted=None,
+        audit=[],
+        budget_added_usd=0.0,
+        budget_tripped=False,
+        checkpoints=[],
+        committed=0,
+        turn_starts={},
+        between=BetweenTurns(),
     )
 
 

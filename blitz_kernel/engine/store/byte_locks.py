@@ -76,7 +76,12 @@ class ByteRangeSessionLocks:
         if older is not None:
             raise SessionBusyError(busy_message(name, older if older.pid else None))
         for attempt in range(ACQUIRE_TRIES):
-            if _set(fd, fcntl.F_WRLCK, lock_offset(name)):
+            try:
+                taken = _set(fd, fcntl.F_WRLCK, lock_offset(name))
+            except OSError as exc:  # a file system without such locks (ENOLCK, EINVAL)
+                shown = f"{self.folder.shown}/{LOCK_FILE}"
+                raise StoreRefusedError(f"{shown} cannot be locked here ({exc.strerror or exc})") from None
+            if taken:
                 self._held.add(name)
                 return
             if attempt + 1 < ACQUIRE_TRIES:

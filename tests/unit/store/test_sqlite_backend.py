@@ -462,3 +462,25 @@ def test_a_fresh_sessions_record_is_what_validation_would_make() -> None:
     )
     assert made.model_fields_set == set(StoredSession.model_fields)  # every field given: no factory looked into
     assert made.model_dump() == validated.model_dump()
+
+
+def test_a_file_system_without_byte_locks_keeps_the_session_in_memory_with_one_line(tmp_path, monkeypatch):
+    """A file system that refuses open-file-description locks (ENOLCK) fails no cell: the
+    session runs in memory and says why."""
+    import errno
+
+    from blitz_kernel.engine.store import byte_locks, factory
+
+    monkeypatch.setattr(factory, "BYTE_RANGE_LOCKS", True)
+    real_fcntl = byte_locks.fcntl.fcntl
+
+    def refusing(fd: int, command: int, argument: Any = 0) -> Any:
+        if command == byte_locks.fcntl.F_OFD_SETLK:
+            raise OSError(errno.ENOLCK, "No locks available")
+        return real_fcntl(fd, command, argument)
+
+    monkeypatch.setattr(byte_locks.fcntl, "fcntl", refusing)
+    session = SQLITE.book(tmp_path).get("s")
+    assert not session.saved
+    assert session.not_saved is not None and "cannot be locked here (No locks available)" in session.not_saved
+    assert "\n" not in session.not_saved

@@ -17,19 +17,17 @@ older kernel's session is busy here as well.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
 import struct
-import time
 from collections.abc import Callable
 
 from pydantic import ValidationError
 
 from ...errors import SessionBusyError
 from .locks import (
-    ACQUIRE_TRIES,
-    RETRY_PAUSE_S,
     Holder,
     busy_message,
     check_session_name,
@@ -56,7 +54,6 @@ class ByteRangeSessionLocks:
 
     def __init__(self, directory: PrivateDir, holders: Callable[[str], str | None]) -> None:
         self.folder = directory
-        self.directory = directory.path
         self._holders = holders
         self._fd: int | None = None
         self._held: set[str] = set()
@@ -75,24 +72,21 @@ class ByteRangeSessionLocks:
         older = legacy_holder(self.folder, name)
         if older is not None:
             raise SessionBusyError(busy_message(name, older if older.pid else None))
-        for attempt in range(ACQUIRE_TRIES):
-            try:
-                taken = _set(fd, fcntl.F_WRLCK, lock_offset(name))
-            except OSError as exc:  # a file system without such locks (ENOLCK, EINVAL)
-                shown = f"{self.folder.shown}/{LOCK_FILE}"
-                raise StoreRefusedError(f"{shown} cannot be locked here ({exc.strerror or exc})") from None
-            if taken:
-                self._held.add(name)
-                return
-            if attempt + 1 < ACQUIRE_TRIES:
-                time.sleep(RETRY_PAUSE_S)  # another kernel's `list` probes for microseconds
-        raise SessionBusyError(busy_message(name, self._holder_record(name)))
+        try:
+            taken = _set(fd, fcntl.F_WRLCK, lock_offset(name))
+        except OSError as exc:  # a file system without such locks (ENOLCK, EINVAL)
+            shown = f"{self.folder.shown}/{LOCK_FILE}"
+            raise StoreRefusedError(f"{shown} cannot be locked here ({exc.strerror or exc})") from None
+        if not taken:  # held: another kernel's probe (`holder`) never takes the byte, so no retry
+            raise SessionBusyError(busy_message(name, self._holder_record(name)))
+        self._held.add(name)
 
     def release(self, name: str) -> None:
         if name in self._held:
             self._held.discard(name)
             if self._fd is not None:
-                _set(self._fd, fcntl.F_UNLCK, lock_offset(name))
+                with contextlib.suppress(OSError):
+                    _set(self._fd, fcntl.F_UNLCK, lock_offset(name))
 
     def release_all(self) -> None:
         for name in list(self._held):
@@ -110,9 +104,9 @@ class ByteRangeSessionLocks:
             return older
         try:
             fd = self._file(create=False)
+            if fd is None or not _taken(fd, lock_offset(name)):
+                return None
         except (OSError, StoreRefusedError):
-            return None
-        if fd is None or not _taken(fd, lock_offset(name)):
             return None
         return self._holder_record(name) or Holder(pid=0, since=0)
 

@@ -211,17 +211,24 @@ async def measure(reps: int, steps: int, base_url: str, workspace: Path) -> dict
         "d: adapter only": lambda rep: adapter_loop(adapter),
         "dL: adapter/litellm": lambda rep: adapter_loop(adapter_litellm),
     }
-    times: dict[str, list[float]] = {name: [] for name in runs} | {f"cpu {name}": [] for name in runs}
-    for rep in range(-3, reps):  # three warm-up rounds, not counted
+    times = await interleaved(runs, reps)
+    await client.close()
+    for workspace_ in (ws, ws_memory, ws_litellm):
+        workspace_.sessions.close()
+    return times
+
+
+async def interleaved(runs: dict[str, Any], reps: int) -> dict[str, list[float]]:
+    """Each run once per repetition, in turn, so machine noise hits them alike (three warm-up
+    rounds not counted): wall seconds under each name, this process's CPU under "cpu NAME"."""
+    times: dict[str, list[float]] = {name: [] for name in [*runs, *(f"cpu {name}" for name in runs)]}
+    for rep in range(-3, reps):
         for name, run in runs.items():
             started, cpu_started = time.perf_counter(), time.process_time()
             await run(rep)
             if rep >= 0:
                 times[name].append(time.perf_counter() - started)
                 times[f"cpu {name}"].append(time.process_time() - cpu_started)
-    await client.close()
-    for workspace_ in (ws, ws_memory, ws_litellm):
-        workspace_.sessions.close()
     return times
 
 

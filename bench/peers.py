@@ -23,7 +23,6 @@ import asyncio
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -88,14 +87,7 @@ async def measure(reps: int, base_url: str, workspace: Path) -> dict[str, list[f
         assert "Both files" in result.output
 
     runs = {"a: blitz": blitz, "c: openai SDK": raw, "p: pydantic-ai": peer}
-    times: dict[str, list[float]] = {name: [] for name in [*runs, *(f"cpu {name}" for name in runs)]}
-    for rep in range(-3, reps):  # three warm-up rounds, not counted
-        for name, run in runs.items():
-            started, cpu_started = time.perf_counter(), time.process_time()
-            await run(rep)
-            if rep >= 0:
-                times[name].append(time.perf_counter() - started)
-                times[f"cpu {name}"].append(time.process_time() - cpu_started)
+    times = await overhead.interleaved(runs, reps)
     await client.close()
     ws.sessions.close()
     return times

@@ -32,6 +32,7 @@ from .locks import (
     busy_message,
     check_session_name,
     legacy_holder,
+    refuse_if_held,
 )
 from .private import PrivateDir
 from .protocol import StoreError, StoreRefusedError
@@ -69,9 +70,7 @@ class ByteRangeSessionLocks:
         check_session_name(name)
         fd = self._file()
         assert fd is not None
-        older = legacy_holder(self.folder, name)
-        if older is not None:
-            raise SessionBusyError(busy_message(name, older if older.pid else None))
+        refuse_if_held(name, legacy_holder(self.folder, name))
         try:
             taken = _set(fd, fcntl.F_WRLCK, lock_offset(name))
         except OSError as exc:  # a file system without such locks (ENOLCK, EINVAL)
@@ -111,9 +110,7 @@ class ByteRangeSessionLocks:
         return self._holder_record(name) or Holder(pid=0, since=0)
 
     def check_free(self, name: str) -> None:
-        holder = self.holder(name)
-        if holder is not None:
-            raise SessionBusyError(busy_message(name, holder if holder.pid else None))
+        refuse_if_held(name, self.holder(name))
 
     def _file(self, *, create: bool = True) -> int | None:
         """The lock file, opened once (checked: a regular file of this user, one name, empty);

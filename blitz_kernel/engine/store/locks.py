@@ -98,6 +98,12 @@ def check_session_name(name: str) -> str:
     return name
 
 
+def refuse_if_held(name: str, holder: Holder | None) -> None:
+    """SessionBusyError naming `holder` (a probe's answer; pid 0: held by someone unknown)."""
+    if holder is not None:
+        raise SessionBusyError(busy_message(name, holder if holder.pid else None))
+
+
 def busy_message(name: str, holder: Holder | None) -> str:
     where = f" ({holder.describe()})" if holder is not None else ""
     return (
@@ -185,9 +191,7 @@ class SessionLocks:
 
     def check_free(self, name: str) -> None:
         """SessionBusyError when another process holds the session."""
-        holder = self.holder(name)
-        if holder is not None:
-            raise SessionBusyError(busy_message(name, holder if holder.pid else None))
+        refuse_if_held(name, self.holder(name))
 
 
 def _check_lock_content(fd: int, shown: str) -> None:

@@ -13,12 +13,12 @@ if [ ! -x "$venv/bin/python" ]; then
   "$PYTHON" -m venv "$venv"
 fi
 stamp="$venv/.blitz-jupyter-ai-installed"
-wanted="$(cat scripts/setup_jupyter_ai.sh integrations/jupyter-ai/pyproject.toml | sha256sum | cut -d' ' -f1)"
+wanted="$(cat scripts/setup_jupyter_ai.sh integrations/jupyter-ai/pyproject.toml integrations/jupyter-ai/constraints.txt | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
   started=$SECONDS
   echo "== installing Jupyter AI 3 and the Blitz persona into $venv (the first time about a minute or two)"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -U pip 2>&1 | grep -v "^WARNING: Location" || true
-  "$venv/bin/python" -m pip install --disable-pip-version-check \
+  "$venv/bin/python" -m pip install --disable-pip-version-check -c integrations/jupyter-ai/constraints.txt \
     'jupyter-ai==3.2.*' 'jupyter-ai-acp-client==0.3.*' -e './integrations/jupyter-ai[test]' 2>&1 \
     | grep --line-buffered -E "^(Collecting|Building|Installing collected|ERROR)" \
     | sed -u -E 's/^Installing collected packages:.*/   installing the collected packages …/; s/^(Collecting|Building)/   \1/' || true

@@ -90,6 +90,9 @@ def run_the_notebook_then_ask_in_the_chat(page: Any, lab: JupyterServer, prompt:
     page.evaluate(OPEN_CHAT)
     box = page.locator(".jp-chat-input-container textarea").first
     expect(box).to_be_visible(timeout=60_000)
+    # a message goes to the persona the chat input's picker names; the picker shows none until
+    # Jupyter AI has loaded this new chat's personas, and a message sent before that goes nowhere
+    expect(page.locator(".jp-jai-personaControls-persona")).to_have_text("Blitz", timeout=60_000)
     box.click()
     box.type(prompt)
     page.keyboard.press("Enter")

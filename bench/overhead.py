@@ -350,11 +350,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=60)
     parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--kernels", type=int, default=5)
+    parser.add_argument("--kernels", type=int, default=5, help="fresh kernels for the %%load_ext and RSS figures; 0 leaves them out")
     parser.add_argument("--chunk-delays", default="0,0.004", help="seconds between streamed events, one run each")
     args = parser.parse_args()
     for chunk_delay_s in (float(value) for value in args.chunk_delays.split(",")):
         run_scenario(args.reps, args.steps, chunk_delay_s)
+    if args.kernels < 1:
+        print("%load_ext and kernel RSS: not measured (--kernels 0)")
+        return
     blitz_s, baseline_s = time_load_ext(args.kernels)
     print(
         f"%load_ext blitz_kernel: {blitz_s * 1000:.1f} ms (median of {args.kernels} fresh kernels); %load_ext autoreload: {baseline_s * 1000:.1f} ms; ratio {blitz_s / baseline_s:.1f}x"

@@ -350,7 +350,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=60)
     parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--kernels", type=int, default=5, help="fresh kernels for the %%load_ext and RSS figures; 0 leaves them out")
+    parser.add_argument(
+        "--kernels", type=int, default=5, help="fresh kernels for the %%load_ext and RSS figures; 0 leaves them out"
+    )
     parser.add_argument("--chunk-delays", default="0,0.004", help="seconds between streamed events, one run each")
     args = parser.parse_args()
     for chunk_delay_s in (float(value) for value in args.chunk_delays.split(",")):

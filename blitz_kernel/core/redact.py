@@ -275,11 +275,20 @@ class StreamRedactor:
 
     def _safe_cut(self, text: str) -> int:
         line = text.rfind("\n") + 1
-        cut = line if KEYWORD.search(text, line) else max(text.rfind(" "), text.rfind("\t"), line - 1) + 1
+        cut = line if _names_a_secret(text[line:]) else max(text.rfind(" "), text.rfind("\t"), line - 1) + 1
         block = text.rfind("-----BEGIN")
         if block >= 0 and text.find("-----END", block) < 0:
             cut = min(cut, block)
         return min(cut, self._redactor.held_tail(text))
+
+
+def _names_a_secret(line: str) -> bool:
+    """`line` holds a secret-named key (KEYWORD): on ASCII, the pieces first, then the
+    case-sensitive scan of its `lower()` (this runs for every streamed piece)."""
+    if not line.isascii():
+        return KEYWORD.search(line) is not None
+    folded = line.lower()
+    return any(piece in folded for piece in KEYWORD_PIECES) and KEYWORD_IN_LOWER.search(folded) is not None
 
 
 def _redact_formats(text: str, folded: str | None) -> str:

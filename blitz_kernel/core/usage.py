@@ -30,6 +30,8 @@ class TokenUsage(BaseModel):
         """Cached ≤ input, cache writes ≤ uncached input."""
         cached = min(self.cached_tokens, self.input_tokens)
         write = min(self.cache_write_tokens, self.input_tokens - cached)
+        if cached == self.cached_tokens and write == self.cache_write_tokens:
+            return self  # the usual case: every call's usage passes here several times
         return self.model_copy(update={"cached_tokens": cached, "cache_write_tokens": write})
 
 
@@ -58,6 +60,8 @@ class Price(BaseModel):
         """What the cache saved on this call: its cost with every input token at the plain
         input rate, less its real cost (negative when writing the cache cost more than it
         saved, as on the first step of a turn)."""
+        if not usage.cached_tokens and not usage.cache_write_tokens:
+            return 0.0  # the cache was not touched
         uncached = usage.model_copy(update={"cached_tokens": 0, "cache_write_tokens": 0})
         return self.cost(uncached) - self.cost(usage)
 

@@ -73,20 +73,29 @@ def real_path(path: Path) -> Path:
     and /proc names the real path of that descriptor. A path that cannot be opened that way
     (missing, a loop, no permission) goes the portable way, which gives its own answer.
     """
-    if _FAST_REAL_PATHS:
-        try:
-            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
-        except OSError:
-            return path.resolve()
-        try:
-            named = os.readlink(_PROC_FDS / str(fd))
-        except OSError:
-            return path.resolve()
-        finally:
-            os.close(fd)
-        if named.startswith("/") and not named.endswith(" (deleted)"):
-            return Path(named)
-    return path.resolve()
+    named = _kernel_real_path(str(path))
+    return Path(named) if named is not None else path.resolve()
+
+
+def _kernel_real_path(path: str) -> str | None:
+    """The real path of `path` as the kernel names it (see `real_path`), as text: the checks
+    below compare text, and a `Path` costs more to build than the system calls do. None when
+    the kernel cannot name it (not Linux, missing, a loop, no permission)."""
+    if not _FAST_REAL_PATHS:
+        return None
+    try:
+        fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        named = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if named.startswith("/") and not named.endswith(" (deleted)"):
+        return named
+    return None
 
 
 NAME_MAX = 255
@@ -109,20 +118,24 @@ def _resolve_within(root: Path, path: str) -> Path:
     """`resolve_in_workspace` for a workspace already resolved (`root`)."""
     if "\0" in path:
         raise ToolError(f"path {path!r} contains a NUL character")
-    too_long = [part for part in Path(path).parts if len(os.fsencode(part)) > NAME_MAX]
+    too_long = [part for part in path.split(os.sep) if len(os.fsencode(part)) > NAME_MAX]
     if too_long or len(os.fsencode(path)) > PATH_MAX:
         # the OS would refuse it anyway, but with an error our stat calls do not all expect
         raise ToolError(f"path {shorten(path, 60)!r} is too long for this file system")
-    given = Path(path).expanduser()
-    candidate = given if given.is_absolute() else root / given
+    given = os.path.expanduser(path)
+    absolute = os.path.isabs(given)
+    candidate = given if absolute else os.path.join(root, given)
+    named = _kernel_real_path(candidate)  # the usual case, on text (this runs for every file call)
+    if named is not None and _is_within_text(named, str(root)):
+        return Path(named)
     try:
-        resolved = real_path(candidate)
+        resolved = Path(named) if named is not None else Path(candidate).resolve()
     except (RuntimeError, OSError) as error:  # 3.11 raises RuntimeError for a symlink loop
         raise ToolError(f"{path} cannot be resolved ({_reason(error)}); skip it") from None
     if is_within(resolved, root):
         return resolved
     if not is_within(Path(os.path.normpath(candidate)), root):
-        if given.is_absolute():
+        if absolute:
             raise ToolError(f"{path} is outside the workspace ({root}); use a path relative to the workspace")
         raise ToolError(f"{path} leads outside the workspace ({root}) through '..'")
     raise ToolError(f"{path} is a symlink (or inside one) that leads outside the workspace, to {resolved}")
@@ -137,17 +150,29 @@ def _reason(error: BaseException) -> str:
 def is_within(path: Path, root: Path) -> bool:
     """`path` is `root` or below it; both absolute and normalised (real paths or normpath's),
     so comparing their text is exact (and far cheaper than walking `path.parents`)."""
-    inner, outer = str(path), str(root)
+    return _is_within_text(str(path), str(root))
+
+
+def _is_within_text(inner: str, outer: str) -> bool:
     return inner == outer or inner.startswith(outer if outer.endswith(os.sep) else outer + os.sep)
+
+
+def _parts_below(path: Path, root: Path) -> list[str]:
+    """The names leading from `root` down to `path`, both real paths and `path` within
+    `root` (checked): text slicing, exact for such paths, and cheaper than `relative_to`."""
+    inner, outer = str(path), str(root)
+    if not _is_within_text(inner, outer):
+        raise ValueError(f"{inner} is not within {outer}")
+    return [part for part in inner[len(outer) :].split(os.sep) if part]
 
 
 def relative_name(path: Path, root: Path) -> str:
     """The workspace-relative, slash-separated name the model should use for `path`."""
     try:
-        name = path.relative_to(root).as_posix()
+        parts = _parts_below(path, root)
     except ValueError:
         return str(path)
-    return name or "."
+    return "/".join(parts) or "."
 
 
 def missing_file_error(path: Path, given: str) -> ToolError:
@@ -291,7 +316,7 @@ def _open_beneath(
 ) -> tuple[int, int | None]:
     """The descriptor of `path` (-1: `file_optional` and there is none), and (`keep_folder`)
     of the folder it was opened in."""
-    parts = path.relative_to(root).parts
+    parts = _parts_below(path, root)
     folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     kept = False
     try:

@@ -24,8 +24,12 @@ secret.
 from __future__ import annotations
 
 import ast
+import enum
+import functools
 import json
 import re
+import types
+import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -294,7 +298,12 @@ def _names_a_secret(line: str) -> bool:
 def _redact_formats(text: str, folded: str | None) -> str:
     """The well-known formats, each pattern tried only where its literal occurs; `folded`:
     the text lower-cased when it is ASCII, else None."""
+    size = len(text)
+    if size < shortest_secret():
+        return text
     for pattern in secret_patterns():
+        if size < pattern.min_chars:
+            continue
         needle = pattern.needle  # inlined: this loop runs for every text that leaves
         if needle:
             if pattern.case_blind:
@@ -308,6 +317,12 @@ def _redact_formats(text: str, folded: str | None) -> str:
                 text = text[:start] + REDACTED + text[end:]
             folded = text.lower() if text.isascii() else None
     return text
+
+
+@functools.cache
+def shortest_secret() -> int:
+    """The fewest characters any well-known format spans: a shorter text holds none."""
+    return min((pattern.min_chars for pattern in secret_patterns()), default=0)
 
 
 _UNESCAPED = re.compile(r"[A-Za-z0-9_.~-]+")
@@ -338,7 +353,30 @@ def _unquoted(literal: str) -> str:
 
 
 _WALKED: dict[type[BaseModel], tuple[str, ...]] = {}
-"""Per model class, the fields the walk visits (all but KEPT_FIELDS)."""
+"""Per model class, the fields the walk visits (`_walked_fields`)."""
+_NO_TEXT = (type(None), bool, int, float)
+
+
+def _walked_fields(cls: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of `cls` that can hold text: all but KEPT_FIELDS and those declared as
+    numbers, flags, literals or enums only (validated, they hold nothing else). A field
+    declared as a model is always walked: it may hold a subclass with more fields."""
+    return tuple(
+        name for name, info in cls.model_fields.items() if name not in KEPT_FIELDS and _may_hold_text(info.annotation)
+    )
+
+
+def _may_hold_text(annotation: Any) -> bool:
+    if annotation in _NO_TEXT:
+        return False
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return False
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_may_hold_text(arg) for arg in typing.get_args(annotation))
+    return not (isinstance(annotation, type) and issubclass(annotation, enum.Enum))
+
+
 _SCALARS = (type(None), int, float, bool)
 """Values that hold no text: returned as they are before any other check."""
 
@@ -353,7 +391,7 @@ def _walk(redactor: Redactor, value: Any) -> Any:
         cls = type(value)
         names = _WALKED.get(cls)
         if names is None:
-            names = _WALKED[cls] = tuple(name for name in cls.model_fields if name not in KEPT_FIELDS)
+            names = _WALKED[cls] = _walked_fields(cls)
         for name in names:
             old = getattr(value, name)
             new = _walk(redactor, old)

@@ -14,6 +14,7 @@ marker inside the key).
 Every text that leaves is checked against all of them, so each pattern carries the longest
 literal every match of it contains (`needle`, read from the regex's parse): a text without it
 cannot match, and `str.find` rules that out far faster than a regex scanning every position.
+It also carries the fewest characters a match spans: a text shorter than that is not tried.
 """
 
 from __future__ import annotations
@@ -45,10 +46,13 @@ class SecretPattern:
     """A literal every match contains ('' when none is known), lower-cased for a case-blind
     regex, whose needle is trusted on ASCII text only (Unicode case folding has exceptions)."""
     case_blind: bool = False
+    min_chars: int = 0
+    """The fewest characters a match spans: a shorter text cannot hold one (a streamed
+    answer is redacted a few words at a time, shorter than nearly every format)."""
 
     @classmethod
     def of(cls, detector: str, regex: re.Pattern[str]) -> SecretPattern:
-        return cls(detector, regex, required_literal(regex), bool(regex.flags & re.IGNORECASE))
+        return cls(detector, regex, required_literal(regex), bool(regex.flags & re.IGNORECASE), shortest_match(regex))
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """The secret's span in each match: the longest captured group when the detector
@@ -108,6 +112,16 @@ def required_literal(regex: re.Pattern[str]) -> str:
     _literal_runs(parsed, runs, [])
     best = max(runs, key=len, default="")
     return best.lower() if regex.flags & re.IGNORECASE else best
+
+
+def shortest_match(regex: re.Pattern[str]) -> int:
+    """The fewest characters any match of `regex` spans (the parser's lower width bound);
+    0 when the parse is not understood (the pattern is then always run)."""
+    try:
+        parsed = importlib.import_module("re._parser").parse(regex.pattern, regex.flags)
+        return max(0, int(parsed.getwidth()[0]))
+    except Exception:  # noqa: BLE001 - a private module: any surprise means "no bound"
+        return 0
 
 
 def _literal_runs(parsed: Any, runs: list[str], current: list[str]) -> None:

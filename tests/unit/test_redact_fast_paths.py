@@ -1,5 +1,6 @@
 """The redactor's fast paths give what the full scan gives: a pattern is skipped only when its
-literal is missing, and a remembered text is forgotten once a new secret is learned."""
+literal is missing or the text is shorter than any of its matches, and a remembered text is
+forgotten once a new secret is learned."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 import pytest
 
 from blitz_kernel.core.redact import CACHED_CHARS, REDACTED, Redactor
-from blitz_kernel.core.secret_patterns import SecretPattern, required_literal, secret_patterns
+from blitz_kernel.core.secret_patterns import SecretPattern, required_literal, secret_patterns, shortest_match
 
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 SLACK_HOOK = "https://hooks.slack.com/services/T0000AAAA/B0000BBBB/abcdefghijklmnop"
@@ -29,6 +30,34 @@ def test_required_literal_is_on_every_path_of_the_regex():
     )  # the parser factors out the branches' common "v"
     assert required_literal(re.compile(r"a|b")) == ""
     assert required_literal(re.compile(r"Token-[0-9]+", re.IGNORECASE)) == "token-"
+
+
+def test_shortest_match_is_the_regex_lower_bound():
+    assert shortest_match(re.compile(r"ab{3,}c")) == 5
+    assert shortest_match(re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9][A-Za-z0-9_-]{30,}")) == 34
+    assert shortest_match(re.compile(r"(?:\s|^)AP[0-9]{8,}(?:\s|$)")) == 10  # anchors span nothing
+    assert shortest_match(re.compile(r"x*")) == 0
+
+
+def test_no_match_of_any_pattern_is_shorter_than_its_bound():
+    samples = [GITHUB_TOKEN, SLACK_HOOK, "AKIA" + "ABCDEFGHIJKLMNOP", "xoxb-1234-abcdef", "sk-" + "x" * 40, "eyJa.b.c"]
+    matched = 0
+    for pattern in secret_patterns():
+        for sample in samples:
+            for match in pattern.regex.finditer(sample):
+                matched += 1
+                assert len(match.group(0)) >= pattern.min_chars, (pattern.detector, pattern.min_chars)
+    assert matched >= len(samples)
+
+
+@pytest.mark.parametrize("secret", [GITHUB_TOKEN, "AKIA" + "ABCDEFGHIJKLMNOP", "eyJa.b.c", "sk-" + "x" * 40])
+def test_a_secret_streamed_a_few_characters_at_a_time_is_still_redacted(secret):
+    redactor = Redactor()
+    stream = redactor.stream()
+    text = f"here it is {secret} and more words after it"
+    shown = "".join(stream.feed(text[i : i + 3]) for i in range(0, len(text), 3)) + stream.flush()
+    assert secret not in shown and REDACTED in shown
+    assert shown == full_scan(text)
 
 
 def test_every_pattern_with_a_needle_finds_it_in_its_matches():
@@ -127,3 +156,33 @@ def test_held_tail_tries_only_where_a_secret_begins_and_finds_what_every_size_fi
             form = rng.choice(redactor._forms)
             text += form[: rng.randint(1, len(form) - 1)]
         assert redactor.held_tail(text) == held_tail_by_every_size(redactor, text), text
+
+
+def test_the_walk_skips_only_fields_that_cannot_hold_text():
+    from typing import Literal
+
+    from pydantic import BaseModel
+
+    from blitz_kernel.core.redact import _walked_fields
+
+    class Inner(BaseModel):
+        count: int = 0
+
+    class WithNote(Inner):
+        note: str = ""
+
+    class Event(BaseModel):
+        type: Literal["x"] = "x"
+        ok: bool = True
+        size: int | None = None
+        ratio: float = 0.0
+        text: str = ""
+        maybe: str | None = None
+        inner: Inner = Inner()
+        extra: dict[str, object] = {}
+
+    assert _walked_fields(Event) == ("text", "maybe", "inner", "extra")
+    event = Event(text=f"a {GITHUB_TOKEN}", inner=WithNote(note=f"b {GITHUB_TOKEN}"), extra={"k": GITHUB_TOKEN})
+    redacted = Redactor().redact_value(event)
+    assert GITHUB_TOKEN not in repr(redacted)  # a subclass in a model-typed field is walked too
+    assert redacted.inner.note == f"b {REDACTED}" and redacted.extra == {"k": REDACTED}

@@ -29,7 +29,9 @@ class OutgoingEvents:
             text = stream.feed(event.text)
             if not text:
                 return []
-            return [event if text == event.text else event.model_copy(update={"text": text})]
+            if text == event.text:
+                return [event]
+            return [TextEvent(text=text, delta=True, thought=event.thought, repeat=event.repeat)]
         return [*self.flush(), self._redactor.redact_value(event)]
 
     def flush(self) -> list[Event]:

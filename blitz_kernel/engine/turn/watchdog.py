@@ -115,35 +115,11 @@ class RepeatWatch:
 
     def _strongest(self) -> Loop | None:
         """The loop the latest call continues, measured against its own thresholds."""
-        loops = [loop for loop in (self._same(), self._cycle(), self._moving()) if loop is not None]
+        keys = [(name, canonical) for name, canonical, _ in self._recent]
+        loops = [loop for loop in (_same(keys), _cycle(keys), self._moving()) if loop is not None]
         if not loops:
             return None
         return max(loops, key=lambda loop: loop.times / loop.factor)
-
-    def _keys(self) -> list[tuple[str, str]]:
-        return [(name, canonical) for name, canonical, _ in self._recent]
-
-    def _same(self) -> Loop | None:
-        keys = self._keys()
-        run = 1
-        while run < len(keys) and keys[-run - 1] == keys[-1]:
-            run += 1
-        return Loop(run, "same") if run > 1 else None
-
-    def _cycle(self) -> Loop | None:
-        keys = self._keys()
-        best: Loop | None = None
-        for period in range(2, MAX_CYCLE + 1):
-            if len(set(keys[-period:])) < 2:
-                continue  # one call repeated: `_same` counts it
-            follows = 0  # calls that repeat the call `period` before them
-            while follows + period < len(keys) and keys[-1 - follows] == keys[-1 - follows - period]:
-                follows += 1
-            rounds = (follows + period) // period
-            if rounds > 1 and (best is None or rounds > best.times):
-                names = ", ".join(dict.fromkeys(name for name, _ in keys[-period:]))
-                best = Loop(rounds, "cycle", f"{period} calls: {names}")
-        return best
 
     def _moving(self) -> Loop | None:
         """Consecutive calls of one tool whose arguments differ in one key, the same each time."""
@@ -156,6 +132,28 @@ class RepeatWatch:
                 break
             moving, run = key, run + 1
         return Loop(run, "moving", moving) if moving is not None else None
+
+
+def _same(keys: list[tuple[str, str]]) -> Loop | None:
+    run = 1
+    while run < len(keys) and keys[-run - 1] == keys[-1]:
+        run += 1
+    return Loop(run, "same") if run > 1 else None
+
+
+def _cycle(keys: list[tuple[str, str]]) -> Loop | None:
+    best: Loop | None = None
+    for period in range(2, MAX_CYCLE + 1):
+        if len(set(keys[-period:])) < 2:
+            continue  # one call repeated: `_same` counts it
+        follows = 0  # calls that repeat the call `period` before them
+        while follows + period < len(keys) and keys[-1 - follows] == keys[-1 - follows - period]:
+            follows += 1
+        rounds = (follows + period) // period
+        if rounds > 1 and (best is None or rounds > best.times):
+            names = ", ".join(dict.fromkeys(name for name, _ in keys[-period:]))
+            best = Loop(rounds, "cycle", f"{period} calls: {names}")
+    return best
 
 
 def session_watch(session: Session, warn: int, stop: int) -> RepeatWatch:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -44,15 +43,17 @@ class Budget:
             deadline = min(deadline, turn_deadline)
         self.seconds = seconds
         self.deadline = deadline
-        self._stopped = threading.Event()
+        self._stopped = False
+        """Set by the event loop, read by the worker thread: a flag suffices (one attribute
+        write is atomic), where an Event costs a lock and a condition on every tool call."""
 
     def stop(self) -> None:
         """The caller gave up (the turn was cancelled): end at the next check."""
-        self._stopped.set()
+        self._stopped = True
 
     @property
     def stopped(self) -> bool:
-        return self._stopped.is_set()
+        return self._stopped
 
     def remaining(self) -> float:
         """Seconds left, never negative."""
@@ -60,7 +61,7 @@ class Budget:
 
     def exhausted(self) -> bool:
         """True once the time is up or the caller stopped waiting."""
-        return self._stopped.is_set() or time.monotonic() >= self.deadline
+        return self._stopped or time.monotonic() >= self.deadline
 
 
 async def run_io(work: Callable[..., T], *args: object, budget: Budget | None = None) -> T:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import ast
 import enum
-import functools
 import json
 import re
 import types
@@ -37,7 +36,7 @@ from urllib.parse import quote, quote_plus
 
 from pydantic import BaseModel
 
-from .secret_patterns import secret_patterns
+from .secret_patterns import secret_patterns, shortest_secret
 
 REDACTED = "[redacted]"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -163,7 +162,7 @@ class Redactor:
             return done
         original = text
         folded = text.lower() if text.isascii() else None
-        if folded is None or any(piece in folded for piece in KEYWORD_PIECES):
+        if folded is None or _has_keyword_piece(folded):
             text = self._assignments(text, folded)
             folded = text.lower() if text.isascii() else None
         if self._forms:
@@ -292,7 +291,13 @@ def _names_a_secret(line: str) -> bool:
     if not line.isascii():
         return KEYWORD.search(line) is not None
     folded = line.lower()
-    return any(piece in folded for piece in KEYWORD_PIECES) and KEYWORD_IN_LOWER.search(folded) is not None
+    return _has_keyword_piece(folded) and KEYWORD_IN_LOWER.search(folded) is not None
+
+
+def _has_keyword_piece(folded: str) -> bool:
+    """An ASCII text's `lower()` holds a piece of every KEYWORD match (without one it holds
+    no secret-named key, and the regex need not run)."""
+    return any(piece in folded for piece in KEYWORD_PIECES)
 
 
 def _redact_formats(text: str, folded: str | None) -> str:
@@ -317,12 +322,6 @@ def _redact_formats(text: str, folded: str | None) -> str:
                 text = text[:start] + REDACTED + text[end:]
             folded = text.lower() if text.isascii() else None
     return text
-
-
-@functools.cache
-def shortest_secret() -> int:
-    """The fewest characters any well-known format spans: a shorter text holds none."""
-    return min((pattern.min_chars for pattern in secret_patterns()), default=0)
 
 
 _UNESCAPED = re.compile(r"[A-Za-z0-9_.~-]+")
@@ -354,7 +353,8 @@ def _unquoted(literal: str) -> str:
 
 _WALKED: dict[type[BaseModel], tuple[str, ...]] = {}
 """Per model class, the fields the walk visits (`_walked_fields`)."""
-_NO_TEXT = (type(None), bool, int, float)
+_SCALARS = (type(None), int, float, bool)
+"""Values that hold no text: returned as they are before any other check."""
 
 
 def _walked_fields(cls: type[BaseModel]) -> tuple[str, ...]:
@@ -367,7 +367,7 @@ def _walked_fields(cls: type[BaseModel]) -> tuple[str, ...]:
 
 
 def _may_hold_text(annotation: Any) -> bool:
-    if annotation in _NO_TEXT:
+    if annotation in _SCALARS:
         return False
     origin = typing.get_origin(annotation)
     if origin is typing.Literal:
@@ -375,10 +375,6 @@ def _may_hold_text(annotation: Any) -> bool:
     if origin is typing.Union or origin is types.UnionType:
         return any(_may_hold_text(arg) for arg in typing.get_args(annotation))
     return not (isinstance(annotation, type) and issubclass(annotation, enum.Enum))
-
-
-_SCALARS = (type(None), int, float, bool)
-"""Values that hold no text: returned as they are before any other check."""
 
 
 def _walk(redactor: Redactor, value: Any) -> Any:

@@ -104,9 +104,8 @@ def required_literal(regex: re.Pattern[str]) -> str:
     """The longest run of literal characters on the regex's top-level path (groups entered,
     everything else breaking the run): every match contains it. '' when the parse is not
     understood (the pattern is then always run)."""
-    try:
-        parsed = importlib.import_module("re._parser").parse(regex.pattern, regex.flags)
-    except Exception:  # noqa: BLE001 - a private module: any surprise means "no needle"
+    parsed = _parse(regex)
+    if parsed is None:
         return ""
     runs: list[str] = []
     _literal_runs(parsed, runs, [])
@@ -117,11 +116,26 @@ def required_literal(regex: re.Pattern[str]) -> str:
 def shortest_match(regex: re.Pattern[str]) -> int:
     """The fewest characters any match of `regex` spans (the parser's lower width bound);
     0 when the parse is not understood (the pattern is then always run)."""
+    parsed = _parse(regex)
     try:
-        parsed = importlib.import_module("re._parser").parse(regex.pattern, regex.flags)
-        return max(0, int(parsed.getwidth()[0]))
+        return max(0, int(parsed.getwidth()[0])) if parsed is not None else 0
     except Exception:  # noqa: BLE001 - a private module: any surprise means "no bound"
         return 0
+
+
+@functools.cache
+def shortest_secret() -> int:
+    """The fewest characters any well-known format spans: a shorter text holds none."""
+    return min((pattern.min_chars for pattern in secret_patterns()), default=0)
+
+
+def _parse(regex: re.Pattern[str]) -> Any:
+    """The regex's parse tree from `re`'s own parser, or None when it cannot be had (a
+    private module: any surprise means nothing is known about the pattern)."""
+    try:
+        return importlib.import_module("re._parser").parse(regex.pattern, regex.flags)
+    except Exception:  # noqa: BLE001 - see above
+        return None
 
 
 def _literal_runs(parsed: Any, runs: list[str], current: list[str]) -> None:

@@ -173,6 +173,18 @@ class NotebookHost:
         return before
 
 
+def send_on_shell(client: Any, msg_type: str, content: dict[str, Any]) -> None:
+    """Send a message on the client's shell channel through its asyncio socket itself.
+
+    jupyter_client's own send writes on a blocking shadow of that socket, behind the asyncio
+    socket's back. A send that lands while nbclient waits on the same socket for a cell's
+    execute_reply, just as the reply arrives, takes the socket's edge-triggered wake-up with
+    it: the reply then sits unread and the run hangs with an idle kernel. The asyncio socket's
+    own send re-checks for waiting input after sending, so the reply is read."""
+    frames = client.session.serialize(client.session.msg(msg_type, content=content))
+    client.shell_channel.socket.send_multipart(frames)
+
+
 class _HostComm:
     """The comm `blitz run` opened to the kernel: requests in, replies out (on the shell channel)."""
 
@@ -232,7 +244,7 @@ class HostedNotebookClient(PapermillNotebookClient):
 
     def send_comm(self, msg_type: str, content: dict[str, Any]) -> None:
         assert self.kc is not None
-        self.kc.shell_channel.send(self.kc.session.msg(msg_type, content=content))
+        send_on_shell(self.kc, msg_type, content)
 
     def _on_ping(self, msg: dict[str, Any]) -> None:
         """The kernel asks for a front end: open a comm with a hello, close the ping."""

@@ -12,7 +12,7 @@ calls, the last answers in text. It runs
   (d) as a hand-written loop over our adapter alone on the direct path, so (a) - (d) is the
       engine's own cost,
   (dL) the same loop over the adapter through litellm, so (aL) - (dL) is the engine's cost there.
-All alternate within every repetition so machine noise hits them alike. Prints medians, the
+All alternate within every repetition, in a shuffled order, so machine noise hits them alike. Prints medians, the
 ratios against (c) and (b), and the engine's own cost per step with the store on and off. It
 runs twice: with an instant model, and with 4 ms between streamed events (a model streaming
 ~250 events/s). Then, in fresh kernels, it times `%load_ext blitz_kernel` against `%load_ext
@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -39,6 +40,7 @@ os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-real-key")
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "openai/fake-model"
 FILES = ("alpha.txt", "beta.txt")
+SETTLE_S = 5.0
 
 
 def script(steps: int, chunk_delay_s: float) -> list[dict[str, Any]]:
@@ -219,17 +221,32 @@ async def measure(reps: int, steps: int, base_url: str, workspace: Path) -> dict
 
 
 async def interleaved(runs: dict[str, Any], reps: int) -> dict[str, list[float]]:
-    """Each run once per repetition, in turn, so machine noise hits them alike (three warm-up
-    rounds not counted): wall seconds under each name, this process's CPU under "cpu NAME"."""
+    """Each run once per repetition, in an order shuffled each repetition (three warm-up rounds
+    not counted), so machine noise and whatever one run leaves behind hit them alike: wall
+    seconds under each name, this process's CPU under "cpu NAME". A run's time includes the
+    tasks it left on the loop (litellm logs and caches a stream in tasks of its own after the
+    last chunk): those are awaited before the clock stops, not charged to the run after it."""
     times: dict[str, list[float]] = {name: [] for name in [*runs, *(f"cpu {name}" for name in runs)]}
+    order = list(runs)
+    shuffle = random.Random(0).shuffle
     for rep in range(-3, reps):
-        for name, run in runs.items():
+        shuffle(order)
+        for name in order:
             started, cpu_started = time.perf_counter(), time.process_time()
-            await run(rep)
+            before = asyncio.all_tasks()
+            await runs[name](rep)
+            await settle(asyncio.all_tasks() - before)
             if rep >= 0:
                 times[name].append(time.perf_counter() - started)
                 times[f"cpu {name}"].append(time.process_time() - cpu_started)
     return times
+
+
+async def settle(left: set[asyncio.Task[Any]]) -> None:
+    """Await the tasks a run left behind; one still running after `SETTLE_S` is a worker that
+    never ends (left to run, like any background task)."""
+    if left:
+        await asyncio.wait(left, timeout=SETTLE_S)
 
 
 def time_load_ext(kernels: int) -> tuple[float, float]:

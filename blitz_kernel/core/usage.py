@@ -102,29 +102,27 @@ class UsageTotals(BaseModel):
     calls: int = 0
 
     def add(self, usage: TokenUsage, cost: float | None, saved: float = 0.0) -> None:
+        # Sums of valid counts are valid: the fields are updated in place, not through
+        # pydantic's checked assignment (a turn adds to three of these per model call).
         usage = usage.clamped()
-        self.saved_usd += saved
-        self.input_tokens += usage.input_tokens
-        self.cached_tokens += usage.cached_tokens
-        self.cache_write_tokens += usage.cache_write_tokens
-        self.output_tokens += usage.output_tokens
-        self.reasoning_tokens += usage.reasoning_tokens
-        self.calls += 1
+        fields = self.__dict__
+        fields["saved_usd"] += saved
+        fields["input_tokens"] += usage.input_tokens
+        fields["cached_tokens"] += usage.cached_tokens
+        fields["cache_write_tokens"] += usage.cache_write_tokens
+        fields["output_tokens"] += usage.output_tokens
+        fields["reasoning_tokens"] += usage.reasoning_tokens
+        fields["calls"] += 1
         if cost is None:
-            self.priced = False
+            fields["priced"] = False
         else:
-            self.cost_usd += cost
+            fields["cost_usd"] += cost
 
     def merge(self, other: UsageTotals) -> None:
-        self.input_tokens += other.input_tokens
-        self.cached_tokens += other.cached_tokens
-        self.cache_write_tokens += other.cache_write_tokens
-        self.output_tokens += other.output_tokens
-        self.reasoning_tokens += other.reasoning_tokens
-        self.cost_usd += other.cost_usd
-        self.saved_usd += other.saved_usd
-        self.calls += other.calls
-        self.priced = self.priced and other.priced
+        fields, theirs = self.__dict__, other.__dict__
+        for name in _SUMMED:
+            fields[name] += theirs[name]
+        fields["priced"] = fields["priced"] and theirs["priced"]
 
     def describe_cost(self) -> str:
         """ "$0.0123", or "unpriced" (with the priced part) when any call had no price; "—"
@@ -152,6 +150,10 @@ class UsageTotals(BaseModel):
             f"{self.calls} call{'s' if self.calls != 1 else ''} · {self.describe_cost()}"
             + (f" · {saving}" if saving else "")
         )
+
+
+_SUMMED = tuple(name for name, info in UsageTotals.model_fields.items() if info.annotation in (int, float))
+"""The fields `merge` adds up (all but `priced`)."""
 
 
 class UsageLedger(BaseModel):

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...core.history import HISTORY_ADAPTER, Message, SummaryMessage
 from .records import cut, cut_tail
+
+if TYPE_CHECKING:
+    from .sqlite.reads import Live
 
 
 class Executes(Protocol):
@@ -24,6 +27,25 @@ Insert = Callable[[str, Sequence[Any]], int]
 """Inserts one row and returns its id."""
 Transcribe = Callable[[int, int, int, float, Sequence[Message]], None]
 """(event id, first message number, turn, time, messages): their transcript rows."""
+
+
+@dataclass(frozen=True)
+class WrittenUnit:
+    """A committed unit's event row: `apply` moves the session's bookkeeping on once its
+    transaction has committed."""
+
+    event_id: int
+    first: int
+    count: int
+
+    @property
+    def next_message(self) -> int:
+        return self.first + self.count
+
+    def apply(self, live: Live, turn: int) -> None:
+        live.next_message = self.next_message
+        live.open_turn = turn
+        live.rows.append([self.event_id, self.first, self.count])
 
 
 @dataclass(frozen=True)

@@ -117,9 +117,12 @@ class SessionStore(Protocol):
         todos: list[TodoItem],
         audit: Sequence[AuditRecord] = (),
         span: SpanLink | None = None,
+        answer: Sequence[Message] = (),
+        answer_variables: Sequence[str] = (),
     ) -> None:
         """The turn's outcome, with what is left of its audit rows and its span link, in one
-        transaction."""
+        transaction; `answer`, when given, is the turn's last unit, appended first in the
+        same transaction (as `append` would, its usage being the outcome's)."""
         ...
 
     # usage, budget, audit, checkpoints, trace link

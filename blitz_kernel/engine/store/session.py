@@ -49,10 +49,34 @@ class SessionLog:
 
     link: StoreLink
     session_id: int
+    answer: HeldUnit | None = None
+    """The turn's answer, committed in memory, written with the turn's outcome (`end_turn`):
+    nothing is awaited between the two, so one transaction does for both. Any other write
+    first writes it on its own, so the order on disk stays the order of events."""
 
     def write(self, action: Callable[[SessionStore, int], object]) -> bool:
         """Run one write; a failing store is dropped (the session goes on in memory)."""
+        self.write_answer()
         return self.link.write(lambda store: action(store, self.session_id))
+
+    def write_answer(self) -> None:
+        held, self.answer = self.answer, None
+        if held is not None:
+            self.link.write(
+                lambda store: store.append(
+                    self.session_id, held.messages, held.turn, variables=held.variables, audit=held.audit
+                )
+            )
+
+
+@dataclass(frozen=True)
+class HeldUnit:
+    """A committed unit whose write waits for the turn's outcome (SessionLog.answer)."""
+
+    messages: list[Message]
+    turn: int
+    variables: list[str]
+    audit: list[AuditRecord]
 
 
 @dataclass
@@ -230,9 +254,10 @@ class Session:
             self._note = resume_note(self.resumed_variables, namespace)
             self.resumed_variables = None
 
-    def commit(self, messages: Sequence[Message], turn_index: int) -> None:
+    def commit(self, messages: Sequence[Message], turn_index: int, *, ends_turn: bool = False) -> None:
         """Append one valid unit (a prompt, an answer, a response with all its results) to
-        the history and, in one transaction, to the store."""
+        the history and, in one transaction, to the store. `ends_turn`: the turn's answer,
+        written in the transaction of the turn's outcome, which comes next (SessionLog.answer)."""
         redactor = self.redactor
         unit = (
             list(messages)
@@ -251,6 +276,10 @@ class Session:
         if self.log is not None:
             names = variable_names(unit)
             audit, self._pending_audit = self._pending_audit, []
+            if ends_turn:
+                self.log.write_answer()
+                self.log.answer = HeldUnit(messages=unit, turn=turn_index, variables=names, audit=audit)
+                return
             self.log.write(
                 lambda store, session_id: store.append(
                     session_id, unit, turn_index, variables=names, ledger=self.ledger, audit=audit
@@ -265,6 +294,11 @@ class Session:
         if self.log is not None:
             audit, self._pending_audit = self._pending_audit, []
             span, self._pending_span = self._pending_span, None
+            answer = self.log.answer
+            if answer is not None and answer.turn != turn_index:
+                self.log.write_answer()  # not this turn's: on its own, first
+                answer = None
+            self.log.answer = None
             self.log.write(
                 lambda store, session_id: store.end_turn(
                     session_id,
@@ -273,8 +307,10 @@ class Session:
                     error,
                     ledger=self.ledger,
                     todos=self.todos,
-                    audit=audit,
+                    audit=audit if answer is None else [*answer.audit, *audit],
                     span=span,
+                    answer=answer.messages if answer is not None else (),
+                    answer_variables=answer.variables if answer is not None else (),
                 )
             )
 

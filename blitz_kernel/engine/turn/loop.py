@@ -267,7 +267,8 @@ class TurnRunner:
                 await watcher.before_call(self.setup, self.steps.count)
             response = await self._model_step_with_context_retry()
             if not response.tool_calls:
-                self._commit(response.to_message())
+                # the answer: written with the turn's outcome when no structured answer is due
+                self._commit(response.to_message(), ends_turn=self.output is None)
                 await self.spend.record(response.model, response.usage)
                 if self.output is None:
                     return response.text
@@ -323,12 +324,12 @@ class TurnRunner:
         last.message_from_user = messages[0] if len(messages) == 1 else messages
         await self._emit(SteerEvent(count=len(messages), call_id=last.call_id))
 
-    def _commit(self, *messages: Message) -> None:
+    def _commit(self, *messages: Message, ends_turn: bool = False) -> None:
         """Append one valid unit to the session: a prompt, an answer, or a response with all
         its results. Units keep the history valid at every moment (an aside may copy it)."""
         if isinstance(messages[0], AssistantMessage):
             check_history(list(messages))
-        self.setup.session.commit(self.nested.attach(messages), self.setup.session.turns)
+        self.setup.session.commit(self.nested.attach(messages), self.setup.session.turns, ends_turn=ends_turn)
 
     def _close_pending(self) -> None:
         """The turn ended while a response's calls were open: commit it with a result for
@@ -382,19 +383,20 @@ class TurnRunner:
     # -- events -------------------------------------------------------------------------------
 
     async def _emit(self, event: Event) -> None:
-        for shown in self.outgoing.redacted(event):
-            await self._deliver(shown)
-
-    async def _deliver(self, event: Event) -> None:
-        self.events.append(event)
+        """Redacted, kept and handed to the front end; one coroutine per event (this runs for
+        every streamed piece)."""
         handler = self.setup.observers.on_event
-        if handler is None:
-            return
-        try:
-            outcome = handler(event)
-            if inspect.isawaitable(outcome):
-                await outcome
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            raise EventHandlerError(f"an event handler failed on {event.type}: {type(exc).__name__}: {exc}") from exc
+        for shown in self.outgoing.redacted(event):
+            self.events.append(shown)
+            if handler is None:
+                continue
+            try:
+                outcome = handler(shown)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                raise EventHandlerError(
+                    f"an event handler failed on {shown.type}: {type(exc).__name__}: {exc}"
+                ) from exc

@@ -27,7 +27,7 @@ from blitz_kernel.core.history import (
     user_prompt,
 )
 from blitz_kernel.core.todos import TodoItem
-from blitz_kernel.core.usage import Price
+from blitz_kernel.core.usage import Price, TokenUsage, UsageLedger
 from blitz_kernel.engine.store.locks import SessionNameError
 from blitz_kernel.engine.store.resume import code_names, variable_names
 from blitz_kernel.engine.workspace import Workspace
@@ -575,3 +575,34 @@ async def test_each_turn_keeps_the_ledger_as_it_ended(store_backend: Backend, tm
     assert kept[-1].ledger == final
     assert viewer.turn_usage("nobody") == []
     viewer.close()
+
+
+# -- the answer goes with the turn's outcome ------------------------------------------------------
+
+
+def test_an_answer_given_with_the_outcome_is_stored_as_a_unit_of_its_turn(store_backend: Backend, tmp_path):
+    store = store_backend.bare(tmp_path)
+    session = store.open_session("s")
+    answer = AssistantMessage(text="the outlier is in March")
+    store.append(session.id, [user_prompt("where?")], 0)
+    store.end_turn(session.id, 0, "end_turn", None, ledger=UsageLedger(), todos=[], answer=[answer])
+    store.append(session.id, [user_prompt("and then?")], 1)  # numbered after the answer
+    store.close()
+    again = store_backend.bare(tmp_path)
+    loaded = again.open_session("s")
+    assert loaded.history == [user_prompt("where?"), answer, user_prompt("and then?")]
+    assert [(o.turn, o.stop_reason) for o in again.outcomes("s")] == [(0, "end_turn"), (1, "interrupted")]
+    assert [hit.message for hit in again.search("outlier")] == [1]
+
+
+def test_a_write_between_the_answer_and_the_outcome_keeps_the_order_on_disk(store_backend: Backend, tmp_path):
+    book = store_backend.book(tmp_path)
+    session = book.get("s")
+    session.commit([user_prompt("where?")], 0)
+    session.commit([AssistantMessage(text="in March")], 0, ends_turn=True)
+    session.record_usage("m", TokenUsage(input_tokens=7, output_tokens=2), 0.01)  # written at once
+    session.end_turn(0, "end_turn", None)
+    book.close()
+    again = store_backend.book(tmp_path).get("s")
+    assert dump(again.history) == dump([user_prompt("where?"), AssistantMessage(text="in March")])
+    assert again.turns == 1 and again.ledger.total.input_tokens == 7

@@ -276,7 +276,8 @@ def statements(store: Any) -> list[str]:
 
 async def test_one_transaction_per_unit_with_its_audit_rows_and_one_for_the_outcome_and_span(tmp_path):
     """Regression: each unit, each audit row, the outcome and the span link committed on their
-    own (10 commits for this turn); now its 4 units and the outcome with the span: 5."""
+    own (10 commits for this turn); now its first 3 units, and the answer with the outcome and
+    the span: 4."""
     ws, _ = open_workspace(
         tmp_path,
         [
@@ -291,12 +292,13 @@ async def test_one_transaction_per_unit_with_its_audit_rows_and_one_for_the_outc
     result = await ws.run("go", session="s")
     assert result.stop_reason == "end_turn"
     commits = [sql for sql in seen if sql == "COMMIT"]
-    assert len(commits) == 5  # prompt, two responses with their results, the answer; the outcome
+    assert len(commits) == 4  # prompt, two responses with their results; the answer with the outcome
     ws.sessions.close()
     assert rows(tmp_path, "SELECT count(*) FROM audit") == [(4,)]
     assert rows(tmp_path, "SELECT count(*) FROM trace_links") == [(1,)]
     again, _ = open_workspace(tmp_path, [])
     assert [record.tool for record in again.audit("s")] == ["list_files"] * 4
+    assert again.session("s").history[-1].text == "done"  # type: ignore[union-attr]
 
 
 def test_a_fresh_session_is_one_small_transaction_and_reads_no_rows(tmp_path):

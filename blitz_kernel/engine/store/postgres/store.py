@@ -198,31 +198,44 @@ class PostgresStore(Viewing):
     ) -> int:
         """One committed unit, with its audit rows and the usage so far, in one transaction."""
         live = self._live[session_id]
-        now = time.time()
-        body = HISTORY_ADAPTER.dump_json(list(messages)).decode()
-        first = live.next_message
         with self._write() as db:
-            event_id = writes.insert(
-                db,
-                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, variables) "
-                "VALUES (%s, %s, %s, 'unit', %s, %s, %s, %s)",
-                (session_id, turn, now, len(messages), first, body, " ".join(variables) or None),
-            )
-            writes.transcribe(db, session_id, event_id, first, turn, now, messages)
-            db.execute(
-                "INSERT INTO turns (session_id, turn, started) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                (session_id, turn, now),
-            )
+            unit = self._unit_rows(db, live, session_id, messages, turn, variables)
             db.execute(
                 "UPDATE sessions SET last_used = %s, messages = %s, open_turn = %s WHERE id = %s",
-                (now, first + len(messages), turn, session_id),
+                (time.time(), unit.next_message, turn, session_id),
             )
             writes.insert_audit(db, session_id, audit)
             if ledger is not None:
                 writes.save_usage(db, session_id, ledger, live)
-        live.next_message = first + len(messages)
-        live.rows.append([event_id, first, len(messages)])
-        return event_id
+        unit.apply(live, turn)
+        return unit.event_id
+
+    def _unit_rows(
+        self,
+        db: psycopg.Connection,
+        live: reads.Live,
+        session_id: int,
+        messages: Sequence[Message],
+        turn: int,
+        variables: Sequence[str],
+    ) -> event_log.WrittenUnit:
+        """A unit's event row, its transcript rows and its turn's row (inside the caller's
+        transaction; `live` is moved on once it commits)."""
+        now = time.time()
+        body = HISTORY_ADAPTER.dump_json(list(messages)).decode()
+        first = live.next_message
+        event_id = writes.insert(
+            db,
+            "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, variables) "
+            "VALUES (%s, %s, %s, 'unit', %s, %s, %s, %s)",
+            (session_id, turn, now, len(messages), first, body, " ".join(variables) or None),
+        )
+        writes.transcribe(db, session_id, event_id, first, turn, now, messages)
+        db.execute(
+            "INSERT INTO turns (session_id, turn, started) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+            (session_id, turn, now),
+        )
+        return event_log.WrittenUnit(event_id=event_id, first=first, count=len(messages))
 
     @edge("write to")
     @retried(session=True)
@@ -257,10 +270,15 @@ class PostgresStore(Viewing):
         todos: list[TodoItem],
         audit: Sequence[AuditRecord] = (),
         span: SpanLink | None = None,
+        answer: Sequence[Message] = (),
+        answer_variables: Sequence[str] = (),
     ) -> None:
+        """The turn's outcome, its audit rows, its span link and its answer (`answer`, the last
+        unit), in one transaction."""
         now = time.time()
         live = self._live[session_id]
         with self._write() as db:
+            unit = self._unit_rows(db, live, session_id, answer, turn, answer_variables) if answer else None
             db.execute(
                 "INSERT INTO turns (session_id, turn, started, ended, stop_reason, error, usage) VALUES (%s, %s, "
                 "%s, %s, %s, %s, %s) ON CONFLICT (session_id, turn) DO UPDATE SET ended = excluded.ended, "
@@ -268,11 +286,13 @@ class PostgresStore(Viewing):
                 (session_id, turn, now, now, stop_reason, error, ledger.model_dump_json()),
             )
             db.execute(
-                "UPDATE sessions SET turns = %s, open_turn = NULL, last_used = %s, todos = %s WHERE id = %s",
+                "UPDATE sessions SET turns = %s, open_turn = NULL, last_used = %s, todos = %s, messages = %s "
+                "WHERE id = %s",
                 (
                     turn + 1,
                     now,
                     json.dumps([item.model_dump(mode="json") for item in todos], ensure_ascii=False),
+                    unit.next_message if unit is not None else live.next_message,
                     session_id,
                 ),
             )
@@ -280,6 +300,8 @@ class PostgresStore(Viewing):
             if span is not None:
                 writes.insert_span(db, session_id, span)
             writes.save_usage(db, session_id, ledger, live)
+        if unit is not None:
+            unit.apply(live, turn)
 
     @edge("write to")
     @retried(session=True)

@@ -189,37 +189,49 @@ class Store(Viewing):
         """One committed unit, with the audit rows of its calls and the usage so far, in one
         transaction; marks the turn open. Returns the row id."""
         live = self._live[session_id]
-        now = time.time()
-        body = HISTORY_ADAPTER.dump_json(list(messages)).decode()
-        first = live.next_message
         with self._write() as db:
-            event_id = writes.insert(
-                db,
-                "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, variables) "
-                "VALUES (?, ?, ?, 'unit', ?, ?, ?, ?)",
-                (session_id, turn, now, len(messages), first, body, " ".join(variables) or None),
-            )
-            writes.transcribe(db, session_id, event_id, first, turn, now, messages)
-            if live.open_turn != turn:  # the turn's first unit: its row and the open marker
-                db.execute(
-                    "INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)", (session_id, turn, now)
-                )
+            now, unit = time.time(), self._unit_rows(db, live, session_id, messages, turn, variables)
             if ledger is None:
                 db.execute(
                     "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ? WHERE id = ?",
-                    (now, first + len(messages), turn, session_id),
+                    (now, unit.next_message, turn, session_id),
                 )
             else:
                 db.execute(
                     "UPDATE sessions SET last_used = ?, messages = ?, open_turn = ?, last_prompt_tokens = ? WHERE id = ?",
-                    (now, first + len(messages), turn, ledger.last_prompt_tokens, session_id),
+                    (now, unit.next_message, turn, ledger.last_prompt_tokens, session_id),
                 )
                 writes.save_usage(db, session_id, ledger, live, prompt_tokens=False)
             writes.insert_audit(db, session_id, audit)
-        live.next_message = first + len(messages)
-        live.open_turn = turn
-        live.rows.append([event_id, first, len(messages)])
-        return event_id
+        unit.apply(live, turn)
+        return unit.event_id
+
+    def _unit_rows(
+        self,
+        db: sqlite3.Connection,
+        live: reads.Live,
+        session_id: int,
+        messages: Sequence[Message],
+        turn: int,
+        variables: Sequence[str],
+    ) -> event_log.WrittenUnit:
+        """A unit's event row and transcript rows, and its turn's row when it is the turn's
+        first (inside the caller's transaction; `live` is moved on once it commits)."""
+        now = time.time()
+        body = HISTORY_ADAPTER.dump_json(list(messages)).decode()
+        first = live.next_message
+        event_id = writes.insert(
+            db,
+            "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, variables) "
+            "VALUES (?, ?, ?, 'unit', ?, ?, ?, ?)",
+            (session_id, turn, now, len(messages), first, body, " ".join(variables) or None),
+        )
+        writes.transcribe(db, session_id, event_id, first, turn, now, messages)
+        if live.open_turn != turn:  # the turn's first unit: its row and the open marker
+            db.execute(
+                "INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)", (session_id, turn, now)
+            )
+        return event_log.WrittenUnit(event_id=event_id, first=first, count=len(messages))
 
     @edge("write to")
     def append_summary(self, session_id: int, summary: SummaryMessage, covered: int, turn: int) -> int:
@@ -252,12 +264,15 @@ class Store(Viewing):
         todos: list[TodoItem],
         audit: Sequence[AuditRecord] = (),
         span: SpanLink | None = None,
+        answer: Sequence[Message] = (),
+        answer_variables: Sequence[str] = (),
     ) -> None:
-        """The turn's outcome, its audit rows not yet written and its span link, in one
-        transaction; the turn is no longer open."""
+        """The turn's outcome, its audit rows not yet written, its span link and its answer
+        (`answer`, the last unit), in one transaction; the turn is no longer open."""
         now = time.time()
         live = self._live[session_id]
         with self._write() as db:
+            unit = self._unit_rows(db, live, session_id, answer, turn, answer_variables) if answer else None
             db.execute(
                 "INSERT INTO turns (session_id, turn, started, ended, stop_reason, error, usage) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, turn) DO UPDATE SET ended = excluded.ended, "
@@ -265,14 +280,22 @@ class Store(Viewing):
                 (session_id, turn, now, now, stop_reason, error, ledger.model_dump_json()),
             )
             db.execute(
-                "UPDATE sessions SET turns = ?, open_turn = NULL, last_used = ?, todos = ? WHERE id = ?",
-                (turn + 1, now, _json_dump([item.model_dump(mode="json") for item in todos]), session_id),
+                "UPDATE sessions SET turns = ?, open_turn = NULL, last_used = ?, todos = ?, messages = ? WHERE id = ?",
+                (
+                    turn + 1,
+                    now,
+                    _json_dump([item.model_dump(mode="json") for item in todos]),
+                    unit.next_message if unit is not None else live.next_message,
+                    session_id,
+                ),
             )
             writes.insert_audit(db, session_id, audit)
             if span is not None:
                 writes.insert_span(db, session_id, span)
             writes.save_usage(db, session_id, ledger, live)
             writes.index_transcript(db, at_least=writes.INDEX_BATCH_ROWS)
+        if unit is not None:
+            unit.apply(live, turn)
         live.open_turn = None
 
     @edge("write to")

@@ -186,3 +186,12 @@ def test_the_walk_skips_only_fields_that_cannot_hold_text():
     redacted = Redactor().redact_value(event)
     assert GITHUB_TOKEN not in repr(redacted)  # a subclass in a model-typed field is walked too
     assert redacted.inner.note == f"b {REDACTED}" and redacted.extra == {"k": REDACTED}
+
+
+def test_the_keyword_piece_check_knows_every_piece_and_nothing_else():
+    from blitz_kernel.core.redact import KEYWORD, KEYWORD_PIECES, _has_keyword_piece
+
+    assert all(_has_keyword_piece(f"my {piece} here") for piece in KEYWORD_PIECES)
+    assert not _has_keyword_piece("plain words: a kernel, a session, a cell")
+    alternatives = KEYWORD.pattern.strip("(?:)").replace("[_-]?", "").replace("s?", "").split("|")
+    assert all(_has_keyword_piece(word) for word in alternatives)  # every KEYWORD match holds a piece

@@ -1,9 +1,10 @@
 """A session: one conversation's history, usage and per-session approvals.
 
 The history is a typed list (`HISTORY_ADAPTER` saves and loads it). A session that came from
-the workspace's store writes through to it: every unit the turn loop commits is appended in
-the same moment it reaches the in-memory history (`commit`), so the history on disk is always
-a valid one; the turn's outcome is written when it ends (`end_turn`). The audit records of a
+the workspace's store writes through to it: every unit the turn loop commits is appended at the
+event loop's next pause after it reaches the in-memory history (`commit`, SessionLog.held), so
+the history on disk is always a valid one and the write overlaps the turn's next wait; the
+turn's outcome is written when it ends (`end_turn`), with the answer. The audit records of a
 unit's tool calls and the turn's span link wait for the next of those two writes and go in
 its transaction (one commit per unit, not one per record): what a kernel killed mid-unit loses
 is that unit and its records together.
@@ -15,6 +16,7 @@ every step costs the same at the thousandth turn as at the first.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
@@ -49,34 +51,63 @@ class SessionLog:
 
     link: StoreLink
     session_id: int
-    answer: HeldUnit | None = None
-    """The turn's answer, committed in memory, written with the turn's outcome (`end_turn`):
-    nothing is awaited between the two, so one transaction does for both. Any other write
-    first writes it on its own, so the order on disk stays the order of events."""
+    held: HeldUnit | None = None
+    """A committed unit not yet written. It is written at the event loop's next pause (the turn
+    waiting for its model, a tool or anything else), so the write overlaps that wait instead of
+    holding up the request that follows it; before any other write, so the order on disk stays
+    the order of events; or in the transaction of the turn's outcome when the turn ends first
+    (its answer: nothing is awaited between the two)."""
 
     def write(self, action: Callable[[SessionStore, int], object]) -> bool:
         """Run one write; a failing store is dropped (the session goes on in memory)."""
-        self.write_answer()
+        self.write_held()
         return self.link.write(lambda store: action(store, self.session_id))
 
-    def write_answer(self) -> None:
-        held, self.answer = self.answer, None
+    def hold(self, unit: HeldUnit) -> None:
+        self.write_held()
+        self.held = unit
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop that could pause: written now
+            self.write_held()
+            return
+        loop.call_soon(self.write_held)
+
+    def take_held(self, turn: int) -> HeldUnit | None:
+        """The held unit, for the outcome of `turn` to carry; one of another turn is written
+        on its own first (None)."""
+        held = self.held
+        if held is not None and held.turn != turn:
+            self.write_held()
+            return None
+        self.held = None
+        return held
+
+    def write_held(self) -> None:
+        held, self.held = self.held, None
         if held is not None:
             self.link.write(
                 lambda store: store.append(
-                    self.session_id, held.messages, held.turn, variables=held.variables, audit=held.audit
+                    self.session_id,
+                    held.messages,
+                    held.turn,
+                    variables=held.variables,
+                    ledger=held.ledger,
+                    audit=held.audit,
                 )
             )
 
 
 @dataclass(frozen=True)
 class HeldUnit:
-    """A committed unit whose write waits for the turn's outcome (SessionLog.answer)."""
+    """A committed unit whose write waits for the loop's next pause (SessionLog.held)."""
 
     messages: list[Message]
     turn: int
     variables: list[str]
     audit: list[AuditRecord]
+    ledger: UsageLedger
+    """The session's ledger: the usage as it stands when the unit is written."""
 
 
 @dataclass
@@ -254,10 +285,10 @@ class Session:
             self._note = resume_note(self.resumed_variables, namespace)
             self.resumed_variables = None
 
-    def commit(self, messages: Sequence[Message], turn_index: int, *, ends_turn: bool = False) -> None:
+    def commit(self, messages: Sequence[Message], turn_index: int) -> None:
         """Append one valid unit (a prompt, an answer, a response with all its results) to
-        the history and, in one transaction, to the store. `ends_turn`: the turn's answer,
-        written in the transaction of the turn's outcome, which comes next (SessionLog.answer)."""
+        the history and, in one transaction, to the store: at the loop's next pause, or with
+        the turn's outcome when that comes first (SessionLog.held)."""
         redactor = self.redactor
         unit = (
             list(messages)
@@ -276,15 +307,7 @@ class Session:
         if self.log is not None:
             names = variable_names(unit)
             audit, self._pending_audit = self._pending_audit, []
-            if ends_turn:
-                self.log.write_answer()
-                self.log.answer = HeldUnit(messages=unit, turn=turn_index, variables=names, audit=audit)
-                return
-            self.log.write(
-                lambda store, session_id: store.append(
-                    session_id, unit, turn_index, variables=names, ledger=self.ledger, audit=audit
-                )
-            )
+            self.log.hold(HeldUnit(messages=unit, turn=turn_index, variables=names, audit=audit, ledger=self.ledger))
 
     def end_turn(self, turn_index: int, stop_reason: str, error: str | None) -> None:
         """The turn is over: count it, and record how it ended."""
@@ -294,11 +317,7 @@ class Session:
         if self.log is not None:
             audit, self._pending_audit = self._pending_audit, []
             span, self._pending_span = self._pending_span, None
-            answer = self.log.answer
-            if answer is not None and answer.turn != turn_index:
-                self.log.write_answer()  # not this turn's: on its own, first
-                answer = None
-            self.log.answer = None
+            answer = self.log.take_held(turn_index)
             self.log.write(
                 lambda store, session_id: store.end_turn(
                     session_id,

@@ -267,8 +267,7 @@ class TurnRunner:
                 await watcher.before_call(self.setup, self.steps.count)
             response = await self._model_step_with_context_retry()
             if not response.tool_calls:
-                # the answer: written with the turn's outcome when no structured answer is due
-                self._commit(response.to_message(), ends_turn=self.output is None)
+                self._commit(response.to_message())
                 await self.spend.record(response.model, response.usage)
                 if self.output is None:
                     return response.text
@@ -324,12 +323,12 @@ class TurnRunner:
         last.message_from_user = messages[0] if len(messages) == 1 else messages
         await self._emit(SteerEvent(count=len(messages), call_id=last.call_id))
 
-    def _commit(self, *messages: Message, ends_turn: bool = False) -> None:
+    def _commit(self, *messages: Message) -> None:
         """Append one valid unit to the session: a prompt, an answer, or a response with all
         its results. Units keep the history valid at every moment (an aside may copy it)."""
         if isinstance(messages[0], AssistantMessage):
             check_history(list(messages))
-        self.setup.session.commit(self.nested.attach(messages), self.setup.session.turns, ends_turn=ends_turn)
+        self.setup.session.commit(self.nested.attach(messages), self.setup.session.turns)
 
     def _close_pending(self) -> None:
         """The turn ended while a response's calls were open: commit it with a result for

@@ -6,6 +6,7 @@ and budgets. The SQLite backend's own rows are tested in test_sqlite_backend.py.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -595,14 +596,37 @@ def test_an_answer_given_with_the_outcome_is_stored_as_a_unit_of_its_turn(store_
     assert [hit.message for hit in again.search("outlier")] == [1]
 
 
-def test_a_write_between_the_answer_and_the_outcome_keeps_the_order_on_disk(store_backend: Backend, tmp_path):
+async def test_a_write_between_the_answer_and_the_outcome_keeps_the_order_on_disk(store_backend: Backend, tmp_path):
     book = store_backend.book(tmp_path)
     session = book.get("s")
     session.commit([user_prompt("where?")], 0)
-    session.commit([AssistantMessage(text="in March")], 0, ends_turn=True)
-    session.record_usage("m", TokenUsage(input_tokens=7, output_tokens=2), 0.01)  # written at once
+    session.commit([AssistantMessage(text="in March")], 0)  # held: no pause of the loop yet
+    session.record_usage("m", TokenUsage(input_tokens=7, output_tokens=2), 0.01)  # written at once, after both
     session.end_turn(0, "end_turn", None)
     book.close()
     again = store_backend.book(tmp_path).get("s")
     assert dump(again.history) == dump([user_prompt("where?"), AssistantMessage(text="in March")])
     assert again.turns == 1 and again.ledger.total.input_tokens == 7
+
+
+async def test_a_committed_unit_is_written_at_the_loops_next_pause(store_backend: Backend, tmp_path):
+    """The write overlaps whatever the turn waits for next (its model, a tool) instead of
+    holding up the request; with no loop to pause it is written at once."""
+    book = store_backend.book(tmp_path)
+    session = book.get("s")
+    session.commit([user_prompt("where?")], 0)
+    reader = store_backend.bare(tmp_path)
+    assert reader.open_session("s").history == []
+    await asyncio.sleep(0)  # the turn waits for something: the loop runs the write
+    assert reader.open_session("s").history == [user_prompt("where?")]
+    reader.close()
+    book.close()
+
+
+def test_with_no_running_loop_a_unit_is_written_at_once(store_backend: Backend, tmp_path):
+    book = store_backend.book(tmp_path)
+    book.get("s").commit([user_prompt("where?")], 0)
+    reader = store_backend.bare(tmp_path)
+    assert reader.open_session("s").history == [user_prompt("where?")]
+    reader.close()
+    book.close()

@@ -4,6 +4,7 @@ transactions a turn costs, and the search plan."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
@@ -20,6 +21,8 @@ from blitz_kernel.engine.store.factory import open_store
 from blitz_kernel.engine.store.locks import SessionLocks
 from blitz_kernel.engine.store.protocol import StoreError
 from blitz_kernel.engine.store.sqlite import SCHEMA_VERSION, Store
+from blitz_kernel.engine.workspace import Workspace
+from blitz_kernel.models.scripted import ScriptedModel
 
 from ..conftest import call, tool_step
 from .conftest import BACKENDS
@@ -486,3 +489,28 @@ def test_a_file_system_without_byte_locks_keeps_the_session_in_memory_with_one_l
     assert not session.saved
     assert session.not_saved is not None and "cannot be locked here (No locks available)" in session.not_saved
     assert "\n" not in session.not_saved
+
+
+class WaitingModel(ScriptedModel):
+    """A scripted model that first waits for its provider, as a real one does, and notes how
+    many event rows are on disk once it has."""
+
+    def __init__(self, steps: list[Any], root: Path) -> None:
+        super().__init__(steps)
+        self.root, self.rows_seen = root, []
+
+    async def stream(self, request: Any) -> Any:
+        await asyncio.sleep(0)
+        self.rows_seen.append(rows(self.root, "SELECT count(*) FROM events")[0][0])
+        async for item in super().stream(request):
+            yield item
+
+
+async def test_each_unit_is_on_disk_while_the_turn_waits_for_the_next_model_call(tmp_path):
+    model = WaitingModel([tool_step(call("list_files")), tool_step(call("list_files")), {"text": "done"}], tmp_path)
+    ws = Workspace.open(tmp_path, model=model, environ={}, home=tmp_path / "home")
+    result = await ws.run("go", session="s")
+    assert result.stop_reason == "end_turn"
+    assert model.rows_seen == [1, 2, 3]  # the prompt, then each response with its results
+    assert rows(tmp_path, "SELECT count(*) FROM events") == [(4,)]  # the answer, with the outcome
+    ws.sessions.close()

@@ -189,3 +189,16 @@ def test_a_viewer_never_sets_up_or_migrates_the_database(tmp_path, fresh_databas
     viewed = open_store(fresh_database, workspace=tmp_path, home=tmp_path / "home", viewer=True)
     assert viewed.store is not None
     viewed.store.close()
+
+
+def test_the_search_index_takes_each_row_as_it_is_written(fresh_database):
+    """GIN's pending list, which every search scans in full until a vacuum merges it, is off:
+    after a few hundred messages there is nothing left pending to merge."""
+    store = PostgresStore(fresh_database, owner="me", workspace="/w")
+    session = store.open_session("s")
+    for turn in range(300):
+        store.append(session.id, [user_prompt(f"prompt {turn} about the outlier in column {turn % 17}")], turn)
+    assert [hit.message for hit in store.search("outlier", "s")][:1] != []
+    store.close()
+    with psycopg.connect(fresh_database, autocommit=True) as db:
+        assert db.execute("SELECT gin_clean_pending_list('transcript_words'::regclass)").fetchone() == (0,)

@@ -630,3 +630,24 @@ def test_with_no_running_loop_a_unit_is_written_at_once(store_backend: Backend, 
     assert reader.open_session("s").history == [user_prompt("where?")]
     reader.close()
     book.close()
+
+
+def test_a_very_common_word_is_ranked_among_the_newest_matches(store_backend: Backend, tmp_path, monkeypatch):
+    """Search ranks the newest CANDIDATES matching messages only (a word in every message
+    would have every one ranked): an older, better match outside them is not shown."""
+    from blitz_kernel.engine.store.sqlite import reads
+
+    monkeypatch.setattr(reads, "CANDIDATES", 5)
+    book = store_backend.book(tmp_path)
+    session = book.get("s")
+    session.commit([user_prompt("ferret ferret ferret")], 0)  # the best match, but the oldest
+    for turn in range(1, 9):
+        session.commit([user_prompt(f"a ferret in a long sentence about turn number {turn} of many")], turn)
+    session.end_turn(8, "end_turn", None)
+    store = book.link.store
+    assert store is not None
+    hits = store.search("ferret", limit=3)
+    assert len(hits) == 3 and all(hit.message >= 4 for hit in hits)
+    monkeypatch.setattr(reads, "CANDIDATES", 100)
+    assert store.search("ferret", limit=3)[0].message == 0  # with every match ranked, it wins
+    book.close()

@@ -426,26 +426,6 @@ def test_deleting_unindexed_rows_keeps_the_index_whole_and_new_rows_findable(tmp
     fts_check(tmp_path)
 
 
-def test_a_very_common_word_is_ranked_among_the_newest_matches(tmp_path, monkeypatch):
-    """Search ranks the newest CANDIDATES matching messages only (a word in every message
-    would cost bm25 for each): an older, better match outside them is not shown."""
-    from blitz_kernel.engine.store.sqlite import reads
-
-    monkeypatch.setattr(reads, "CANDIDATES", 5)
-    book = SQLITE.book(tmp_path)
-    session = book.get("s")
-    session.commit([user_prompt("ferret ferret ferret")], 0)  # the best match, but the oldest
-    for turn in range(1, 9):
-        session.commit([user_prompt(f"a ferret in a long sentence about turn number {turn} of many")], turn)
-    session.end_turn(8, "end_turn", None)
-    store = book.link.store
-    assert store is not None
-    hits = store.search("ferret", limit=3)
-    assert len(hits) == 3 and all(hit.message >= 4 for hit in hits)
-    monkeypatch.setattr(reads, "CANDIDATES", 100)
-    assert store.search("ferret", limit=3)[0].message == 0  # with every match ranked, it wins
-
-
 def test_a_fresh_sessions_record_is_what_validation_would_make() -> None:
     """A fresh session's record is constructed without validation (its open costs less): it
     must still be the record validation makes, every field included."""

@@ -15,6 +15,7 @@ from ....core.usage import UsageLedger
 from ...safety.audit import AuditRecord
 from ..protocol import HIGHLIGHT
 from ..records import SpanLink, StoredHit, role_and_text
+from ..sqlite import reads
 from ..sqlite.reads import Live
 from .schema import SEARCH_CONFIG
 
@@ -168,19 +169,25 @@ def search(
     db: psycopg.Connection, owner: str, workspace: str, text: str, session: str | None, limit: int
 ) -> list[StoredHit]:
     """Ranked passages (ts_rank_cd: cover density, divided by length, so the densest first) with highlights
-    (ts_headline), of this owner's sessions in this workspace; snapshots are not searched."""
+    (ts_headline), of this owner's sessions in this workspace; snapshots are not searched. As
+    in the SQLite store, only the newest CANDIDATES matches are ranked: a word in nearly every
+    message would otherwise have every one of them ranked on each keystroke."""
     query = ts_query(text)
     if query is None:
         return []
     rows = db.execute(
         f"""
         WITH q AS (SELECT to_tsquery('{SEARCH_CONFIG}', %s) AS q),
+        recent AS (
+            SELECT t.id FROM transcript t JOIN sessions s ON s.id = t.session_id, q
+            WHERE t.words @@ q.q AND s.kind = 'session' AND s.owner = %s AND s.workspace = %s
+              AND (%s::text IS NULL OR s.name = %s)
+            ORDER BY t.id DESC LIMIT %s
+        ),
         best AS (
             SELECT t.id, s.name, t.message, t.turn, t.role, t.time, t.text, s.first_live, s.live_summary,
                    t.session_id, t.event_id, ts_rank_cd(t.words, q.q, 2) AS rank
-            FROM transcript t JOIN sessions s ON s.id = t.session_id, q
-            WHERE t.words @@ q.q AND s.kind = 'session' AND s.owner = %s AND s.workspace = %s
-              AND (%s::text IS NULL OR s.name = %s)
+            FROM recent r JOIN transcript t ON t.id = r.id JOIN sessions s ON s.id = t.session_id, q
             ORDER BY rank DESC, t.id LIMIT %s
         )
         SELECT b.name, b.message, b.turn, b.role, b.time,
@@ -188,7 +195,7 @@ def search(
                b.first_live, b.live_summary, b.session_id, b.event_id
         FROM best b, q ORDER BY b.rank DESC, b.id
         """.encode(),
-        (query, owner, workspace, session, session, limit, HEADLINE),
+        (query, owner, workspace, session, session, reads.CANDIDATES, limit, HEADLINE),
     ).fetchall()
     rewinds: dict[int, list[tuple[int, int]]] = {}
     for session_id in {row[8] for row in rows}:

@@ -7,7 +7,8 @@ appends, a fresh session, resume, search — against the Postgres backend.
 With no `--url` a throw-away server is started on a free loopback port (the one the tests use,
 tests/helpers/postgres.py; Debian's `postgresql` package must be installed: scripts/postgres.sh)
 and run with `fsync=off`, as the tests run it: the figures are the backend's own cost plus the
-round trips, not the disk's. Each figure has a same-run baseline on the same server: an append
+round trips, not the disk's. The search figures are taken after an `ANALYZE`, as a database in
+use has its statistics from autovacuum. Each figure has a same-run baseline on the same server: an append
 against a bare INSERT + COMMIT of the same JSON, a fresh session against a bare INSERT + COMMIT
 of one row (the advisory lock included in ours), resume against parsing the same history from
 one JSON document, and the ranked `tsvector` search against an unranked ILIKE scan.
@@ -122,6 +123,10 @@ def bench_resume(url: str, events: int) -> None:
 def bench_search(url: str, turns: int) -> None:
     store = store_for(url)
     session_id, history = build(store, "big", turns * 3)  # type: ignore[arg-type]
+    with psycopg.connect(url, autocommit=True) as settle:
+        # a database in use has its statistics from autovacuum; one loaded a moment ago may not
+        # yet, and the planner then guesses (about 10× slower): measure the settled state
+        settle.execute("ANALYZE")
     rng = random.Random(3)
     groups = {
         "one-word queries (vocabulary)": rng.sample(VOCABULARY, 30),

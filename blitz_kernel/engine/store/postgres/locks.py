@@ -92,15 +92,22 @@ class PostgresLocks:
         key = self._key(name)
         if name in self._held:
             return
+        record = Holder.current().model_dump_json()
         try:
-            if not self._try(key, ACQUIRE_TRIES):
-                raise SessionBusyError(busy_message(name, self._read_holder(key)))
-            self._held.add(name)  # from here a new connection takes it again
-            self._one(
-                "INSERT INTO holders (lock_key, owner, workspace, name, record) VALUES (%s, %s, %s, %s, %s) "
-                "ON CONFLICT (lock_key) DO UPDATE SET record = excluded.record RETURNING lock_key",
-                (key, self.owner, self.workspace, name, Holder.current().model_dump_json()),
-            )
+            for attempt in range(ACQUIRE_TRIES):
+                # the lock and, when it is taken, the holder record: one round trip
+                if self._one(
+                    "WITH got AS (SELECT pg_try_advisory_lock(%s) AS ok) "
+                    "INSERT INTO holders (lock_key, owner, workspace, name, record) "
+                    "SELECT %s, %s, %s, %s, %s FROM got WHERE got.ok "
+                    "ON CONFLICT (lock_key) DO UPDATE SET record = excluded.record RETURNING lock_key",
+                    (key, key, self.owner, self.workspace, name, record),
+                ):
+                    self._held.add(name)  # from here a new connection takes it again
+                    return
+                if attempt + 1 < ACQUIRE_TRIES:
+                    time.sleep(RETRY_PAUSE_S)
+            raise SessionBusyError(busy_message(name, self._read_holder(key)))
         except psycopg.Error as exc:
             self._held.discard(name)
             raise translate(exc, self.location, "lock a session in") from exc

@@ -196,6 +196,7 @@ def search(
         FROM best b, q ORDER BY b.rank DESC, b.id
         """.encode(),
         (query, owner, workspace, session, session, reads.CANDIDATES, limit, HEADLINE),
+        prepare=False,  # planned for these words: a generic plan cannot tell a common word from a rare one
     ).fetchall()
     rewinds: dict[int, list[tuple[int, int]]] = {}
     for session_id in {row[8] for row in rows}:

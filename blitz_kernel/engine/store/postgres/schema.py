@@ -127,13 +127,6 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE turns ADD COLUMN usage TEXT;
     """,
-    # 3 → 4: the search index takes each row as it is written. GIN's default (`fastupdate`)
-    # keeps new rows in a pending list that every search scans in full until a vacuum merges
-    # it: after a few thousand messages a one-word search took 70 ms instead of 4.
-    """
-    ALTER INDEX transcript_words SET (fastupdate = off);
-    SELECT gin_clean_pending_list('transcript_words'::regclass);
-    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -110,20 +110,25 @@ class PostgresStore(Viewing):
     def open_session(self, name: str, holder: str | None = None) -> StoredSession:
         now = time.time()
         with self._write() as db:
+            # a fresh session is the common case: its row first (a no-op for one that exists,
+            # by the UNIQUE key), and the existing row read only when it was there
+            created = db.execute(
+                "INSERT INTO sessions (owner, workspace, name, kind, created, last_used, holder) "
+                "VALUES (%s, %s, %s, 'session', %s, %s, %s) "
+                "ON CONFLICT (owner, workspace, kind, name) DO NOTHING RETURNING id",
+                (self.owner, self.workspace, name, now, now, holder),
+            ).fetchone()
+            if created is not None:
+                fresh = int(created[0])
+                self._live[fresh], self._names[fresh] = reads.Live(next_message=0, usage_json=_EMPTY_USAGE), name
+                return reads.empty_session(fresh, name)
             row = db.execute(
                 "SELECT id, open_turn, turns FROM sessions WHERE owner = %s AND workspace = %s "
                 "AND kind = 'session' AND name = %s FOR UPDATE",
                 (self.owner, self.workspace, name),
             ).fetchone()
-            if row is None:
-                fresh = writes.insert(
-                    db,
-                    "INSERT INTO sessions (owner, workspace, name, kind, created, last_used, holder) "
-                    "VALUES (%s, %s, %s, 'session', %s, %s, %s)",
-                    (self.owner, self.workspace, name, now, now, holder),
-                )
-                self._live[fresh], self._names[fresh] = reads.Live(next_message=0, usage_json=_EMPTY_USAGE), name
-                return reads.empty_session(fresh, name)
+            if row is None:  # deleted between the two statements (a delete takes the lock; a bare store does not)
+                raise StoreError(f"session {name!r} was deleted while it was being opened; open it again")
             session_id, open_turn, turns = int(row[0]), row[1], int(row[2])
             if open_turn is not None:
                 writes.close_interrupted(db, session_id, open_turn, turns, now)

@@ -651,3 +651,12 @@ def test_a_very_common_word_is_ranked_among_the_newest_matches(store_backend: Ba
     monkeypatch.setattr(reads, "CANDIDATES", 100)
     assert store.search("ferret", limit=3)[0].message == 0  # with every match ranked, it wins
     book.close()
+
+
+async def test_deleting_a_session_with_a_unit_still_waiting_leaves_no_row(store_backend: Backend, tmp_path):
+    book = store_backend.book(tmp_path)
+    book.get("gone").commit([user_prompt("remember the zebra")], 0)  # waits for the loop's pause
+    book.delete("gone")
+    await asyncio.sleep(0)  # the pause comes: nothing is left to write
+    assert book.search("zebra") == [] and "gone" not in book.names()
+    book.close()

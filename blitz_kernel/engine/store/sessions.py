@@ -24,9 +24,10 @@ from .checkpoints import session_folder
 from .factory import open_store
 from .link import StoreLink
 from .locks import Holder, check_session_name
+from .log import SessionLog
 from .protocol import HIGHLIGHT, SessionLockManager, StoreError, StoreRefusedError
 from .records import SessionInfo, TurnOutcome, role_and_text
-from .session import Session, SessionLog
+from .session import Session
 
 SEARCH_CONTEXT_CHARS = 80
 

@@ -48,6 +48,42 @@ class WrittenUnit:
         live.rows.append([self.event_id, self.first, self.count])
 
 
+def unit_event(
+    db: Executes,
+    insert: Insert,
+    transcribe: Transcribe,
+    live: Live,
+    at: tuple[int, int, float],
+    messages: Sequence[Message],
+    variables: Sequence[str],
+) -> WrittenUnit:
+    """A committed unit's event row and transcript rows, and its turn's row when it is the
+    turn's first here (inside the caller's transaction; `live` moves on once it commits). `at`:
+    (session id, turn, time)."""
+    session_id, turn, now = at
+    first = live.next_message
+    event_id = insert(
+        "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, variables) "
+        "VALUES (?, ?, ?, 'unit', ?, ?, ?, ?)",
+        (
+            session_id,
+            turn,
+            now,
+            len(messages),
+            first,
+            HISTORY_ADAPTER.dump_json(list(messages)).decode(),
+            " ".join(variables) or None,
+        ),
+    )
+    transcribe(event_id, first, turn, now, messages)
+    if live.open_turn != turn:  # the turn's first unit: its row, which marks it open
+        db.execute(
+            "INSERT INTO turns (session_id, turn, started) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            (session_id, turn, now),
+        )
+    return WrittenUnit(event_id=event_id, first=first, count=len(messages))
+
+
 @dataclass(frozen=True)
 class Written:
     """An event row written, and the live rows the session has once it commits."""

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import psycopg
 
-from ....core.history import HISTORY_ADAPTER, Message, SummaryMessage
+from ....core.history import Message, SummaryMessage
 from ....core.store_url import shown_url
 from ....core.todos import TodoItem
 from ....core.usage import UsageLedger, UsageTotals
@@ -224,23 +224,17 @@ class PostgresStore(Viewing):
         turn: int,
         variables: Sequence[str],
     ) -> event_log.WrittenUnit:
-        """A unit's event row, its transcript rows and its turn's row (inside the caller's
-        transaction; `live` is moved on once it commits)."""
-        now = time.time()
-        body = HISTORY_ADAPTER.dump_json(list(messages)).decode()
-        first = live.next_message
-        event_id = writes.insert(
-            db,
-            "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, variables) "
-            "VALUES (%s, %s, %s, 'unit', %s, %s, %s, %s)",
-            (session_id, turn, now, len(messages), first, body, " ".join(variables) or None),
+        return event_log.unit_event(
+            writes.Sql(db),
+            lambda sql, parameters: writes.insert(db, sql.replace("?", "%s"), parameters),
+            lambda event, first, at_turn, now, unit: writes.transcribe(
+                db, session_id, event, first, at_turn, now, unit
+            ),
+            live,
+            (session_id, turn, time.time()),
+            messages,
+            variables,
         )
-        writes.transcribe(db, session_id, event_id, first, turn, now, messages)
-        db.execute(
-            "INSERT INTO turns (session_id, turn, started) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-            (session_id, turn, now),
-        )
-        return event_log.WrittenUnit(event_id=event_id, first=first, count=len(messages))
 
     @edge("write to")
     @retried(session=True)

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ....core.history import HISTORY_ADAPTER, Message, SummaryMessage
+from ....core.history import Message, SummaryMessage
 from ....core.todos import TodoItem
 from ....core.usage import UsageLedger
 from ...safety.audit import AuditRecord
@@ -215,23 +215,17 @@ class Store(Viewing):
         turn: int,
         variables: Sequence[str],
     ) -> event_log.WrittenUnit:
-        """A unit's event row and transcript rows, and its turn's row when it is the turn's
-        first (inside the caller's transaction; `live` is moved on once it commits)."""
-        now = time.time()
-        body = HISTORY_ADAPTER.dump_json(list(messages)).decode()
-        first = live.next_message
-        event_id = writes.insert(
+        return event_log.unit_event(
             db,
-            "INSERT INTO events (session_id, turn, time, kind, messages, first_message, body, variables) "
-            "VALUES (?, ?, ?, 'unit', ?, ?, ?, ?)",
-            (session_id, turn, now, len(messages), first, body, " ".join(variables) or None),
+            lambda sql, parameters: writes.insert(db, sql, tuple(parameters)),
+            lambda event, first, at_turn, now, unit: writes.transcribe(
+                db, session_id, event, first, at_turn, now, unit
+            ),
+            live,
+            (session_id, turn, time.time()),
+            messages,
+            variables,
         )
-        writes.transcribe(db, session_id, event_id, first, turn, now, messages)
-        if live.open_turn != turn:  # the turn's first unit: its row and the open marker
-            db.execute(
-                "INSERT OR IGNORE INTO turns (session_id, turn, started) VALUES (?, ?, ?)", (session_id, turn, now)
-            )
-        return event_log.WrittenUnit(event_id=event_id, first=first, count=len(messages))
 
     @edge("write to")
     def append_summary(self, session_id: int, summary: SummaryMessage, covered: int, turn: int) -> int:

@@ -2,7 +2,7 @@
 
 The history is a typed list (`HISTORY_ADAPTER` saves and loads it). A session that came from
 the workspace's store writes through to it: every unit the turn loop commits is appended at the
-event loop's next pause after it reaches the in-memory history (`commit`, SessionLog.held), so
+event loop's second pause after it reaches the in-memory history (`commit`, SessionLog.held), so
 the history on disk is always a valid one and the write overlaps the turn's next wait; the
 turn's outcome is written when it ends (`end_turn`), with the answer. The audit records of a
 unit's tool calls and the turn's span link wait for the next of those two writes and go in
@@ -220,7 +220,7 @@ class Session:
 
     def commit(self, messages: Sequence[Message], turn_index: int) -> None:
         """Append one valid unit (a prompt, an answer, a response with all its results) to
-        the history and, in one transaction, to the store: at the loop's next pause, or with
+        the history and, in one transaction, to the store: at the loop's second pause, or with
         the turn's outcome when that comes first (SessionLog.held)."""
         redactor = self.redactor
         unit = (

@@ -169,7 +169,7 @@ class SessionBook:
         if not self._exists(name):
             raise SessionError(f"no session {name!r} (sessions: {', '.join(self.names()) or 'none'})")
         if session is not None and session.log is not None:
-            session.log.write_held()  # a unit still waiting for the loop's pause goes before the rows do
+            session.log.write_held()  # a unit still waiting for the loop's pauses goes before the rows do
         store = self.link.store
         if store is not None and self.locks is not None:
             self.locks.acquire(name)  # SessionBusyError, naming the holder, if another kernel has it

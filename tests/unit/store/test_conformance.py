@@ -30,6 +30,7 @@ from blitz_kernel.core.history import (
 from blitz_kernel.core.todos import TodoItem
 from blitz_kernel.core.usage import Price, TokenUsage, UsageLedger
 from blitz_kernel.engine.store.locks import SessionNameError
+from blitz_kernel.engine.store.log import PAUSES_BEFORE_WRITE
 from blitz_kernel.engine.store.resume import code_names, variable_names
 from blitz_kernel.engine.workspace import Workspace
 from blitz_kernel.errors import SessionBusyError
@@ -609,16 +610,37 @@ async def test_a_write_between_the_answer_and_the_outcome_keeps_the_order_on_dis
     assert again.turns == 1 and again.ledger.total.input_tokens == 7
 
 
-async def test_a_committed_unit_is_written_at_the_loops_next_pause(store_backend: Backend, tmp_path):
+async def test_a_committed_unit_is_written_at_the_loops_second_pause(store_backend: Backend, tmp_path):
     """The write overlaps whatever the turn waits for next (its model, a tool) instead of
-    holding up the request; with no loop to pause it is written at once."""
+    holding up the request: not in the pause between a request's headers and its body, but
+    in the next one; with no loop to pause it is written at once."""
     book = store_backend.book(tmp_path)
     session = book.get("s")
     session.commit([user_prompt("where?")], 0)
     reader = store_backend.bare(tmp_path)
     assert reader.open_session("s").history == []
-    await asyncio.sleep(0)  # the turn waits for something: the loop runs the write
+    await asyncio.sleep(0)  # the request's headers are out; its body goes next
+    assert reader.open_session("s").history == []
+    await asyncio.sleep(0)  # the turn waits for its answer: the loop runs the write
     assert reader.open_session("s").history == [user_prompt("where?")]
+    reader.close()
+    book.close()
+
+
+async def test_each_held_unit_waits_its_own_pauses(store_backend: Backend, tmp_path):
+    """A unit committed while another waits writes that one first; the pauses it waits for are
+    counted from its own commit, not from the first one's."""
+    book = store_backend.book(tmp_path)
+    session = book.get("s")
+    session.commit([user_prompt("where?")], 0)
+    await asyncio.sleep(0)
+    session.commit([AssistantMessage(text="in March")], 0)  # the prompt is written first
+    reader = store_backend.bare(tmp_path)
+    assert reader.open_session("s").history == [user_prompt("where?")]
+    await asyncio.sleep(0)  # the prompt's second pause, the answer's first
+    assert reader.open_session("s").history == [user_prompt("where?")]
+    await asyncio.sleep(0)
+    assert dump(reader.open_session("s").history) == dump([user_prompt("where?"), AssistantMessage(text="in March")])
     reader.close()
     book.close()
 
@@ -657,6 +679,7 @@ async def test_deleting_a_session_with_a_unit_still_waiting_leaves_no_row(store_
     book = store_backend.book(tmp_path)
     book.get("gone").commit([user_prompt("remember the zebra")], 0)  # waits for the loop's pause
     book.delete("gone")
-    await asyncio.sleep(0)  # the pause comes: nothing is left to write
+    for _ in range(PAUSES_BEFORE_WRITE):  # the pauses come: nothing is left to write
+        await asyncio.sleep(0)
     assert book.search("zebra") == [] and "gone" not in book.names()
     book.close()

@@ -472,14 +472,15 @@ def test_a_file_system_without_byte_locks_keeps_the_session_in_memory_with_one_l
 
 
 class WaitingModel(ScriptedModel):
-    """A scripted model that first waits for its provider, as a real one does, and notes how
-    many event rows are on disk once it has."""
+    """A scripted model that sends its request and waits for its provider, as a real one does
+    (the headers, a pause, the body, a pause), and notes how many event rows are on disk then."""
 
     def __init__(self, steps: list[Any], root: Path) -> None:
         super().__init__(steps)
         self.root, self.rows_seen = root, []
 
     async def stream(self, request: Any) -> Any:
+        await asyncio.sleep(0)
         await asyncio.sleep(0)
         self.rows_seen.append(rows(self.root, "SELECT count(*) FROM events")[0][0])
         async for item in super().stream(request):

@@ -70,6 +70,8 @@ CACHE_CHARS = 4_000_000
 """At most this many entries and characters of text are remembered, then it starts afresh."""
 CACHED_CHARS = 64
 """Texts this long or longer are remembered in the bounded cache above."""
+KEPT = ""
+"""What the caches hold for a text with nothing to redact (no redaction is empty)."""
 SHORT_ENTRIES = 2048
 """Shorter texts are remembered apart, at most this many, then afresh: streamed pieces pass
 once each, so they must not push the longer texts out; the short texts that repeat (names,
@@ -107,7 +109,9 @@ class Redactor:
         """Per secret: a piece every one of its forms contains, and its forms."""
         self._with_patterns = patterns
         self._done: dict[str, str] = {}
-        """Text → its redaction, for recent texts of CACHED_CHARS or more (cleared on learning)."""
+        """Text → its redaction, for recent texts of CACHED_CHARS or more (cleared on learning);
+        KEPT for a text with nothing to redact, so the caller gets its own object back (an
+        equal copy from the cache would read as changed: a redacted walk copies what changed)."""
         self._done_chars = 0
         self._short: dict[str, str] = {}
         """The same for shorter texts (SHORT_ENTRIES)."""
@@ -157,9 +161,9 @@ class Redactor:
         remembered = len(text) >= CACHED_CHARS
         if remembered:
             if (done := self._done.get(text)) is not None:
-                return done
+                return done or text
         elif (done := self._short.get(text)) is not None:
-            return done
+            return done or text
         original = text
         folded = text.lower() if text.isascii() else None
         if folded is None or _has_keyword_piece(folded):
@@ -170,15 +174,17 @@ class Redactor:
             folded = text.lower() if text.isascii() else None
         if self._with_patterns:
             text = _redact_formats(text, folded)
+        if text == original:
+            text = original
         if remembered and len(original) <= CACHE_CHARS:
             if len(self._done) >= CACHE_ENTRIES or self._done_chars + len(original) > CACHE_CHARS:
                 self._done, self._done_chars = {}, 0
-            self._done[original] = text
+            self._done[original] = KEPT if text is original else text
             self._done_chars += len(original)
         elif not remembered:
             if len(self._short) >= SHORT_ENTRIES:
                 self._short = {}
-            self._short[original] = text
+            self._short[original] = KEPT if text is original else text
         return text
 
     def _replace_known(self, text: str) -> str:

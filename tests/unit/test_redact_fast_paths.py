@@ -195,3 +195,25 @@ def test_the_keyword_piece_check_knows_every_piece_and_nothing_else():
     assert not _has_keyword_piece("plain words: a kernel, a session, a cell")
     alternatives = KEYWORD.pattern.strip("(?:)").replace("[_-]?", "").replace("s?", "").split("|")
     assert all(_has_keyword_piece(word) for word in alternatives)  # every KEYWORD match holds a piece
+
+
+@pytest.mark.parametrize("size", [8, CACHED_CHARS * 2])
+def test_a_remembered_text_with_nothing_to_redact_comes_back_as_the_callers_own_object(size):
+    """An equal copy from the memory would read as a change: redacting a model walks its
+    fields and copies the model when one of them is not the object it was."""
+    from blitz_kernel.core.history import ToolCall
+
+    redactor = Redactor()
+    first = "".join(["plain text "] * size)
+    again = "".join(["plain text "] * size)  # equal, another object
+    assert again is not first and redactor.redact(first) is first
+    assert redactor.redact(again) is again
+    call = ToolCall(id="c1", name="read_file", arguments='{"path": "data.csv"}')
+    redactor.redact_value(call)
+    copy = ToolCall(id="c1", name="".join(["read_", "file"]), arguments="".join(['{"path": ', '"data.csv"}']))
+    assert redactor.redact_value(copy) is copy
+    assert (
+        redactor.redact(f"token = {GITHUB_TOKEN}")
+        == redactor.redact(f"token = {GITHUB_TOKEN}")
+        != f"token = {GITHUB_TOKEN}"
+    )

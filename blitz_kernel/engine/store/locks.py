@@ -56,7 +56,7 @@ class Holder(BaseModel):
         """This process. Jupyter server sets JPY_SESSION_NAME to the notebook's path. The host
         name is looked up once per process (every fresh session records it)."""
         notebook = os.environ.get("JPY_SESSION_NAME") or None
-        return cls.model_construct(
+        return cls(
             pid=os.getpid(),
             notebook=Path(notebook).name if notebook else None,
             since=time.time(),

@@ -275,9 +275,9 @@ def _rewinds(db: sqlite3.Connection, sessions: set[int]) -> dict[int, list[tuple
 
 
 def empty_session(session_id: int, name: str) -> StoredSession:
-    """A session just created: constructed, not validated (there is nothing in it to check),
-    and every field given, so no default factory is looked into (pydantic inspects each)."""
-    return StoredSession.model_construct(
+    """A session just created, every field given. Validated: pydantic's checks of these
+    values cost less than `model_construct`'s walk over the fields in Python (a third)."""
+    return StoredSession(
         id=session_id,
         name=name,
         history=[],

@@ -19,6 +19,8 @@ from ...core.history import AssistantMessage, Message, ToolResultMessage
 MAX_LISTED = 40
 _LISTED_VARIABLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*) \(", re.MULTILINE)
 _BUILTINS = frozenset(dir(builtins))
+VARIABLE_TOOLS = frozenset({"run_python", "describe_variable"})
+"""The calls whose arguments name user variables (list_variables names them in its result)."""
 
 
 def variable_names(messages: Sequence[Message]) -> list[str]:
@@ -27,6 +29,8 @@ def variable_names(messages: Sequence[Message]) -> list[str]:
     for message in messages:
         if isinstance(message, AssistantMessage):
             for call in message.tool_calls:
+                if call.name not in VARIABLE_TOOLS:  # the arguments of no other call are parsed
+                    continue
                 arguments = call.parsed_arguments()
                 if call.name == "run_python" and isinstance(arguments.get("code"), str):
                     names |= code_names(arguments["code"])

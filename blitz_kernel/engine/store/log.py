@@ -3,10 +3,9 @@
 A committed unit is not written the moment it is committed: it is held until the event loop's
 second pause — by then the turn's next request has gone out and the turn waits for its model,
 a tool or anything else — and written then, so the write overlaps that wait instead of holding
-up the request that follows. Every other
-write of the session writes the held unit first (the order on disk is the order of events),
-and the turn's outcome carries its answer in its own transaction. Outside a running event loop
-a unit is written at once.
+up the request that follows. Every other write of the session writes the held unit first (the
+order on disk is the order of events), and the turn's outcome carries its answer in its own
+transaction. Outside a running event loop a unit is written at once.
 """
 
 from __future__ import annotations

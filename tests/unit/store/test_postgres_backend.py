@@ -205,3 +205,46 @@ def test_each_search_is_planned_for_its_own_words(fresh_database):
     ).fetchone()
     store.close()
     assert prepared == (0,)
+
+
+def test_a_unit_reaches_the_server_in_two_messages_and_its_text_comes_back_exactly(fresh_database, monkeypatch):
+    """The statements are bound on the client and sent together (docs/store.md): quotes,
+    backslashes, `$$`, semicolons and SQL in a message are values, never statements."""
+    store = PostgresStore(fresh_database, owner="me", workspace="/w")
+    session = store.open_session("s")
+    store.append(session.id, [user_prompt("warm-up")], 0)
+    messages: list[bytes] = []
+    send = psycopg.Cursor.execute
+
+    def counting(cursor, query, *args, **kwargs):
+        messages.append(query if isinstance(query, bytes) else str(query).encode())
+        return send(cursor, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counting)
+    tricky = "it's \\ 'quoted' \"too\"\n$$; DROP TABLE events; -- ünïcode 😀 %s %(x)s ?"
+    store.append(session.id, [user_prompt(tricky), user_prompt("second")], 1)
+    monkeypatch.undo()
+    assert len(messages) == 2 and messages[-1].rstrip().endswith(b"COMMIT")
+    reopened = PostgresStore(fresh_database, owner="me", workspace="/w")
+    history = reopened.open_session("s").history
+    assert [message.text for message in history] == ["warm-up", tricky, "second"]  # type: ignore[union-attr]
+    assert reopened.search("quoted", "s")[0].turn == 1
+    reopened.close()
+    store.close()
+
+
+def test_a_statement_that_fails_in_a_batch_rolls_back_the_whole_unit(fresh_database):
+    store = PostgresStore(fresh_database, owner="me", workspace="/w")
+    session = store.open_session("s")
+    store.append(session.id, [user_prompt("kept")], 0)
+    with pytest.raises(psycopg.Error), store.link.transaction() as work:
+        work.execute("UPDATE sessions SET last_used = 0 WHERE id = %s", (session.id,))
+        work.execute("INSERT INTO events (session_id) VALUES (NULL)")  # NOT NULL: the batch fails here
+    assert store.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    store.append(session.id, [user_prompt("after")], 1)  # the connection is usable
+    last_used = store.connection.execute("SELECT last_used FROM sessions WHERE id = %s", (session.id,)).fetchone()
+    assert last_used is not None and last_used[0] > 0
+    store.close()
+    reopened = PostgresStore(fresh_database, owner="me", workspace="/w")
+    assert [message.text for message in reopened.open_session("s").history] == ["kept", "after"]  # type: ignore[union-attr]
+    reopened.close()

@@ -28,6 +28,7 @@ import psycopg
 
 from ..protocol import StoreError
 from .edge import translate
+from .transaction import Transaction
 
 CONNECT_TIMEOUT_S = 10
 STATEMENT_TIMEOUT_MS = 30_000
@@ -94,29 +95,29 @@ class Link:
             raise failure
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[psycopg.Connection]:
+    def transaction(self) -> Iterator[Transaction]:
         """One transaction: all of it is committed, or none of it. A lost connection raises
         ConnectionLost once it is back, unless the server says the transaction committed.
 
-        Pipelined: statements go out without waiting for each answer, and the client waits
-        only where it reads a result (an id it needs) and at the COMMIT, so a unit costs two
-        round trips rather than one per statement. The transaction id is read before the
-        COMMIT is sent: a COMMIT whose answer was lost can be asked about."""
+        Its statements are queued and sent together (transaction.py): two round trips for a
+        unit. The transaction's id comes back with the first message, before the COMMIT is
+        sent, so a COMMIT whose answer was lost can be asked about."""
         with self.guard:
-            xid: str | None = None
+            work = Transaction(self.db)
             try:
-                with self.db.pipeline(), self.db.transaction():
-                    asked = self.db.execute("SELECT pg_current_xact_id()::text")
-                    yield self.db
-                    row = asked.fetchone()
-                    xid = str(row[0]) if row else None
+                yield work
+                work.commit()
             except psycopg.OperationalError:
                 if not self.lost():
+                    work.abandon()
                     raise
                 self.reconnect()
-                if xid is not None and self._committed(xid):
+                if work.xid is not None and self._committed(work.xid):
                     return  # the COMMIT got through; only its answer was lost
                 raise ConnectionLost from None
+            except BaseException:
+                work.abandon()
+                raise
 
     def _committed(self, xid: str) -> bool:
         row = self.db.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()

@@ -1,5 +1,5 @@
-"""The PostgreSQL store's multi-statement writes and its search, run on the caller's
-connection (inside its transaction for the writes)."""
+"""The PostgreSQL store's multi-statement writes, queued on the caller's transaction
+(transaction.py), and its search, run on the connection."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from ..records import SpanLink, StoredHit, role_and_text
 from ..sqlite import reads
 from ..sqlite.reads import Live
 from .schema import SEARCH_CONFIG
+from .transaction import Transaction
 
 HEADLINE = f"StartSel={HIGHLIGHT[0]}, StopSel={HIGHLIGHT[1]}, MaxWords=24, MinWords=12"
 
@@ -25,29 +26,28 @@ HEADLINE = f"StartSel={HIGHLIGHT[0]}, StopSel={HIGHLIGHT[1]}, MaxWords=24, MinWo
 class Sql:
     """The connection as the shared readers (sqlite/reads.py) use it: `?` placeholders."""
 
-    def __init__(self, connection: psycopg.Connection) -> None:
+    def __init__(self, connection: psycopg.Connection | Transaction) -> None:
         self.connection = connection
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
         return self.connection.execute(sql.replace("?", "%s").encode(), parameters)
 
 
-def insert(db: psycopg.Connection, sql: str, parameters: Sequence[Any]) -> int:
-    row = db.execute((sql + " RETURNING id").encode(), parameters).fetchone()
+def insert(db: Transaction, sql: str, parameters: Sequence[Any]) -> int:
+    row = db.execute(sql + " RETURNING id", parameters).fetchone()
     assert row is not None
     return int(row[0])
 
 
-def insert_audit(db: psycopg.Connection, session_id: int, records: Sequence[AuditRecord]) -> None:
+def insert_audit(db: Transaction, session_id: int, records: Sequence[AuditRecord]) -> None:
     if records:
-        with db.cursor() as cursor:
-            cursor.executemany(
-                "INSERT INTO audit (session_id, turn, time, tool, record) VALUES (%s, %s, %s, %s, %s)",
-                [(session_id, r.turn, r.time.timestamp(), r.tool, r.model_dump_json()) for r in records],
-            )
+        db.executemany(
+            "INSERT INTO audit (session_id, turn, time, tool, record) VALUES (%s, %s, %s, %s, %s)",
+            [(session_id, r.turn, r.time.timestamp(), r.tool, r.model_dump_json()) for r in records],
+        )
 
 
-def insert_span(db: psycopg.Connection, session_id: int, link: SpanLink) -> None:
+def insert_span(db: Transaction, session_id: int, link: SpanLink) -> None:
     db.execute(
         "INSERT INTO trace_links (session_id, trace_id, span_id, trace_flags) VALUES (%s, %s, %s, %s) "
         "ON CONFLICT (session_id) DO UPDATE SET trace_id = excluded.trace_id, span_id = excluded.span_id, "
@@ -56,7 +56,7 @@ def insert_span(db: psycopg.Connection, session_id: int, link: SpanLink) -> None
     )
 
 
-def close_interrupted(db: psycopg.Connection, session_id: int, open_turn: int, turns: int, now: float) -> None:
+def close_interrupted(db: Transaction, session_id: int, open_turn: int, turns: int, now: float) -> None:
     db.execute(
         "INSERT INTO turns (session_id, turn, started) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
         (session_id, open_turn, now),
@@ -71,7 +71,7 @@ def close_interrupted(db: psycopg.Connection, session_id: int, open_turn: int, t
 
 
 def transcribe(
-    db: psycopg.Connection,
+    db: Transaction,
     session_id: int,
     event_id: int,
     first: int,
@@ -83,31 +83,29 @@ def transcribe(
     for offset, message in enumerate(messages):
         role, text = role_and_text(message)
         rows.append((session_id, event_id, first + offset, turn, now, role, text.replace("\x00", "")))
-    with db.cursor() as cursor:
-        cursor.executemany(
-            "INSERT INTO transcript (session_id, event_id, message, turn, time, role, text) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            rows,
-        )
+    db.executemany(
+        "INSERT INTO transcript (session_id, event_id, message, turn, time, role, text) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        rows,
+    )
 
 
-def save_usage(db: psycopg.Connection, session_id: int, ledger: UsageLedger, live: Live) -> None:
+def save_usage(db: Transaction, session_id: int, ledger: UsageLedger, live: Live) -> None:
     """The ledger, per model and total; skipped when nothing changed since the last write."""
     dumped = ledger.model_dump_json()
     if dumped == live.usage_json:
         return
     totals_rows = [("", ledger.total), *ledger.by_model.items()]
-    with db.cursor() as cursor:
-        cursor.executemany(
-            "INSERT INTO usage (session_id, model, totals) VALUES (%s, %s, %s) "
-            "ON CONFLICT (session_id, model) DO UPDATE SET totals = excluded.totals",
-            [(session_id, model, totals.model_dump_json()) for model, totals in totals_rows],
-        )
+    db.executemany(
+        "INSERT INTO usage (session_id, model, totals) VALUES (%s, %s, %s) "
+        "ON CONFLICT (session_id, model) DO UPDATE SET totals = excluded.totals",
+        [(session_id, model, totals.model_dump_json()) for model, totals in totals_rows],
+    )
     db.execute("UPDATE sessions SET last_prompt_tokens = %s WHERE id = %s", (ledger.last_prompt_tokens, session_id))
     live.usage_json = dumped
 
 
-def copy_rows(db: psycopg.Connection, source_id: int, target: str, target_kind: str) -> None:
+def copy_rows(db: Transaction, source_id: int, target: str, target_kind: str) -> None:
     """Every row of a session or snapshot under a new name (same owner and workspace). Event
     ids move by one offset, so a summary still names the rows it covers: the events table is
     locked against other writers for the copy, and its id sequence moved past the copies."""

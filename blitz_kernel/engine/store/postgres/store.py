@@ -8,8 +8,8 @@ session. Every session row carries its owner and its workspace's identity, and e
 limited to both: a user sees only their own sessions of this workspace. Checkpoint *content*
 (old file bodies) stays on the workspace's local disk; only the records are here.
 
-One connection per store, autocommit, each write one explicit transaction; a thread lock
-serialises its use. A lost connection is re-established and the unit retried (connection.py).
+One connection per store, autocommit, each write one explicit transaction whose statements go
+out together (transaction.py); a thread lock serialises its use. A lost connection is re-established and the unit retried (connection.py).
 The session locks are held on the same connection (locks.py) and are taken again on the new
 one; a session another kernel took meanwhile is not written again (StoreBusyError naming the
 holder): a kernel never writes to a session it no longer holds. psycopg's errors become the
@@ -39,6 +39,7 @@ from . import rows as writes
 from .connection import Link, retried
 from .edge import edge, translate
 from .schema import check_current, migrate
+from .transaction import Transaction
 from .viewing import Viewing
 
 _EMPTY_USAGE = UsageLedger().model_dump_json()
@@ -92,15 +93,19 @@ class PostgresStore(Viewing):
         if taken is not None:
             raise StoreBusyError(taken)
 
-    def _write(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
-        """One transaction: all of it is committed, or none of it."""
+    def _write(self) -> contextlib.AbstractContextManager[Transaction]:
+        """One transaction: all of it is committed, or none of it (sent in two round trips)."""
         return self.link.transaction()
 
-    def _id(self, name: str, kind: str = "session") -> int | None:
-        row = self._db.execute(
-            "SELECT id FROM sessions WHERE owner = %s AND workspace = %s AND kind = %s AND name = %s",
-            (self.owner, self.workspace, kind, name),
-        ).fetchone()
+    def _id(self, name: str, kind: str = "session", db: Transaction | None = None) -> int | None:
+        row = (
+            (db or self._db)
+            .execute(
+                "SELECT id FROM sessions WHERE owner = %s AND workspace = %s AND kind = %s AND name = %s",
+                (self.owner, self.workspace, kind, name),
+            )
+            .fetchone()
+        )
         return int(row[0]) if row else None
 
     # -- sessions ---------------------------------------------------------------------------
@@ -173,7 +178,7 @@ class PostgresStore(Viewing):
     def delete(self, name: str, kind: str = "session") -> bool:
         """Remove the session and all its rows (the foreign keys cascade)."""
         with self._write() as db:
-            session_id = self._id(name, kind)
+            session_id = self._id(name, kind, db)
             if session_id is None:
                 return False
             db.execute("DELETE FROM sessions WHERE id = %s", (session_id,))
@@ -217,7 +222,7 @@ class PostgresStore(Viewing):
 
     def _unit_rows(
         self,
-        db: psycopg.Connection,
+        db: Transaction,
         live: reads.Live,
         session_id: int,
         messages: Sequence[Message],
@@ -384,7 +389,7 @@ class PostgresStore(Viewing):
     @retried()
     def copy(self, source: str, source_kind: str, target: str, target_kind: str) -> None:
         with self._write() as db:
-            source_id = self._id(source, source_kind)
+            source_id = self._id(source, source_kind, db)
             if source_id is None:
                 raise StoreError(f"no {source_kind} {source!r}")
             writes.copy_rows(db, source_id, target, target_kind)

@@ -207,7 +207,7 @@ def test_each_search_is_planned_for_its_own_words(fresh_database):
     assert prepared == (0,)
 
 
-def test_a_unit_reaches_the_server_in_two_messages_and_its_text_comes_back_exactly(fresh_database, monkeypatch):
+def test_a_unit_reaches_the_server_in_two_messages_and_a_fresh_session_in_one(fresh_database, monkeypatch):
     """The statements are bound on the client and sent together (docs/store.md): quotes,
     backslashes, `$$`, semicolons and SQL in a message are values, never statements."""
     store = PostgresStore(fresh_database, owner="me", workspace="/w")
@@ -221,6 +221,8 @@ def test_a_unit_reaches_the_server_in_two_messages_and_its_text_comes_back_exact
         return send(cursor, query, *args, **kwargs)
 
     monkeypatch.setattr(psycopg.Cursor, "execute", counting)
+    assert store.open_session("fresh").history == [] and len(messages) == 1  # a fresh session's row: one statement
+    messages.clear()
     tricky = "it's \\ 'quoted' \"too\"\n$$; DROP TABLE events; -- ünïcode 😀 %s %(x)s ?"
     store.append(session.id, [user_prompt(tricky), user_prompt("second")], 1)
     monkeypatch.undo()

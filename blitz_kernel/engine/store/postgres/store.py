@@ -114,19 +114,21 @@ class PostgresStore(Viewing):
     @retried()
     def open_session(self, name: str, holder: str | None = None) -> StoredSession:
         now = time.time()
-        with self._write() as db:
-            # a fresh session is the common case: its row first (a no-op for one that exists,
-            # by the UNIQUE key), and the existing row read only when it was there
-            created = db.execute(
+        with self._lock:
+            # a fresh session is the common case: its row alone, one statement and one round
+            # trip (a no-op for one that exists, by the UNIQUE key; one whose answer was lost
+            # is found existing, and empty, when this is retried)
+            created = self._db.execute(
                 "INSERT INTO sessions (owner, workspace, name, kind, created, last_used, holder) "
                 "VALUES (%s, %s, %s, 'session', %s, %s, %s) "
                 "ON CONFLICT (owner, workspace, kind, name) DO NOTHING RETURNING id",
                 (self.owner, self.workspace, name, now, now, holder),
             ).fetchone()
-            if created is not None:
-                fresh = int(created[0])
-                self._live[fresh], self._names[fresh] = reads.Live(next_message=0, usage_json=_EMPTY_USAGE), name
-                return reads.empty_session(fresh, name)
+        if created is not None:
+            fresh = int(created[0])
+            self._live[fresh], self._names[fresh] = reads.Live(next_message=0, usage_json=_EMPTY_USAGE), name
+            return reads.empty_session(fresh, name)
+        with self._write() as db:
             row = db.execute(
                 "SELECT id, open_turn, turns FROM sessions WHERE owner = %s AND workspace = %s "
                 "AND kind = 'session' AND name = %s FOR UPDATE",

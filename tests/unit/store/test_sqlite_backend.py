@@ -371,7 +371,7 @@ def test_search_runs_no_correlated_subquery_and_finds_rewinds_by_index(tmp_path)
     }
     assert plans and not [plan for plan in plans.values() if "CORRELATED" in plan]
     rewind_plans = [plan for sql, plan in plans.items() if "kind = 'rewind'" in sql]
-    assert rewind_plans and all("events_by_kind" in plan for plan in rewind_plans)
+    assert rewind_plans and all("events_rewinds" in plan for plan in rewind_plans)
 
 
 def fts_check(root: Path) -> None:

@@ -127,6 +127,11 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE turns ADD COLUMN usage TEXT;
     """,
+    # 3 → 4: the rewind look-up's index holds the rewind rows alone, as in SQLite's 8.
+    """
+    DROP INDEX events_by_kind;
+    CREATE INDEX events_rewinds ON events (session_id) WHERE kind = 'rewind';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -155,7 +155,8 @@ def save_usage(
         return
     totals_rows = [("", ledger.total), *ledger.by_model.items()]
     db.executemany(
-        "INSERT OR REPLACE INTO usage (session_id, model, totals) VALUES (?, ?, ?)",
+        "INSERT INTO usage (session_id, model, totals) VALUES (?, ?, ?) "
+        "ON CONFLICT (session_id, model) DO UPDATE SET totals = excluded.totals",
         [(session_id, model, totals.model_dump_json()) for model, totals in totals_rows],
     )
     if prompt_tokens:

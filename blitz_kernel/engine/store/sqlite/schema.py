@@ -144,6 +144,13 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE turns ADD COLUMN usage TEXT;
     """,
+    # 7 → 8: the rewind look-up's index holds the rewind rows alone (a partial index): the
+    # event row of every unit no longer writes a page of an index that only rewinds are
+    # looked up in.
+    """
+    DROP INDEX events_by_kind;
+    CREATE INDEX events_rewinds ON events (session_id) WHERE kind = 'rewind';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -9,11 +9,12 @@ limited to both: a user sees only their own sessions of this workspace. Checkpoi
 (old file bodies) stays on the workspace's local disk; only the records are here.
 
 One connection per store, autocommit, each write one explicit transaction whose statements go
-out together (transaction.py); a thread lock serialises its use. A lost connection is re-established and the unit retried (connection.py).
-The session locks are held on the same connection (locks.py) and are taken again on the new
-one; a session another kernel took meanwhile is not written again (StoreBusyError naming the
-holder): a kernel never writes to a session it no longer holds. psycopg's errors become the
-store's typed errors at the edge (edge.py).
+out together (transaction.py); a thread lock serialises its use. A lost connection is
+re-established and the unit retried (connection.py). The session locks are held on the same
+connection (locks.py) and are taken again on the new one; a session another kernel took
+meanwhile is not written again (StoreBusyError naming the holder): a kernel never writes to a
+session it no longer holds. psycopg's errors become the store's typed errors at the edge
+(edge.py).
 """
 
 from __future__ import annotations
@@ -98,14 +99,12 @@ class PostgresStore(Viewing):
         return self.link.transaction()
 
     def _id(self, name: str, kind: str = "session", db: Transaction | None = None) -> int | None:
-        row = (
-            (db or self._db)
-            .execute(
-                "SELECT id FROM sessions WHERE owner = %s AND workspace = %s AND kind = %s AND name = %s",
-                (self.owner, self.workspace, kind, name),
-            )
-            .fetchone()
-        )
+        """The session's id; `db`: the transaction to read it in (else the connection)."""
+        executor: Transaction | psycopg.Connection = db if db is not None else self._db
+        row = executor.execute(
+            "SELECT id FROM sessions WHERE owner = %s AND workspace = %s AND kind = %s AND name = %s",
+            (self.owner, self.workspace, kind, name),
+        ).fetchone()
         return int(row[0]) if row else None
 
     # -- sessions ---------------------------------------------------------------------------

@@ -70,9 +70,10 @@ class Transaction:
         """Everything queued, as one message (the COMMIT with it when `commit` and the
         transaction's id is already known); each statement's rows to its Pending."""
         begin = self.xid is None
-        if not self._queued and not (commit and not begin):
+        commit_now = commit and not begin
+        if not self._queued and not commit_now:
             return
-        statements = [*(_BEGIN if begin else ()), *self._queued, *(("COMMIT",) if commit and not begin else ())]
+        statements = [*(_BEGIN if begin else ()), *self._queued, *(("COMMIT",) if commit_now else ())]
         results, self._queued, self._results = self._results, [], []
         cursor = self.db.cursor()
         cursor.execute(";\n".join(statements).encode(), prepare=False)
